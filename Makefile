@@ -1,0 +1,22 @@
+# `make check` is exactly the gate that `.ci/run` runs. Keep them in sync.
+.PHONY: check fmt clippy test doc package demo
+
+check: fmt clippy test doc
+
+fmt:
+	cargo fmt --all -- --check
+
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+test:
+	cargo test --workspace
+
+doc:
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+package:
+	cargo package --workspace --no-verify
+
+demo:
+	cargo run --release -p surgedb -- demo

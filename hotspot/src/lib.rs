@@ -1,0 +1,5 @@
+//! Hot-row group commit coordinator.
+//!
+//! Work in progress: see the crate README for what is built so far.
+#![deny(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
