@@ -1,0 +1,49 @@
+//! Configuration of one Raft node of one group.
+
+use crate::NodeId;
+
+/// Settings of a [`crate::RawNode`]. Defaults suit a 10 ms tick.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// This node's id (never 0).
+    pub id: NodeId,
+    /// Ticks without a leader before a follower campaigns; the actual timeout is drawn
+    /// from `[election_tick, 2 * election_tick)`.
+    pub election_tick: u32,
+    /// Ticks between leader heartbeats (must be smaller than `election_tick`).
+    pub heartbeat_tick: u32,
+    /// Pre-vote (thesis §9.6): a node asks before bumping its term. On by default.
+    pub pre_vote: bool,
+    /// Check-quorum: a leader steps down without a recently active quorum, and nodes
+    /// that recently heard from a leader ignore (pre-)votes. On by default.
+    pub check_quorum: bool,
+    /// Append messages in flight per follower in the replicate state.
+    pub max_inflight_msgs: usize,
+    /// Bytes of entries per append message (at least one entry is always sent).
+    pub max_size_per_msg: usize,
+    /// Largest proposal accepted.
+    pub max_proposal_bytes: usize,
+    /// Index the state machine has already applied (from its own durable state);
+    /// replay starts after it.
+    pub applied: u64,
+    /// Seed of the election-timeout randomization (mixed with `id`).
+    pub seed: u64,
+}
+
+impl Config {
+    /// Defaults for node `id`.
+    pub fn new(id: NodeId) -> Config {
+        Config {
+            id,
+            election_tick: 10,
+            heartbeat_tick: 2,
+            pre_vote: true,
+            check_quorum: true,
+            max_inflight_msgs: 256,
+            max_size_per_msg: 1 << 20,
+            max_proposal_bytes: 64 << 20,
+            applied: 0,
+            seed: 0x5eed,
+        }
+    }
+}

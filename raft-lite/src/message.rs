@@ -1,0 +1,104 @@
+//! Messages between the nodes of one group.
+
+use crate::{Entry, NodeId, Snapshot};
+
+/// A message from one node of a group to another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Sender.
+    pub from: NodeId,
+    /// Receiver.
+    pub to: NodeId,
+    /// Sender's term (for pre-votes: the term the sender would campaign in).
+    pub term: u64,
+    /// What the message says.
+    pub kind: MessageKind,
+}
+
+/// The message types of Raft with pre-vote, check-quorum, ReadIndex and leader transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageKind {
+    /// Pre-vote request (Raft thesis §9.6): would you vote for me in `term`?
+    PreVote {
+        /// Candidate's last log index.
+        last_index: u64,
+        /// Candidate's last log term.
+        last_term: u64,
+    },
+    /// Answer to a pre-vote.
+    PreVoteResp {
+        /// True if refused.
+        reject: bool,
+    },
+    /// Vote request (§5.2).
+    Vote {
+        /// Candidate's last log index.
+        last_index: u64,
+        /// Candidate's last log term.
+        last_term: u64,
+        /// The election was started by a leader transfer: voters ignore their leader lease.
+        transfer: bool,
+    },
+    /// Answer to a vote request.
+    VoteResp {
+        /// True if refused.
+        reject: bool,
+    },
+    /// AppendEntries (§5.3).
+    Append {
+        /// Index of the entry before `entries`.
+        prev_index: u64,
+        /// Term of that entry.
+        prev_term: u64,
+        /// Entries to append (may be empty).
+        entries: Vec<Entry>,
+        /// Leader's commit index.
+        commit: u64,
+    },
+    /// Answer to an append or snapshot.
+    AppendResp {
+        /// Accepted: the last index now known to match. Rejected: the `prev_index` refused.
+        index: u64,
+        /// True if the log did not match at `prev_index`.
+        reject: bool,
+        /// On reject: the follower's last index, a hint where to retry.
+        hint: u64,
+    },
+    /// Leader heartbeat; `read_seq` is the latest ReadIndex round it confirms.
+    Heartbeat {
+        /// Commit index, capped at the follower's known match.
+        commit: u64,
+        /// ReadIndex round.
+        read_seq: u64,
+    },
+    /// Answer to a heartbeat.
+    HeartbeatResp {
+        /// Echo of the heartbeat's `read_seq`.
+        read_seq: u64,
+    },
+    /// Install a snapshot (§7).
+    Snapshot {
+        /// The snapshot.
+        snapshot: Snapshot,
+    },
+    /// Leader transfer: campaign now, bypassing pre-vote and leases.
+    TimeoutNow,
+}
+
+impl MessageKind {
+    /// A short name of the message type, for logs and counters.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MessageKind::PreVote { .. } => "PreVote",
+            MessageKind::PreVoteResp { .. } => "PreVoteResp",
+            MessageKind::Vote { .. } => "Vote",
+            MessageKind::VoteResp { .. } => "VoteResp",
+            MessageKind::Append { .. } => "Append",
+            MessageKind::AppendResp { .. } => "AppendResp",
+            MessageKind::Heartbeat { .. } => "Heartbeat",
+            MessageKind::HeartbeatResp { .. } => "HeartbeatResp",
+            MessageKind::Snapshot { .. } => "Snapshot",
+            MessageKind::TimeoutNow => "TimeoutNow",
+        }
+    }
+}
