@@ -1,0 +1,300 @@
+//! Per-key lock wait queues with timeouts, smallest-`start_ts`-first wake-up and deadlock
+//! detection (TiKV's `WaiterManager` plus its detector, on one node).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::deadlock::{Deadlock, DeadlockDetector};
+
+/// Timing of lock waits; changeable at run time with [`LockWaitManager::set_config`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitConfig {
+    /// How long a waiter waits when no timeout is given (TiKV `wait-for-lock-timeout`, 1 s).
+    pub default_timeout: Duration,
+    /// After a release wakes the waiter with the smallest `start_ts`, the others are woken
+    /// this much later (TiKV `wake-up-delay-duration`, 20 ms), so the first one can take the
+    /// lock without a stampede.
+    pub wake_up_delay: Duration,
+}
+
+impl Default for WaitConfig {
+    fn default() -> Self {
+        WaitConfig {
+            default_timeout: Duration::from_secs(1),
+            wake_up_delay: Duration::from_millis(20),
+        }
+    }
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// The lock was released and this waiter had the smallest `start_ts`: retry at once.
+    Woken,
+    /// The lock was released and this waiter was woken after the wake-up delay.
+    WokenAfterDelay,
+    /// The timeout passed before the lock was released (a retryable lock-wait timeout).
+    TimedOut,
+}
+
+/// What [`LockWaitManager::wake_up`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WakeUpReport {
+    /// `start_ts` of the waiter woken at once, if any waited for that lock.
+    pub woken: Option<u64>,
+    /// Waiters that will be woken after the delay.
+    pub delayed: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting; `wake_at` is set once a release scheduled a delayed wake-up.
+    Waiting { wake_at: Option<Instant> },
+    /// Removed from the queue by a release and woken at once.
+    Woken,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    id: u64,
+    start_ts: u64,
+    lock_ts: u64,
+    state: Mutex<State>,
+    cond: Condvar,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Lock order: `queues`, then a waiter's `state`; `detector` is never held with either.
+    queues: Mutex<HashMap<Vec<u8>, Vec<Arc<Waiter>>>>,
+    detector: Mutex<DeadlockDetector>,
+    config: Mutex<WaitConfig>,
+    next_id: AtomicU64,
+}
+
+/// Lock waiting for one node: per-key queues of transactions waiting for a lock to be
+/// released, plus a [`DeadlockDetector`] consulted before anyone waits. Cheap to clone;
+/// clones share the queues.
+#[derive(Debug, Clone)]
+pub struct LockWaitManager {
+    inner: Arc<Inner>,
+}
+
+impl Default for LockWaitManager {
+    fn default() -> Self {
+        LockWaitManager::new(WaitConfig::default())
+    }
+}
+
+/// A registered wait. [`wait`](Self::wait) blocks until woken or timed out; dropping the
+/// handle without waiting leaves the queue and cleans the wait-for edge.
+#[derive(Debug)]
+pub struct WaitHandle {
+    manager: LockWaitManager,
+    waiter: Arc<Waiter>,
+    key: Vec<u8>,
+    finished: bool,
+}
+
+impl LockWaitManager {
+    /// A manager with the given timing and a detector whose edges live three times the
+    /// default timeout.
+    pub fn new(config: WaitConfig) -> Self {
+        let ttl = config.default_timeout.saturating_mul(3);
+        LockWaitManager {
+            inner: Arc::new(Inner {
+                queues: Mutex::new(HashMap::new()),
+                detector: Mutex::new(DeadlockDetector::new(ttl)),
+                config: Mutex::new(config),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The current timing.
+    pub fn config(&self) -> WaitConfig {
+        *self.inner.config.lock()
+    }
+
+    /// Changes the timing for later waits and wake-ups.
+    pub fn set_config(&self, config: WaitConfig) {
+        *self.inner.config.lock() = config;
+    }
+
+    /// Runs `f` on the deadlock detector (to clean up a finished transaction, say).
+    pub fn with_detector<R>(&self, f: impl FnOnce(&mut DeadlockDetector) -> R) -> R {
+        f(&mut self.inner.detector.lock())
+    }
+
+    /// Transaction `start_ts` will wait for the lock held by `lock_ts` on `key`.
+    ///
+    /// # Errors
+    /// [`Deadlock`] if waiting would close a cycle; nothing is queued then.
+    pub fn enqueue(&self, key: &[u8], start_ts: u64, lock_ts: u64) -> Result<WaitHandle, Deadlock> {
+        self.inner.detector.lock().detect(start_ts, lock_ts, key)?;
+        let waiter = Arc::new(Waiter {
+            id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
+            start_ts,
+            lock_ts,
+            state: Mutex::new(State::Waiting { wake_at: None }),
+            cond: Condvar::new(),
+        });
+        self.inner
+            .queues
+            .lock()
+            .entry(key.to_vec())
+            .or_default()
+            .push(Arc::clone(&waiter));
+        Ok(WaitHandle {
+            manager: self.clone(),
+            waiter,
+            key: key.to_vec(),
+            finished: false,
+        })
+    }
+
+    /// [`enqueue`](Self::enqueue) then [`WaitHandle::wait`].
+    ///
+    /// # Errors
+    /// [`Deadlock`] if waiting would close a cycle.
+    pub fn wait_for(
+        &self,
+        key: &[u8],
+        start_ts: u64,
+        lock_ts: u64,
+        timeout: Option<Duration>,
+    ) -> Result<WaitOutcome, Deadlock> {
+        Ok(self.enqueue(key, start_ts, lock_ts)?.wait(timeout))
+    }
+
+    /// The lock of `lock_ts` on `key` was released: the waiter with the smallest `start_ts`
+    /// is woken now, the other waiters for that lock after the wake-up delay.
+    pub fn wake_up(&self, key: &[u8], lock_ts: u64) -> WakeUpReport {
+        let delay = self.config().wake_up_delay;
+        let mut report = WakeUpReport::default();
+        let mut queues = self.inner.queues.lock();
+        let Some(queue) = queues.get_mut(key) else {
+            return report;
+        };
+        let first = queue
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.lock_ts == lock_ts)
+            .min_by_key(|(_, w)| (w.start_ts, w.id))
+            .map(|(i, _)| i);
+        if let Some(i) = first {
+            let waiter = queue.remove(i);
+            *waiter.state.lock() = State::Woken;
+            waiter.cond.notify_one();
+            report.woken = Some(waiter.start_ts);
+        }
+        let wake_at = Instant::now() + delay;
+        for waiter in queue.iter().filter(|w| w.lock_ts == lock_ts) {
+            let mut state = waiter.state.lock();
+            if let State::Waiting { wake_at: at } = &mut *state {
+                *at = Some(at.map_or(wake_at, |t| t.min(wake_at)));
+                report.delayed += 1;
+            }
+            drop(state);
+            waiter.cond.notify_one();
+        }
+        if queue.is_empty() {
+            queues.remove(key);
+        }
+        report
+    }
+
+    /// Number of transactions queued on `key`.
+    pub fn waiters(&self, key: &[u8]) -> usize {
+        self.inner.queues.lock().get(key).map_or(0, Vec::len)
+    }
+
+    /// Number of transactions queued on all keys.
+    pub fn total_waiters(&self) -> usize {
+        self.inner.queues.lock().values().map(Vec::len).sum()
+    }
+
+    /// Removes a waiter from its queue; returns whether it was still there.
+    fn leave(&self, key: &[u8], id: u64) -> bool {
+        let mut queues = self.inner.queues.lock();
+        let Some(queue) = queues.get_mut(key) else {
+            return false;
+        };
+        let Some(pos) = queue.iter().position(|w| w.id == id) else {
+            return false;
+        };
+        queue.remove(pos);
+        if queue.is_empty() {
+            queues.remove(key);
+        }
+        true
+    }
+}
+
+impl WaitHandle {
+    /// The waiting transaction's `start_ts`.
+    pub fn start_ts(&self) -> u64 {
+        self.waiter.start_ts
+    }
+
+    /// Blocks until woken or until `timeout` (the manager's default when `None`) passes.
+    pub fn wait(mut self, timeout: Option<Duration>) -> WaitOutcome {
+        let timeout = timeout.unwrap_or_else(|| self.manager.config().default_timeout);
+        let deadline = Instant::now() + timeout;
+        let waiter = Arc::clone(&self.waiter);
+        let outcome = {
+            let mut state = waiter.state.lock();
+            loop {
+                match *state {
+                    State::Woken => break WaitOutcome::Woken,
+                    State::Waiting { wake_at } => {
+                        let until = wake_at.map_or(deadline, |t| t.min(deadline));
+                        if Instant::now() >= until {
+                            let delayed = wake_at.is_some_and(|t| t <= deadline);
+                            drop(state);
+                            if self.manager.leave(&self.key, waiter.id) {
+                                break if delayed {
+                                    WaitOutcome::WokenAfterDelay
+                                } else {
+                                    WaitOutcome::TimedOut
+                                };
+                            }
+                            // A release removed us meanwhile and set `Woken` before doing so.
+                            state = waiter.state.lock();
+                            continue;
+                        }
+                        waiter.cond.wait_until(&mut state, until);
+                    }
+                }
+            }
+        };
+        self.finish(false);
+        outcome
+    }
+
+    /// Cleans the wait-for edge and, if `leave_queue`, leaves the queue. Idempotent.
+    fn finish(&mut self, leave_queue: bool) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if leave_queue {
+            self.manager.leave(&self.key, self.waiter.id);
+        }
+        self.manager.inner.detector.lock().clean_up_wait_for(
+            self.waiter.start_ts,
+            self.waiter.lock_ts,
+            &self.key,
+        );
+    }
+}
+
+impl Drop for WaitHandle {
+    fn drop(&mut self) {
+        self.finish(true);
+    }
+}

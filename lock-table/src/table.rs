@@ -1,0 +1,530 @@
+//! `RegionLockTable`: the in-memory pessimistic locks of one region leader.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use crate::budget::MemoryBudget;
+use crate::counters::bump;
+use crate::error::{LockError, RefuseReason, Refused, Result};
+use crate::key_range::KeyRange;
+use crate::lock_value::LockValue;
+use crate::status::LockStatus;
+
+/// One stored lock and its `deleted` mark.
+///
+/// A lock is marked deleted when a replicated write that removes or replaces it has been sent
+/// to Raft but not yet applied. It stays visible to readers until
+/// [`RegionLockTable::remove_applied`] runs on apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockEntry<L> {
+    pub(crate) lock: L,
+    pub(crate) deleted: bool,
+    /// Bytes charged for this entry when it was stored (key + heap + overhead).
+    pub(crate) charged: usize,
+}
+
+impl<L> LockEntry<L> {
+    /// The lock.
+    pub fn lock(&self) -> &L {
+        &self.lock
+    }
+
+    /// Takes the lock out of the entry.
+    pub fn into_lock(self) -> L {
+        self.lock
+    }
+
+    /// Whether a pending replicated write will delete this lock.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted
+    }
+
+    /// Bytes this entry is charged in the region and node budgets.
+    pub fn charged_bytes(&self) -> usize {
+        self.charged
+    }
+}
+
+/// What a successful insert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InsertReport {
+    /// Locks stored (the batch length).
+    pub locks: usize,
+    /// Of those, how many replaced a lock already stored under the same key (or an earlier
+    /// entry of the same batch).
+    pub overwritten: usize,
+    /// Change of the table's `memory_size`, in bytes (negative when overwrites shrank it).
+    pub bytes_delta: isize,
+}
+
+/// Locks lost when the table was cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LostLocks {
+    /// How many locks were dropped.
+    pub locks: usize,
+    /// How many bytes they were charged.
+    pub bytes: usize,
+}
+
+/// The result of a scan: entries in key order and whether the limit cut it short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockScan<T> {
+    /// The entries found, in ascending key order.
+    pub entries: Vec<T>,
+    /// Whether more entries lie in the range after the last one returned.
+    pub has_more: bool,
+}
+
+/// The pessimistic locks held in memory by the leader of one region (TiKV's
+/// `PeerPessimisticLocks`).
+///
+/// # Invariants
+/// - `memory_size` is exactly the sum of every entry's `charged` bytes, and that sum is
+///   charged to the shared [`MemoryBudget`]; every removal path (`remove_applied`, clearing
+///   on leader loss or flashback, moving out on split or absorb, and `Drop`) releases it.
+/// - Only [`LockStatus::Normal`] accepts `try_insert`; the status changes only through the
+///   leadership and region-change methods.
+/// - `try_insert` is all-or-nothing: on refusal the table, the budget and the batch are
+///   exactly as before.
+pub struct RegionLockTable<L> {
+    pub(crate) map: BTreeMap<Vec<u8>, LockEntry<L>>,
+    pub(crate) status: LockStatus,
+    pub(crate) term: u64,
+    pub(crate) version: u64,
+    pub(crate) memory_size: usize,
+    pub(crate) budget: MemoryBudget,
+}
+
+impl<L> fmt::Debug for RegionLockTable<L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegionLockTable")
+            .field("len", &self.map.len())
+            .field("memory_size", &self.memory_size)
+            .field("status", &self.status)
+            .field("term", &self.term)
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl<L> Drop for RegionLockTable<L> {
+    fn drop(&mut self) {
+        self.budget.release(self.memory_size);
+        let locks = self.map.len() as u64;
+        self.budget
+            .counters_ref()
+            .current_locks
+            .fetch_sub(locks, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl<L: LockValue> RegionLockTable<L> {
+    /// Bytes charged per entry on top of the key length and the lock's `heap_size`: the
+    /// owned key's header plus the stored entry (lock, mark and charge).
+    pub const ENTRY_OVERHEAD: usize =
+        std::mem::size_of::<Vec<u8>>() + std::mem::size_of::<LockEntry<L>>();
+
+    /// An empty table charging `budget`, in status [`LockStatus::NotLeader`] until
+    /// [`become_leader`](Self::become_leader) is called.
+    pub fn new(budget: &MemoryBudget) -> Self {
+        RegionLockTable {
+            map: BTreeMap::new(),
+            status: LockStatus::NotLeader,
+            term: 0,
+            version: 0,
+            memory_size: 0,
+            budget: budget.clone(),
+        }
+    }
+
+    /// The bytes an entry with this key and lock is charged.
+    pub fn entry_charge(key: &[u8], lock: &L) -> usize {
+        key.len() + lock.heap_size() + Self::ENTRY_OVERHEAD
+    }
+
+    /// The current status.
+    pub fn status(&self) -> LockStatus {
+        self.status
+    }
+
+    /// Whether `try_insert` can currently succeed status-wise.
+    pub fn is_writable(&self) -> bool {
+        self.status.is_writable()
+    }
+
+    /// The Raft term the table is valid in.
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+
+    /// The region version (epoch) the table is valid in.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Exact bytes charged for the stored locks.
+    pub fn memory_size(&self) -> usize {
+        self.memory_size
+    }
+
+    /// Number of stored locks (deleted-marked ones included).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no lock is stored.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The budget this table charges.
+    pub fn budget(&self) -> &MemoryBudget {
+        &self.budget
+    }
+
+    /// Makes the table writable for `term` and region `version` (the peer became leader).
+    /// Locks already present (installed by a split) are kept.
+    pub fn become_leader(&mut self, term: u64, version: u64) {
+        self.status = LockStatus::Normal;
+        self.term = term;
+        self.version = version;
+        tracing::debug!(
+            term,
+            version,
+            locks = self.map.len(),
+            "lock table: became leader"
+        );
+    }
+
+    /// The peer lost leadership: every lock is dropped (they are lost) and the status becomes
+    /// [`LockStatus::NotLeader`]. Returns what was lost.
+    pub fn become_follower(&mut self) -> LostLocks {
+        self.status = LockStatus::NotLeader;
+        let lost = self.clear();
+        let counters = self.budget.counters_ref();
+        bump(&counters.dropped_on_leader_loss, lost.locks as u64);
+        bump(&counters.dropped_bytes_on_leader_loss, lost.bytes as u64);
+        if lost.locks > 0 {
+            tracing::info!(
+                locks = lost.locks,
+                bytes = lost.bytes,
+                term = self.term,
+                "lock table: leadership lost, in-memory locks dropped"
+            );
+        }
+        lost
+    }
+
+    /// A flashback starts: locks are dropped and the status becomes
+    /// [`LockStatus::Flashback`] until [`end_flashback`](Self::end_flashback).
+    pub fn start_flashback(&mut self) -> LostLocks {
+        self.status = LockStatus::Flashback;
+        let lost = self.clear();
+        let counters = self.budget.counters_ref();
+        bump(&counters.dropped_on_leader_loss, lost.locks as u64);
+        bump(&counters.dropped_bytes_on_leader_loss, lost.bytes as u64);
+        lost
+    }
+
+    /// The flashback finished: back to [`LockStatus::Normal`] if the status was
+    /// `Flashback`. Returns whether it changed.
+    pub fn end_flashback(&mut self) -> bool {
+        let was = self.status == LockStatus::Flashback;
+        if was {
+            self.status = LockStatus::Normal;
+        }
+        was
+    }
+
+    /// Drops every lock and releases its charge.
+    pub(crate) fn clear(&mut self) -> LostLocks {
+        let lost = LostLocks {
+            locks: self.map.len(),
+            bytes: self.memory_size,
+        };
+        self.map = BTreeMap::new();
+        self.memory_size = 0;
+        self.budget.release(lost.bytes);
+        self.budget
+            .counters_ref()
+            .current_locks
+            .fetch_sub(lost.locks as u64, std::sync::atomic::Ordering::Relaxed);
+        lost
+    }
+
+    /// Checks that a request made for `term` and region `version` may trust this table
+    /// (TiKV's `check_term_version_status`), so that a lock missing because the table was
+    /// cleared or moved gives a region error instead of "lock not found".
+    ///
+    /// # Errors
+    /// [`LockError::NotLeader`], [`LockError::StaleCommand`] (term differs),
+    /// [`LockError::EpochNotMatch`] (version differs), [`LockError::FlashbackInProgress`].
+    pub fn check_term_version(&self, term: u64, version: u64) -> Result<()> {
+        if self.status == LockStatus::NotLeader {
+            return Err(LockError::NotLeader);
+        }
+        if self.term != term {
+            return Err(LockError::StaleCommand {
+                table: self.term,
+                request: term,
+            });
+        }
+        if self.version != version {
+            return Err(LockError::EpochNotMatch {
+                table: self.version,
+                request: version,
+            });
+        }
+        if self.status == LockStatus::Flashback {
+            return Err(LockError::FlashbackInProgress);
+        }
+        Ok(())
+    }
+
+    /// Inserts the whole batch for `term` and region `version`, or nothing.
+    ///
+    /// Overwriting a key replaces its lock, clears its deleted mark and charges only the
+    /// difference in size (TiKV charges nothing, which drifts when sizes differ). A key that
+    /// appears twice in the batch ends with the later lock.
+    ///
+    /// # Errors
+    /// The batch is handed back in [`Refused`] with the reason: a key over the maximum size,
+    /// a non-writable status, a term or version mismatch, or a full region or node budget.
+    pub fn try_insert(
+        &mut self,
+        batch: Vec<(Vec<u8>, L)>,
+        term: u64,
+        version: u64,
+    ) -> std::result::Result<InsertReport, Refused<L>> {
+        let reason = if let Some(reason) = self.oversized_key(&batch) {
+            Some(reason)
+        } else if !self.status.is_writable() {
+            Some(RefuseReason::NotWritable {
+                status: self.status,
+            })
+        } else if self.term != term {
+            Some(RefuseReason::TermMismatch {
+                table: self.term,
+                request: term,
+            })
+        } else if self.version != version {
+            Some(RefuseReason::VersionMismatch {
+                table: self.version,
+                request: version,
+            })
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(self.refuse(reason, batch));
+        }
+        let report = self.insert_within_budget(batch)?;
+        bump(&self.budget.counters_ref().inserted, report.locks as u64);
+        Ok(report)
+    }
+
+    /// [`try_insert`](Self::try_insert) of a single lock.
+    ///
+    /// # Errors
+    /// As `try_insert`; the lock comes back as a batch of one.
+    pub fn try_insert_one(
+        &mut self,
+        key: Vec<u8>,
+        lock: L,
+        term: u64,
+        version: u64,
+    ) -> std::result::Result<InsertReport, Refused<L>> {
+        self.try_insert(vec![(key, lock)], term, version)
+    }
+
+    pub(crate) fn refuse(&self, reason: RefuseReason, batch: Vec<(Vec<u8>, L)>) -> Refused<L> {
+        self.budget.counters_ref().record_refusal(&reason);
+        tracing::trace!(%reason, locks = batch.len(), "lock table: insert refused");
+        Refused { reason, batch }
+    }
+
+    pub(crate) fn oversized_key(&self, batch: &[(Vec<u8>, L)]) -> Option<RefuseReason> {
+        let max = self.budget.max_key_size();
+        batch
+            .iter()
+            .position(|(key, _)| key.len() > max)
+            .map(|index| RefuseReason::KeyTooLarge {
+                index,
+                len: batch[index].0.len(),
+                max,
+            })
+    }
+
+    /// Net size change and overwrite count the batch would cause, simulated in batch order so
+    /// that a key repeated within the batch is charged once.
+    fn plan(&self, batch: &[(Vec<u8>, L)]) -> (isize, usize) {
+        let existing = |key: &[u8]| self.map.get(key).map(|e| e.charged);
+        if let [(key, lock)] = batch {
+            let old = existing(key);
+            let new = Self::entry_charge(key, lock);
+            return (
+                new as isize - old.unwrap_or(0) as isize,
+                usize::from(old.is_some()),
+            );
+        }
+        let mut seen: HashMap<&[u8], usize> = HashMap::with_capacity(batch.len());
+        let (mut delta, mut overwritten) = (0isize, 0usize);
+        for (key, lock) in batch {
+            let new = Self::entry_charge(key, lock);
+            let old = match seen.insert(key.as_slice(), new) {
+                Some(prev) => Some(prev),
+                None => existing(key),
+            };
+            overwritten += usize::from(old.is_some());
+            delta += new as isize - old.unwrap_or(0) as isize;
+        }
+        (delta, overwritten)
+    }
+
+    /// Checks the region and node budgets and stores the batch. Status, term and version are
+    /// the caller's business (checked by `try_insert`, skipped for migrated locks).
+    pub(crate) fn insert_within_budget(
+        &mut self,
+        batch: Vec<(Vec<u8>, L)>,
+    ) -> std::result::Result<InsertReport, Refused<L>> {
+        let (delta, overwritten) = self.plan(&batch);
+        if delta > 0 {
+            let needed = delta as usize;
+            let limit = self.budget.region_limit();
+            if self.memory_size.saturating_add(needed) > limit {
+                let reason = RefuseReason::RegionBudgetFull {
+                    used: self.memory_size,
+                    needed,
+                    limit,
+                };
+                return Err(self.refuse(reason, batch));
+            }
+            if let Err(over) = self.budget.try_reserve(needed) {
+                let reason = RefuseReason::NodeBudgetFull {
+                    used: over.used,
+                    needed,
+                    limit: over.limit,
+                };
+                return Err(self.refuse(reason, batch));
+            }
+        }
+        let locks = batch.len();
+        for (key, lock) in batch {
+            let charged = Self::entry_charge(&key, &lock);
+            let entry = LockEntry {
+                lock,
+                deleted: false,
+                charged,
+            };
+            self.map.insert(key, entry);
+        }
+        self.memory_size = self.memory_size.wrapping_add_signed(delta);
+        if delta < 0 {
+            self.budget.release(delta.unsigned_abs());
+        }
+        bump(
+            &self.budget.counters_ref().current_locks,
+            (locks - overwritten) as u64,
+        );
+        Ok(InsertReport {
+            locks,
+            overwritten,
+            bytes_delta: delta,
+        })
+    }
+
+    /// The entry stored under `key`, deleted-marked or not.
+    pub fn get(&self, key: &[u8]) -> Option<&LockEntry<L>> {
+        self.map.get(key)
+    }
+
+    /// [`get`](Self::get) after [`check_term_version`](Self::check_term_version), the way
+    /// TiKV's `load_lock` reads the memory table.
+    ///
+    /// # Errors
+    /// As `check_term_version`.
+    pub fn get_checked(
+        &self,
+        key: &[u8],
+        term: u64,
+        version: u64,
+    ) -> Result<Option<&LockEntry<L>>> {
+        self.check_term_version(term, version)?;
+        Ok(self.map.get(key))
+    }
+
+    /// Entries in `range` in ascending key order, at most `limit` of them (`0` means no
+    /// limit). Deleted-marked entries are included: they are still locks until applied.
+    pub fn scan(&self, range: &KeyRange, limit: usize) -> LockScan<(&[u8], &LockEntry<L>)> {
+        let mut entries = Vec::new();
+        if range.is_empty() {
+            return LockScan {
+                entries,
+                has_more: false,
+            };
+        }
+        let mut iter = self.map.range::<[u8], _>(range.bounds());
+        for (key, entry) in iter.by_ref() {
+            entries.push((key.as_slice(), entry));
+            if limit > 0 && entries.len() >= limit {
+                break;
+            }
+        }
+        let has_more = limit > 0 && entries.len() >= limit && iter.next().is_some();
+        LockScan { entries, has_more }
+    }
+
+    /// Every entry in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &LockEntry<L>)> {
+        self.map.iter().map(|(k, e)| (k.as_slice(), e))
+    }
+
+    /// Marks the lock under `key` as about to be deleted by a replicated write (it stays
+    /// visible until [`remove_applied`](Self::remove_applied)). Returns whether a lock exists.
+    pub fn mark_deleted(&mut self, key: &[u8]) -> bool {
+        match self.map.get_mut(key) {
+            Some(entry) => {
+                entry.deleted = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the lock under `key` once the write that deletes it was applied, but only if
+    /// the table is still in the same `term` and region `version` (otherwise the table was
+    /// cleared or moved in between and the key may now hold another valid lock). Returns
+    /// whether a lock was removed.
+    pub fn remove_applied(&mut self, key: &[u8], term: u64, version: u64) -> bool {
+        if self.term != term || self.version != version {
+            return false;
+        }
+        self.remove_entry(key).is_some()
+    }
+
+    /// [`remove_applied`](Self::remove_applied) for several keys; returns how many were removed.
+    pub fn remove_applied_batch<K: AsRef<[u8]>>(
+        &mut self,
+        keys: &[K],
+        term: u64,
+        version: u64,
+    ) -> usize {
+        if self.term != term || self.version != version {
+            return 0;
+        }
+        keys.iter()
+            .filter(|key| self.remove_entry(key.as_ref()).is_some())
+            .count()
+    }
+
+    pub(crate) fn remove_entry(&mut self, key: &[u8]) -> Option<LockEntry<L>> {
+        let entry = self.map.remove(key)?;
+        self.memory_size -= entry.charged;
+        self.budget.release(entry.charged);
+        self.budget
+            .counters_ref()
+            .current_locks
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        Some(entry)
+    }
+}

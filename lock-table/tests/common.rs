@@ -1,0 +1,61 @@
+//! Shared test helpers: a TiKV-like pessimistic lock value and table constructors.
+
+use surge_lock_table::{BudgetConfig, LockValue, MemoryBudget, RegionLockTable};
+
+/// A pessimistic lock shaped like TiKV's `PessimisticLock` (the parts that matter here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PLock {
+    pub primary: Vec<u8>,
+    pub start_ts: u64,
+    pub for_update_ts: u64,
+}
+
+impl LockValue for PLock {
+    fn heap_size(&self) -> usize {
+        self.primary.len()
+    }
+}
+
+pub type Table = RegionLockTable<PLock>;
+
+pub fn lock(primary: &[u8], start_ts: u64) -> PLock {
+    PLock {
+        primary: primary.to_vec(),
+        start_ts,
+        for_update_ts: start_ts + 10,
+    }
+}
+
+/// Per-entry overhead charged for a `PLock`.
+pub fn overhead() -> usize {
+    Table::ENTRY_OVERHEAD
+}
+
+/// The charge of one entry.
+pub fn charge(key: &[u8], primary: &[u8]) -> usize {
+    key.len() + primary.len() + overhead()
+}
+
+/// A leader table at `term` / `version`.
+pub fn leader(budget: &MemoryBudget, term: u64, version: u64) -> Table {
+    let mut t = Table::new(budget);
+    t.become_leader(term, version);
+    t
+}
+
+pub fn budget_with(node_limit: usize, region_limit: usize) -> MemoryBudget {
+    MemoryBudget::new(BudgetConfig {
+        node_limit,
+        region_limit,
+        ..BudgetConfig::default()
+    })
+}
+
+pub fn one(key: &[u8], l: PLock) -> Vec<(Vec<u8>, PLock)> {
+    vec![(key.to_vec(), l)]
+}
+
+/// Sum of the charged bytes of every entry, computed from the entries themselves.
+pub fn recount(table: &Table) -> usize {
+    table.iter().map(|(_, e)| e.charged_bytes()).sum()
+}

@@ -1,0 +1,98 @@
+//! Lock waiting: timeouts, smallest-start_ts-first wake-up, delayed wake of the others,
+//! deadlock refusal and clean-up.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use surge_lock_table::{LockWaitManager, WaitConfig, WaitOutcome};
+
+fn manager(delay_ms: u64) -> LockWaitManager {
+    LockWaitManager::new(WaitConfig {
+        default_timeout: Duration::from_secs(20),
+        wake_up_delay: Duration::from_millis(delay_ms),
+    })
+}
+
+#[test]
+fn smallest_start_ts_is_woken_first_others_after_the_delay() {
+    let waits = manager(300);
+    let mut threads = Vec::new();
+    for start_ts in [30u64, 10, 20] {
+        let handle = waits.enqueue(b"k", start_ts, 5).unwrap();
+        threads.push(thread::spawn(move || {
+            let outcome = handle.wait(None);
+            (start_ts, outcome, Instant::now())
+        }));
+    }
+    assert_eq!(waits.waiters(b"k"), 3);
+    let released = Instant::now();
+    let report = waits.wake_up(b"k", 5);
+    assert_eq!(report.woken, Some(10));
+    assert_eq!(report.delayed, 2);
+    let mut results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    results.sort_by_key(|r| r.0);
+    assert_eq!(results[0].1, WaitOutcome::Woken);
+    for (start_ts, outcome, at) in &results[1..] {
+        assert_eq!(*outcome, WaitOutcome::WokenAfterDelay, "txn {start_ts}");
+        assert!(at.duration_since(released) >= Duration::from_millis(300));
+    }
+    assert_eq!(waits.total_waiters(), 0);
+}
+
+#[test]
+fn wait_times_out_and_leaves_the_queue() {
+    let waits = manager(20);
+    let started = Instant::now();
+    let outcome = waits
+        .wait_for(b"k", 2, 1, Some(Duration::from_millis(50)))
+        .unwrap();
+    assert_eq!(outcome, WaitOutcome::TimedOut);
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    assert_eq!(waits.waiters(b"k"), 0);
+    assert_eq!(
+        waits.with_detector(|d| d.edge_count()),
+        0,
+        "edge cleaned up"
+    );
+    // Nobody left to wake.
+    assert_eq!(waits.wake_up(b"k", 1).woken, None);
+}
+
+#[test]
+fn enqueue_refuses_a_deadlock() {
+    let waits = manager(20);
+    let _t1_waits_t2 = waits.enqueue(b"a", 1, 2).unwrap();
+    let _t2_waits_t3 = waits.enqueue(b"b", 2, 3).unwrap();
+    let err = waits.enqueue(b"c", 3, 1).unwrap_err();
+    assert_eq!(err.wait_chain.len(), 3);
+    assert_eq!(waits.waiters(b"c"), 0, "the victim is not queued");
+}
+
+#[test]
+fn dropping_a_handle_leaves_the_queue_and_clears_the_edge() {
+    let waits = manager(20);
+    let handle = waits.enqueue(b"a", 1, 2).unwrap();
+    assert_eq!(waits.waiters(b"a"), 1);
+    drop(handle);
+    assert_eq!(waits.waiters(b"a"), 0);
+    // 2 waiting for 1 is no deadlock any more.
+    let _h = waits.enqueue(b"b", 2, 1).unwrap();
+}
+
+#[test]
+fn wake_up_only_wakes_waiters_of_that_lock() {
+    let waits = manager(20);
+    let h = waits.enqueue(b"k", 7, 5).unwrap();
+    assert_eq!(waits.wake_up(b"k", 6).woken, None);
+    assert_eq!(waits.wake_up(b"other", 5).woken, None);
+    let t = thread::spawn(move || h.wait(Some(Duration::from_millis(100))));
+    assert_eq!(t.join().unwrap(), WaitOutcome::TimedOut);
+}
+
+#[test]
+fn wake_before_wait_is_not_lost() {
+    let waits = manager(20);
+    let h = waits.enqueue(b"k", 7, 5).unwrap();
+    assert_eq!(waits.wake_up(b"k", 5).woken, Some(7));
+    assert_eq!(h.wait(Some(Duration::from_secs(5))), WaitOutcome::Woken);
+}

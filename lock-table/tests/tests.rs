@@ -1,0 +1,14 @@
+//! Integration tests of `surge-lock-table`, one module per behaviour, compiled as one binary.
+
+mod common;
+
+mod budget;
+mod concurrency;
+mod deadlock;
+mod lock_wait;
+mod merge;
+mod model;
+mod split;
+mod tikv_txn_ext;
+mod transfer;
+mod write_path;
