@@ -96,3 +96,8 @@ pub use lock_wait::{LockWaitManager, WaitConfig, WaitHandle, WaitOutcome, WakeUp
 pub use shared::SharedRegionLockTable;
 pub use status::LockStatus;
 pub use table::{InsertReport, LockEntry, LockScan, LostLocks, RegionLockTable};
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

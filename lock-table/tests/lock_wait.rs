@@ -96,3 +96,59 @@ fn wake_before_wait_is_not_lost() {
     assert_eq!(waits.wake_up(b"k", 5).woken, Some(7));
     assert_eq!(h.wait(Some(Duration::from_secs(5))), WaitOutcome::Woken);
 }
+
+/// Waiters with tiny timeouts race a thread that keeps releasing the lock: every waiter ends
+/// with exactly one outcome, none hangs, and the queues and the wait-for graph end empty.
+#[test]
+fn waits_racing_wake_ups_all_finish_and_clean_up() {
+    let waits = manager(1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waker = {
+        let (waits, stop) = (waits.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut woken = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                woken += usize::from(waits.wake_up(b"k", 1).woken.is_some());
+                thread::yield_now();
+            }
+            woken
+        })
+    };
+    let started = Instant::now();
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let waits = waits.clone();
+            thread::spawn(move || {
+                let mut outcomes = [0usize; 3];
+                for i in 0..60u64 {
+                    let start_ts = 100 + t * 1000 + i;
+                    let timeout = Duration::from_micros((i % 5) * 400);
+                    let outcome = waits.wait_for(b"k", start_ts, 1, Some(timeout)).unwrap();
+                    outcomes[match outcome {
+                        WaitOutcome::Woken => 0,
+                        WaitOutcome::WokenAfterDelay => 1,
+                        WaitOutcome::TimedOut => 2,
+                    }] += 1;
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let mut total = [0usize; 3];
+    for t in threads {
+        let o = t.join().unwrap();
+        for i in 0..3 {
+            total[i] += o[i];
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let woken_by_waker = waker.join().unwrap();
+    assert_eq!(total.iter().sum::<usize>(), 8 * 60);
+    assert_eq!(
+        total[0], woken_by_waker,
+        "each immediate wake reached its waiter"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(waits.total_waiters(), 0);
+    assert_eq!(waits.with_detector(|d| d.edge_count()), 0);
+}
