@@ -8,6 +8,8 @@ mod deadlock;
 mod lock_wait;
 mod merge;
 mod model;
+mod ops_interpreter;
+mod random_bytes;
 mod split;
 mod tikv_txn_ext;
 mod transfer;
