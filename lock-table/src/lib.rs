@@ -77,8 +77,10 @@
 mod budget;
 mod counters;
 mod deadlock;
+mod entry;
 mod error;
 mod key_range;
+mod leadership;
 mod lock_value;
 mod lock_wait;
 mod migration;
@@ -89,13 +91,14 @@ mod table;
 pub use budget::{BudgetConfig, MemoryBudget};
 pub use counters::LockTableCounters;
 pub use deadlock::{Deadlock, DeadlockDetector, WaitForEntry};
+pub use entry::{InsertReport, LockEntry, LockScan, LostLocks};
 pub use error::{LockError, RefuseReason, Refused, Result};
 pub use key_range::KeyRange;
 pub use lock_value::LockValue;
 pub use lock_wait::{LockWaitManager, WaitConfig, WaitHandle, WaitOutcome, WakeUpReport};
 pub use shared::SharedRegionLockTable;
 pub use status::LockStatus;
-pub use table::{InsertReport, LockEntry, LockScan, LostLocks, RegionLockTable};
+pub use table::RegionLockTable;
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

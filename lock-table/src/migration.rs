@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 
 use crate::counters::bump;
+use crate::entry::{InsertReport, LockEntry};
 use crate::error::{LockError, Refused, Result};
 use crate::key_range::KeyRange;
 use crate::lock_value::LockValue;
 use crate::status::LockStatus;
-use crate::table::{InsertReport, LockEntry, RegionLockTable};
+use crate::table::RegionLockTable;
 
 impl<L: LockValue> RegionLockTable<L> {
     /// A voluntary leader transfer starts: the status becomes

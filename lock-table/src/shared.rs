@@ -5,11 +5,12 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::budget::MemoryBudget;
+use crate::entry::{InsertReport, LockEntry, LockScan, LostLocks};
 use crate::error::{Refused, Result};
 use crate::key_range::KeyRange;
 use crate::lock_value::LockValue;
 use crate::status::LockStatus;
-use crate::table::{InsertReport, LockEntry, LockScan, LostLocks, RegionLockTable};
+use crate::table::RegionLockTable;
 
 /// An `Arc<RwLock<RegionLockTable>>` (TiKV keeps `RwLock<PeerPessimisticLocks>` in each peer's
 /// `TxnExt`) with convenience methods that take the lock for one call and return owned
@@ -101,6 +102,11 @@ impl<L: LockValue> SharedRegionLockTable<L> {
     /// See [`RegionLockTable::mark_deleted`].
     pub fn mark_deleted(&self, key: &[u8]) -> bool {
         self.inner.write().mark_deleted(key)
+    }
+
+    /// See [`RegionLockTable::mark_deleted_batch`].
+    pub fn mark_deleted_batch<K: AsRef<[u8]>>(&self, keys: &[K]) -> usize {
+        self.inner.write().mark_deleted_batch(keys)
     }
 
     /// See [`RegionLockTable::remove_applied`].

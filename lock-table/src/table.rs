@@ -5,75 +5,11 @@ use std::fmt;
 
 use crate::budget::MemoryBudget;
 use crate::counters::bump;
-use crate::error::{LockError, RefuseReason, Refused, Result};
+use crate::entry::{InsertReport, LockEntry, LockScan};
+use crate::error::{RefuseReason, Refused, Result};
 use crate::key_range::KeyRange;
 use crate::lock_value::LockValue;
 use crate::status::LockStatus;
-
-/// One stored lock and its `deleted` mark.
-///
-/// A lock is marked deleted when a replicated write that removes or replaces it has been sent
-/// to Raft but not yet applied. It stays visible to readers until
-/// [`RegionLockTable::remove_applied`] runs on apply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockEntry<L> {
-    pub(crate) lock: L,
-    pub(crate) deleted: bool,
-    /// Bytes charged for this entry when it was stored (key + heap + overhead).
-    pub(crate) charged: usize,
-}
-
-impl<L> LockEntry<L> {
-    /// The lock.
-    pub fn lock(&self) -> &L {
-        &self.lock
-    }
-
-    /// Takes the lock out of the entry.
-    pub fn into_lock(self) -> L {
-        self.lock
-    }
-
-    /// Whether a pending replicated write will delete this lock.
-    pub fn is_deleted(&self) -> bool {
-        self.deleted
-    }
-
-    /// Bytes this entry is charged in the region and node budgets.
-    pub fn charged_bytes(&self) -> usize {
-        self.charged
-    }
-}
-
-/// What a successful insert did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct InsertReport {
-    /// Locks stored (the batch length).
-    pub locks: usize,
-    /// Of those, how many replaced a lock already stored under the same key (or an earlier
-    /// entry of the same batch).
-    pub overwritten: usize,
-    /// Change of the table's `memory_size`, in bytes (negative when overwrites shrank it).
-    pub bytes_delta: isize,
-}
-
-/// Locks lost when the table was cleared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LostLocks {
-    /// How many locks were dropped.
-    pub locks: usize,
-    /// How many bytes they were charged.
-    pub bytes: usize,
-}
-
-/// The result of a scan: entries in key order and whether the limit cut it short.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockScan<T> {
-    /// The entries found, in ascending key order.
-    pub entries: Vec<T>,
-    /// Whether more entries lie in the range after the last one returned.
-    pub has_more: bool,
-}
 
 /// The pessimistic locks held in memory by the leader of one region (TiKV's
 /// `PeerPessimisticLocks`).
@@ -182,110 +118,18 @@ impl<L: LockValue> RegionLockTable<L> {
         &self.budget
     }
 
-    /// Makes the table writable for `term` and region `version` (the peer became leader).
-    /// Locks already present (installed by a split) are kept.
-    pub fn become_leader(&mut self, term: u64, version: u64) {
-        self.status = LockStatus::Normal;
-        self.term = term;
-        self.version = version;
-        tracing::debug!(
-            term,
-            version,
-            locks = self.map.len(),
-            "lock table: became leader"
-        );
-    }
-
-    /// The peer lost leadership: every lock is dropped (they are lost) and the status becomes
-    /// [`LockStatus::NotLeader`]. Returns what was lost.
-    pub fn become_follower(&mut self) -> LostLocks {
-        self.status = LockStatus::NotLeader;
-        let lost = self.clear();
-        let counters = self.budget.counters_ref();
-        bump(&counters.dropped_on_leader_loss, lost.locks as u64);
-        bump(&counters.dropped_bytes_on_leader_loss, lost.bytes as u64);
-        if lost.locks > 0 {
-            tracing::info!(
-                locks = lost.locks,
-                bytes = lost.bytes,
-                term = self.term,
-                "lock table: leadership lost, in-memory locks dropped"
-            );
-        }
-        lost
-    }
-
-    /// A flashback starts: locks are dropped and the status becomes
-    /// [`LockStatus::Flashback`] until [`end_flashback`](Self::end_flashback).
-    pub fn start_flashback(&mut self) -> LostLocks {
-        self.status = LockStatus::Flashback;
-        let lost = self.clear();
-        let counters = self.budget.counters_ref();
-        bump(&counters.dropped_on_leader_loss, lost.locks as u64);
-        bump(&counters.dropped_bytes_on_leader_loss, lost.bytes as u64);
-        lost
-    }
-
-    /// The flashback finished: back to [`LockStatus::Normal`] if the status was
-    /// `Flashback`. Returns whether it changed.
-    pub fn end_flashback(&mut self) -> bool {
-        let was = self.status == LockStatus::Flashback;
-        if was {
-            self.status = LockStatus::Normal;
-        }
-        was
-    }
-
-    /// Drops every lock and releases its charge.
-    pub(crate) fn clear(&mut self) -> LostLocks {
-        let lost = LostLocks {
-            locks: self.map.len(),
-            bytes: self.memory_size,
-        };
-        self.map = BTreeMap::new();
-        self.memory_size = 0;
-        self.budget.release(lost.bytes);
-        self.budget
-            .counters_ref()
-            .current_locks
-            .fetch_sub(lost.locks as u64, std::sync::atomic::Ordering::Relaxed);
-        lost
-    }
-
-    /// Checks that a request made for `term` and region `version` may trust this table
-    /// (TiKV's `check_term_version_status`), so that a lock missing because the table was
-    /// cleared or moved gives a region error instead of "lock not found".
-    ///
-    /// # Errors
-    /// [`LockError::NotLeader`], [`LockError::StaleCommand`] (term differs),
-    /// [`LockError::EpochNotMatch`] (version differs), [`LockError::FlashbackInProgress`].
-    pub fn check_term_version(&self, term: u64, version: u64) -> Result<()> {
-        if self.status == LockStatus::NotLeader {
-            return Err(LockError::NotLeader);
-        }
-        if self.term != term {
-            return Err(LockError::StaleCommand {
-                table: self.term,
-                request: term,
-            });
-        }
-        if self.version != version {
-            return Err(LockError::EpochNotMatch {
-                table: self.version,
-                request: version,
-            });
-        }
-        if self.status == LockStatus::Flashback {
-            return Err(LockError::FlashbackInProgress);
-        }
-        Ok(())
-    }
-
     /// Inserts the whole batch for `term` and region `version`, or nothing.
     ///
     /// Overwriting a key replaces its lock, clears its deleted mark and charges only the
     /// difference in size (TiKV charges nothing, which drifts when sizes differ). A key that
     /// appears twice in the batch ends with the later lock.
+    ///
+    /// # Falling back
+    /// When the caller writes a refused batch through Raft instead, it must also
+    /// [`mark_deleted_batch`](Self::mark_deleted_batch) those keys (under the same write guard
+    /// when shared): a key may already hold an older memory lock of the same transaction (a
+    /// lock refreshed with a newer `for_update_ts`), and that stale memory lock would otherwise
+    /// shadow the newer replicated one (tikv#19864, `LockForUpdateTsMismatch` at prewrite).
     ///
     /// # Errors
     /// The batch is handed back in [`Refused`] with the reason: a key over the maximum size,
@@ -489,6 +333,14 @@ impl<L: LockValue> RegionLockTable<L> {
             }
             None => false,
         }
+    }
+
+    /// [`mark_deleted`](Self::mark_deleted) for several keys; returns how many locks were
+    /// marked. Use it for the keys of a batch that falls back to the replicated path.
+    pub fn mark_deleted_batch<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> usize {
+        keys.iter()
+            .filter(|key| self.mark_deleted(key.as_ref()))
+            .count()
     }
 
     /// Removes the lock under `key` once the write that deletes it was applied, but only if

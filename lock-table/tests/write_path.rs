@@ -313,3 +313,30 @@ fn test_flashback_with_in_memory_pessimistic_locks() {
     t.try_insert(one(b"k", lock(b"k", 2)), 1, 1).unwrap();
     assert_eq!(budget.used(), t.memory_size());
 }
+
+/// tikv#19864: a lock refresh that falls back to Raft must not leave the older memory lock
+/// shadowing the newer replicated one. The caller marks it deleted under the same guard; the
+/// replicated write's apply then removes it.
+#[test]
+fn fallback_marks_the_stale_memory_lock_tikv_19864() {
+    let budget = MemoryBudget::default();
+    let table = SharedRegionLockTable::<PLock>::new(&budget);
+    table.become_leader(1, 1);
+    table.try_insert(one(b"k", lock(b"k", 10)), 1, 1).unwrap();
+    table.start_transfer().unwrap(); // the refresh below now falls back
+    let mut refreshed = lock(b"k", 10);
+    refreshed.for_update_ts = 30;
+    {
+        let mut guard = table.write();
+        let refused = guard.try_insert(one(b"k", refreshed), 1, 1).unwrap_err();
+        assert!(refused.reason.should_fall_back());
+        let keys: Vec<&[u8]> = refused.batch.iter().map(|(k, _)| k.as_slice()).collect();
+        assert_eq!(guard.mark_deleted_batch(&keys), 1);
+    }
+    // Readers see the old lock flagged as deleted, so they go on to the persistent lock.
+    let entry = table.get(b"k").unwrap();
+    assert!(entry.is_deleted());
+    assert_eq!(entry.lock().for_update_ts, 20);
+    assert!(table.remove_applied(b"k", 1, 1));
+    assert_eq!(table.mark_deleted_batch(&[b"k"]), 0);
+}
