@@ -161,8 +161,11 @@ impl DeadlockDetector {
         let path = found.then(|| {
             let mut path = Vec::new();
             let mut node = to;
+            // Every node reached, except `from`, has a parent entry.
             while node != from {
-                let (prev, key) = parent[&node];
+                let Some(&(prev, key)) = parent.get(&node) else {
+                    break;
+                };
                 path.push(WaitForEntry {
                     txn: prev,
                     wait_for_txn: node,

@@ -74,8 +74,12 @@ impl<L: LockValue> RegionLockTable<L> {
     }
 
     /// The bytes an entry with this key and lock is charged.
+    /// Saturates instead of overflowing, so an absurd `heap_size` is refused by the budgets
+    /// rather than panicking.
     pub fn entry_charge(key: &[u8], lock: &L) -> usize {
-        key.len() + lock.heap_size() + Self::ENTRY_OVERHEAD
+        key.len()
+            .saturating_add(lock.heap_size())
+            .saturating_add(Self::ENTRY_OVERHEAD)
     }
 
     /// The current status.
@@ -201,18 +205,16 @@ impl<L: LockValue> RegionLockTable<L> {
 
     /// Net size change and overwrite count the batch would cause, simulated in batch order so
     /// that a key repeated within the batch is charged once.
-    fn plan(&self, batch: &[(Vec<u8>, L)]) -> (isize, usize) {
+    fn plan(&self, batch: &[(Vec<u8>, L)]) -> (i128, usize) {
         let existing = |key: &[u8]| self.map.get(key).map(|e| e.charged);
+        let diff = |new: usize, old: Option<usize>| new as i128 - old.unwrap_or(0) as i128;
         if let [(key, lock)] = batch {
             let old = existing(key);
             let new = Self::entry_charge(key, lock);
-            return (
-                new as isize - old.unwrap_or(0) as isize,
-                usize::from(old.is_some()),
-            );
+            return (diff(new, old), usize::from(old.is_some()));
         }
         let mut seen: HashMap<&[u8], usize> = HashMap::with_capacity(batch.len());
-        let (mut delta, mut overwritten) = (0isize, 0usize);
+        let (mut delta, mut overwritten) = (0i128, 0usize);
         for (key, lock) in batch {
             let new = Self::entry_charge(key, lock);
             let old = match seen.insert(key.as_slice(), new) {
@@ -220,7 +222,7 @@ impl<L: LockValue> RegionLockTable<L> {
                 None => existing(key),
             };
             overwritten += usize::from(old.is_some());
-            delta += new as isize - old.unwrap_or(0) as isize;
+            delta += diff(new, old);
         }
         (delta, overwritten)
     }
@@ -232,8 +234,11 @@ impl<L: LockValue> RegionLockTable<L> {
         batch: Vec<(Vec<u8>, L)>,
     ) -> std::result::Result<InsertReport, Refused<L>> {
         let (delta, overwritten) = self.plan(&batch);
+        // |delta| fits in usize: it is a difference of sums of at most `len` usize charges that
+        // the budgets below bound; saturate anyway rather than trust it.
+        let magnitude = usize::try_from(delta.unsigned_abs()).unwrap_or(usize::MAX);
         if delta > 0 {
-            let needed = delta as usize;
+            let needed = magnitude;
             let limit = self.budget.region_limit();
             if self.memory_size.saturating_add(needed) > limit {
                 let reason = RefuseReason::RegionBudgetFull {
@@ -262,9 +267,11 @@ impl<L: LockValue> RegionLockTable<L> {
             };
             self.map.insert(key, entry);
         }
-        self.memory_size = self.memory_size.wrapping_add_signed(delta);
-        if delta < 0 {
-            self.budget.release(delta.unsigned_abs());
+        if delta > 0 {
+            self.memory_size += magnitude;
+        } else {
+            self.memory_size -= magnitude;
+            self.budget.release(magnitude);
         }
         bump(
             &self.budget.counters_ref().current_locks,
@@ -273,7 +280,11 @@ impl<L: LockValue> RegionLockTable<L> {
         Ok(InsertReport {
             locks,
             overwritten,
-            bytes_delta: delta,
+            bytes_delta: isize::try_from(delta).unwrap_or(if delta > 0 {
+                isize::MAX
+            } else {
+                isize::MIN
+            }),
         })
     }
 

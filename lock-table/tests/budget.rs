@@ -121,3 +121,32 @@ fn counters_count_refusals_by_reason() {
     assert_eq!(c.refused_total(), 5);
     assert_eq!(c.inserted, 0);
 }
+
+/// A lock reporting an absurd heap size is refused by the budgets, not a panic or overflow.
+#[test]
+fn absurd_heap_size_is_refused_without_overflow() {
+    #[derive(Debug, Clone)]
+    struct Huge;
+    impl surge_lock_table::LockValue for Huge {
+        fn heap_size(&self) -> usize {
+            usize::MAX
+        }
+    }
+    let budget = MemoryBudget::default();
+    let mut t = surge_lock_table::RegionLockTable::<Huge>::new(&budget);
+    t.become_leader(1, 1);
+    let refused = t
+        .try_insert(vec![(b"a".to_vec(), Huge), (b"b".to_vec(), Huge)], 1, 1)
+        .unwrap_err();
+    assert!(matches!(
+        refused.reason,
+        RefuseReason::RegionBudgetFull { .. }
+    ));
+    budget.set_region_limit(usize::MAX);
+    let refused = t.try_insert(vec![(b"a".to_vec(), Huge)], 1, 1).unwrap_err();
+    assert!(matches!(
+        refused.reason,
+        RefuseReason::NodeBudgetFull { .. }
+    ));
+    assert_eq!((t.memory_size(), budget.used()), (0, 0));
+}
