@@ -31,6 +31,12 @@ pub struct RegionLockTable<L> {
     pub(crate) budget: MemoryBudget,
 }
 
+/// The charge of every lock of a planned batch, in batch order.
+enum Charges {
+    One(usize),
+    Many(Vec<usize>),
+}
+
 impl<L> fmt::Debug for RegionLockTable<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RegionLockTable")
@@ -203,20 +209,31 @@ impl<L: LockValue> RegionLockTable<L> {
             })
     }
 
-    /// Net size change and overwrite count the batch would cause, simulated in batch order so
-    /// that a key repeated within the batch is charged once.
-    fn plan(&self, batch: &[(Vec<u8>, L)]) -> (i128, usize) {
+    /// Net size change, overwrite count and the charge of every lock of the batch, simulated
+    /// in batch order so that a key repeated within the batch is charged once.
+    ///
+    /// `heap_size` is called exactly once per lock, here: the charges returned are the ones
+    /// stored, so the bytes reserved always equal the bytes recorded even if a lock's
+    /// reported size changes between calls.
+    fn plan(&self, batch: &[(Vec<u8>, L)]) -> (i128, usize, Charges) {
         let existing = |key: &[u8]| self.map.get(key).map(|e| e.charged);
         let diff = |new: usize, old: Option<usize>| new as i128 - old.unwrap_or(0) as i128;
         if let [(key, lock)] = batch {
             let old = existing(key);
             let new = Self::entry_charge(key, lock);
-            return (diff(new, old), usize::from(old.is_some()));
+            // The common single-lock case allocates nothing.
+            return (
+                diff(new, old),
+                usize::from(old.is_some()),
+                Charges::One(new),
+            );
         }
+        let mut charges = Vec::with_capacity(batch.len());
         let mut seen: HashMap<&[u8], usize> = HashMap::with_capacity(batch.len());
         let (mut delta, mut overwritten) = (0i128, 0usize);
         for (key, lock) in batch {
             let new = Self::entry_charge(key, lock);
+            charges.push(new);
             let old = match seen.insert(key.as_slice(), new) {
                 Some(prev) => Some(prev),
                 None => existing(key),
@@ -224,7 +241,7 @@ impl<L: LockValue> RegionLockTable<L> {
             overwritten += usize::from(old.is_some());
             delta += diff(new, old);
         }
-        (delta, overwritten)
+        (delta, overwritten, Charges::Many(charges))
     }
 
     /// Checks the region and node budgets and stores the batch. Status, term and version are
@@ -233,7 +250,7 @@ impl<L: LockValue> RegionLockTable<L> {
         &mut self,
         batch: Vec<(Vec<u8>, L)>,
     ) -> std::result::Result<InsertReport, Refused<L>> {
-        let (delta, overwritten) = self.plan(&batch);
+        let (delta, overwritten, charges) = self.plan(&batch);
         // |delta| fits in usize: it is a difference of sums of at most `len` usize charges that
         // the budgets below bound; saturate anyway rather than trust it.
         let magnitude = usize::try_from(delta.unsigned_abs()).unwrap_or(usize::MAX);
@@ -258,8 +275,11 @@ impl<L: LockValue> RegionLockTable<L> {
             }
         }
         let locks = batch.len();
-        for (key, lock) in batch {
-            let charged = Self::entry_charge(&key, &lock);
+        let charges = match &charges {
+            Charges::One(c) => std::slice::from_ref(c),
+            Charges::Many(v) => v.as_slice(),
+        };
+        for ((key, lock), &charged) in batch.into_iter().zip(charges) {
             let entry = LockEntry {
                 lock,
                 deleted: false,

@@ -340,3 +340,42 @@ fn fallback_marks_the_stale_memory_lock_tikv_19864() {
     assert!(table.remove_applied(b"k", 1, 1));
     assert_eq!(table.mark_deleted_batch(&[b"k"]), 0);
 }
+
+/// A lock whose reported heap size changes between calls (a size read from shared state, say)
+/// must not make the accounting drift: each entry is charged once, with the size that was
+/// reserved, and the budget releases exactly that.
+#[test]
+fn unstable_heap_size_cannot_make_accounting_drift() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use surge_lock_table::{LockValue, RegionLockTable};
+
+    #[derive(Debug, Clone)]
+    struct Shifty(Arc<AtomicUsize>);
+    impl LockValue for Shifty {
+        fn heap_size(&self) -> usize {
+            // 0, 100, 200, ... on successive calls.
+            self.0.fetch_add(1, Ordering::Relaxed) * 100
+        }
+    }
+    let calls = Arc::new(AtomicUsize::new(0));
+    let budget = MemoryBudget::default();
+    let mut t = RegionLockTable::<Shifty>::new(&budget);
+    t.become_leader(1, 1);
+    t.try_insert(vec![(b"a".to_vec(), Shifty(calls.clone()))], 1, 1)
+        .unwrap();
+    t.try_insert(
+        vec![
+            (b"b".to_vec(), Shifty(calls.clone())),
+            (b"c".to_vec(), Shifty(calls.clone())),
+        ],
+        1,
+        1,
+    )
+    .unwrap();
+    let recount: usize = t.iter().map(|(_, e)| e.charged_bytes()).sum();
+    assert_eq!(t.memory_size(), recount);
+    assert_eq!(budget.used(), t.memory_size());
+    assert_eq!(t.remove_applied_batch(&[b"a", b"b", b"c"], 1, 1), 3);
+    assert_eq!((t.memory_size(), budget.used()), (0, 0));
+}
