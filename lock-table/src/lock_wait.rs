@@ -192,11 +192,13 @@ impl LockWaitManager {
             waiter.cond.notify_one();
             report.woken = Some(waiter.start_ts);
         }
-        let wake_at = Instant::now() + delay;
+        // `None` when the delay is too large for an `Instant` (it would panic): those waiters
+        // are then never woken by the delay, only by a later release or their own timeout.
+        let wake_at = Instant::now().checked_add(delay);
         for waiter in queue.iter().filter(|w| w.lock_ts == lock_ts) {
             let mut state = waiter.state.lock();
             if let State::Waiting { wake_at: at } = &mut *state {
-                *at = Some(at.map_or(wake_at, |t| t.min(wake_at)));
+                *at = earliest(*at, wake_at);
                 report.delayed += 1;
             }
             drop(state);
@@ -235,6 +237,15 @@ impl LockWaitManager {
     }
 }
 
+/// The earlier of two optional instants, `None` standing for "never".
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
 impl WaitHandle {
     /// The waiting transaction's `start_ts`.
     pub fn start_ts(&self) -> u64 {
@@ -242,9 +253,12 @@ impl WaitHandle {
     }
 
     /// Blocks until woken or until `timeout` (the manager's default when `None`) passes.
+    /// A timeout too large to represent as an `Instant` (such as `Duration::MAX`) means
+    /// "until woken".
     pub fn wait(mut self, timeout: Option<Duration>) -> WaitOutcome {
         let timeout = timeout.unwrap_or_else(|| self.manager.config().default_timeout);
-        let deadline = Instant::now() + timeout;
+        // `None`: no deadline (the addition would overflow `Instant`, which panics).
+        let deadline = Instant::now().checked_add(timeout);
         let waiter = Arc::clone(&self.waiter);
         let outcome = {
             let mut state = waiter.state.lock();
@@ -252,9 +266,9 @@ impl WaitHandle {
                 match *state {
                     State::Woken => break WaitOutcome::Woken,
                     State::Waiting { wake_at } => {
-                        let until = wake_at.map_or(deadline, |t| t.min(deadline));
-                        if Instant::now() >= until {
-                            let delayed = wake_at.is_some_and(|t| t <= deadline);
+                        let until = earliest(wake_at, deadline);
+                        if until.is_some_and(|until| Instant::now() >= until) {
+                            let delayed = wake_at.is_some_and(|t| deadline.is_none_or(|d| t <= d));
                             drop(state);
                             if self.manager.leave(&self.key, waiter.id) {
                                 break if delayed {
@@ -267,7 +281,12 @@ impl WaitHandle {
                             state = waiter.state.lock();
                             continue;
                         }
-                        waiter.cond.wait_until(&mut state, until);
+                        match until {
+                            Some(until) => {
+                                waiter.cond.wait_until(&mut state, until);
+                            }
+                            None => waiter.cond.wait(&mut state),
+                        }
                     }
                 }
             }

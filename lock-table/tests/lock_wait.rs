@@ -152,3 +152,32 @@ fn waits_racing_wake_ups_all_finish_and_clean_up() {
     assert_eq!(waits.total_waiters(), 0);
     assert_eq!(waits.with_detector(|d| d.edge_count()), 0);
 }
+
+/// Huge durations (a caller's "wait forever") must not overflow `Instant` and panic: a huge
+/// timeout waits until woken, a huge wake-up delay leaves the others to their own timeouts.
+#[test]
+fn huge_timeout_and_delay_do_not_panic() {
+    let waits = LockWaitManager::new(WaitConfig {
+        default_timeout: Duration::MAX,
+        wake_up_delay: Duration::MAX,
+    });
+    let first = waits.enqueue(b"k", 1, 9).unwrap();
+    let second = waits.enqueue(b"k", 2, 9).unwrap();
+    let t = thread::spawn(move || first.wait(Some(Duration::MAX)));
+    thread::sleep(Duration::from_millis(20));
+    let report = waits.wake_up(b"k", 9);
+    assert_eq!((report.woken, report.delayed), (Some(1), 1));
+    assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
+    // The delayed one never reaches its (infinite) delay; its own short timeout ends it.
+    assert_eq!(
+        second.wait(Some(Duration::from_millis(30))),
+        WaitOutcome::TimedOut
+    );
+    // The default timeout (Duration::MAX) also works, ended by a wake-up.
+    let third = waits.enqueue(b"j", 3, 9).unwrap();
+    let t = thread::spawn(move || third.wait(None));
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(waits.wake_up(b"j", 9).woken, Some(3));
+    assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
+    assert_eq!(waits.total_waiters(), 0);
+}
