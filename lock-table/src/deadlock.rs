@@ -191,6 +191,23 @@ impl DeadlockDetector {
         }
     }
 
+    /// `txn` still waits for the lock of `lock_ts`: the edge's expiry clock restarts at `now`.
+    /// Returns whether the edge exists. A missing edge (expired and removed, or cleaned up)
+    /// is not re-added: re-adding it without a check could close a cycle.
+    pub fn refresh(&mut self, txn: u64, lock_ts: u64, now: Instant) -> bool {
+        match self
+            .wait_for
+            .get_mut(&txn)
+            .and_then(|out| out.get_mut(&lock_ts))
+        {
+            Some(edge) => {
+                edge.last_seen = edge.last_seen.max(now);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// `txn` stopped waiting for the lock of `lock_ts` on `key` (woken or timed out): the
     /// key is removed from the edge, and the edge when no key is left.
     pub fn clean_up_wait_for(&mut self, txn: u64, lock_ts: u64, key: &[u8]) {

@@ -120,9 +120,14 @@ impl LockWaitManager {
         *self.inner.config.lock()
     }
 
-    /// Changes the timing for later waits and wake-ups.
+    /// Changes the timing for later waits and wake-ups. The detector's edge TTL becomes three
+    /// times the new default timeout, as in [`new`](Self::new).
     pub fn set_config(&self, config: WaitConfig) {
         *self.inner.config.lock() = config;
+        self.inner
+            .detector
+            .lock()
+            .set_ttl(config.default_timeout.saturating_mul(3));
     }
 
     /// Runs `f` on the deadlock detector (to clean up a finished transaction, say).
@@ -237,6 +242,9 @@ impl LockWaitManager {
     }
 }
 
+/// Shortest interval between two refreshes of a waiter's wait-for edge (guards a zero TTL).
+const REFRESH_FLOOR: Duration = Duration::from_millis(1);
+
 /// The earlier of two optional instants, `None` standing for "never".
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
@@ -260,6 +268,11 @@ impl WaitHandle {
         // `None`: no deadline (the addition would overflow `Instant`, which panics).
         let deadline = Instant::now().checked_add(timeout);
         let waiter = Arc::clone(&self.waiter);
+        // A wait may outlast the detector's edge TTL (a long explicit timeout, or a TTL
+        // changed meanwhile): refresh the edge every half TTL so that a deadlock closed late
+        // in the wait is still found. Waits shorter than half the TTL never wake for this.
+        let refresh_every = (self.manager.with_detector(|d| d.ttl()) / 2).max(REFRESH_FLOOR);
+        let mut next_refresh = Instant::now().checked_add(refresh_every);
         let outcome = {
             let mut state = waiter.state.lock();
             loop {
@@ -267,7 +280,8 @@ impl WaitHandle {
                     State::Woken => break WaitOutcome::Woken,
                     State::Waiting { wake_at } => {
                         let until = earliest(wake_at, deadline);
-                        if until.is_some_and(|until| Instant::now() >= until) {
+                        let now = Instant::now();
+                        if until.is_some_and(|until| now >= until) {
                             let delayed = wake_at.is_some_and(|t| deadline.is_none_or(|d| t <= d));
                             drop(state);
                             if self.manager.leave(&self.key, waiter.id) {
@@ -281,7 +295,19 @@ impl WaitHandle {
                             state = waiter.state.lock();
                             continue;
                         }
-                        match until {
+                        if next_refresh.is_some_and(|at| now >= at) {
+                            // Lock order: never hold a waiter's state with the detector.
+                            drop(state);
+                            self.manager.inner.detector.lock().refresh(
+                                waiter.start_ts,
+                                waiter.lock_ts,
+                                now,
+                            );
+                            next_refresh = now.checked_add(refresh_every);
+                            state = waiter.state.lock();
+                            continue;
+                        }
+                        match earliest(until, next_refresh) {
                             Some(until) => {
                                 waiter.cond.wait_until(&mut state, until);
                             }

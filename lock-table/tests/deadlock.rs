@@ -140,3 +140,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn refresh_keeps_an_edge_alive_but_never_re_adds_one() {
+    let ttl = Duration::from_millis(100);
+    let mut d = DeadlockDetector::new(ttl);
+    let t0 = Instant::now();
+    d.detect_at(1, 2, b"a", t0).unwrap();
+    assert!(d.refresh(1, 2, t0 + Duration::from_millis(90)));
+    // 160 ms after insertion, 70 ms after the refresh: still live, so 2 -> 1 is a cycle.
+    assert!(
+        d.detect_at(2, 1, b"b", t0 + Duration::from_millis(160))
+            .is_err()
+    );
+    assert_eq!(d.expire(t0 + Duration::from_millis(400)), 1);
+    assert!(!d.refresh(1, 2, t0 + Duration::from_millis(401)));
+    assert_eq!(d.edge_count(), 0);
+}

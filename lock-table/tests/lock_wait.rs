@@ -181,3 +181,39 @@ fn huge_timeout_and_delay_do_not_panic() {
     assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
     assert_eq!(waits.total_waiters(), 0);
 }
+
+/// A wait longer than the detector's edge TTL keeps its wait-for edge alive, so a deadlock
+/// closed late in the wait is still found (TTL here: 3 x 20 ms; the wait lasts up to 2 s).
+#[test]
+fn long_wait_keeps_its_edge_so_late_deadlocks_are_found() {
+    let waits = LockWaitManager::new(WaitConfig {
+        default_timeout: Duration::from_millis(20),
+        wake_up_delay: Duration::from_millis(20),
+    });
+    let ttl = waits.with_detector(|d| d.ttl());
+    let h = waits.enqueue(b"a", 1, 2).unwrap();
+    let t = thread::spawn(move || h.wait(Some(Duration::from_secs(2))));
+    thread::sleep(ttl * 4);
+    // Txn 1 still waits for txn 2, so txn 2 waiting for txn 1 is a deadlock.
+    let err = waits.enqueue(b"b", 2, 1).unwrap_err();
+    assert_eq!(err.wait_chain.len(), 2);
+    assert_eq!(waits.wake_up(b"a", 2).woken, Some(1));
+    assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
+    assert_eq!(waits.with_detector(|d| d.edge_count()), 0);
+}
+
+/// Changing the default timeout at run time also stretches the edge TTL, which must outlive
+/// the waits.
+#[test]
+fn set_config_keeps_the_edge_ttl_above_the_timeout() {
+    let waits = LockWaitManager::new(WaitConfig {
+        default_timeout: Duration::from_millis(20),
+        wake_up_delay: Duration::from_millis(20),
+    });
+    assert!(waits.with_detector(|d| d.ttl()) < Duration::from_secs(1));
+    waits.set_config(WaitConfig {
+        default_timeout: Duration::from_secs(60),
+        wake_up_delay: Duration::from_millis(20),
+    });
+    assert!(waits.with_detector(|d| d.ttl()) >= Duration::from_secs(60));
+}
