@@ -121,7 +121,13 @@ impl DeadlockDetector {
                 keys: Vec::new(),
                 last_seen: now,
             });
-        edge.last_seen = now;
+        if now.saturating_duration_since(edge.last_seen) > self.ttl {
+            // The edge expired (its waits were abandoned) but was not yet removed: its keys
+            // belong to those dead waits and would keep the edge alive after this wait is
+            // cleaned up, a false deadlock later. Start afresh.
+            edge.keys.clear();
+        }
+        edge.last_seen = edge.last_seen.max(now);
         if !edge.keys.iter().any(|k| k == key) {
             edge.keys.push(key.to_vec());
         }

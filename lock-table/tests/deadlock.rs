@@ -157,3 +157,22 @@ fn refresh_keeps_an_edge_alive_but_never_re_adds_one() {
     assert!(!d.refresh(1, 2, t0 + Duration::from_millis(401)));
     assert_eq!(d.edge_count(), 0);
 }
+
+/// An expired edge that is waited on again starts afresh: the keys of the abandoned wait do
+/// not linger, so cleaning up the new wait removes the edge and no false deadlock follows.
+#[test]
+fn refreshing_an_expired_edge_forgets_its_old_keys() {
+    let ttl = Duration::from_millis(100);
+    let mut d = DeadlockDetector::new(ttl);
+    let t0 = Instant::now();
+    // Txn 1 waited for txn 2 on "a" and vanished without cleaning up.
+    d.detect_at(1, 2, b"a", t0).unwrap();
+    // Much later, txn 1 waits for txn 2 again, on "b", then stops waiting.
+    d.detect_at(1, 2, b"b", t0 + Duration::from_millis(150))
+        .unwrap();
+    d.clean_up_wait_for(1, 2, b"b");
+    assert_eq!(d.edge_count(), 0, "the stale key kept the edge alive");
+    // Txn 2 waiting for txn 1 is no deadlock: txn 1 waits for nothing.
+    d.detect_at(2, 1, b"c", t0 + Duration::from_millis(160))
+        .unwrap();
+}
