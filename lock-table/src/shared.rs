@@ -164,9 +164,9 @@ impl<L: LockValue> SharedRegionLockTable<L> {
         Ok(tables.into_iter().map(Into::into).collect())
     }
 
-    /// See [`RegionLockTable::absorb`]. Write-locks this table, then `source`; absorbing a
-    /// table into itself moves nothing. Two threads absorbing A into B and B into A at the
-    /// same time would deadlock: merges of one pair of regions are ordered by the caller.
+    /// See [`RegionLockTable::absorb`]. Write-locks both tables, always in the same (address)
+    /// order whichever is the target, so that concurrent absorbs of A into B and of B into A
+    /// cannot deadlock; absorbing a table into itself moves nothing.
     ///
     /// # Errors
     /// As `RegionLockTable::absorb`.
@@ -174,9 +174,15 @@ impl<L: LockValue> SharedRegionLockTable<L> {
         if self.ptr_eq(source) {
             return Ok(0);
         }
-        let mut target = self.inner.write();
-        let mut source = source.inner.write();
-        target.absorb(&mut source)
+        if Arc::as_ptr(&self.inner) < Arc::as_ptr(&source.inner) {
+            let mut target = self.inner.write();
+            let mut source = source.inner.write();
+            target.absorb(&mut source)
+        } else {
+            let mut source = source.inner.write();
+            let mut target = self.inner.write();
+            target.absorb(&mut source)
+        }
     }
 
     /// The current status.

@@ -202,3 +202,34 @@ fn concurrent_readers_see_ordered_consistent_scans() {
     }
     assert_eq!(budget.used(), table.memory_size());
 }
+
+/// Two threads absorbing A into B and B into A at the same time must not deadlock on the two
+/// write locks; the locks end up in one table or the other, with exact accounting.
+#[test]
+fn opposite_absorbs_do_not_deadlock() {
+    let budget = MemoryBudget::default();
+    let a = SharedRegionLockTable::<PLock>::new(&budget);
+    let b = SharedRegionLockTable::<PLock>::new(&budget);
+    a.become_leader(1, 1);
+    b.become_leader(1, 1);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    for (into, from, first_key) in [(a.clone(), b.clone(), 0u32), (b.clone(), a.clone(), 1)] {
+        let done_tx = done_tx.clone();
+        thread::spawn(move || {
+            for i in 0..2000u32 {
+                let k = key_of(i * 2 + first_key);
+                let _ = into.try_insert(vec![(k, lock(b"p", 1))], 1, 1);
+                into.absorb(&from).expect("same budget");
+            }
+            done_tx.send(()).expect("test waits");
+        });
+    }
+    for _ in 0..2 {
+        done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("absorbs deadlocked");
+    }
+    assert_eq!(a.len() + b.len(), 4000);
+    assert_eq!(budget.used(), a.memory_size() + b.memory_size());
+    assert_eq!(budget.counters().current_locks, 4000);
+}
