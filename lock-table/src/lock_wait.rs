@@ -79,6 +79,37 @@ struct Inner {
 /// Lock waiting for one node: per-key queues of transactions waiting for a lock to be
 /// released, plus a [`DeadlockDetector`] consulted before anyone waits. Cheap to clone;
 /// clones share the queues.
+///
+/// # Not losing a release
+/// [`wake_up`](Self::wake_up) only reaches waiters already queued: a release that happens
+/// after a transaction saw the lock but before it enqueued wakes nobody, and the transaction
+/// would sleep until its timeout. So a waiter follows **enqueue, re-check, wait**: enqueue
+/// first, then look at the lock again, and wait only if it is still held. A release after
+/// the enqueue marks the handle woken even if [`WaitHandle::wait`] has not been called yet,
+/// so nothing is lost in between. [`wait_for`](Self::wait_for) skips the re-check; use it
+/// only when releases cannot race the call (the key's latch is held, say).
+///
+/// ```
+/// use std::time::Duration;
+/// use surge_lock_table::{LockWaitManager, MemoryBudget, RegionLockTable, WaitOutcome};
+///
+/// let budget = MemoryBudget::default();
+/// let mut table: RegionLockTable<u64> = RegionLockTable::new(&budget); // lock = holder's start_ts
+/// table.become_leader(1, 1);
+/// table.try_insert_one(b"k".to_vec(), 10, 1, 1)?;
+/// let waits = LockWaitManager::default();
+///
+/// // Txn 20 finds "k" locked by txn 10: enqueue, then re-check before waiting.
+/// let handle = waits.enqueue(b"k", 20, 10)?;
+/// // ... txn 10 rolls back meanwhile: the lock goes and the waiters are woken.
+/// table.remove_applied(b"k", 1, 1);
+/// waits.wake_up(b"k", 10);
+/// // The re-check (or the wait) sees it; no timeout is spent.
+/// if table.get(b"k").is_some() {
+///     assert_eq!(handle.wait(Some(Duration::from_secs(1))), WaitOutcome::Woken);
+/// }
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct LockWaitManager {
     inner: Arc<Inner>,
@@ -162,7 +193,9 @@ impl LockWaitManager {
         })
     }
 
-    /// [`enqueue`](Self::enqueue) then [`WaitHandle::wait`].
+    /// [`enqueue`](Self::enqueue) then [`WaitHandle::wait`], with no re-check of the lock in
+    /// between: a release that happened before the call is missed and the wait lasts until
+    /// the timeout (see [Not losing a release](Self#not-losing-a-release)).
     ///
     /// # Errors
     /// [`Deadlock`] if waiting would close a cycle.

@@ -217,3 +217,38 @@ fn set_config_keeps_the_edge_ttl_above_the_timeout() {
     });
     assert!(waits.with_detector(|d| d.ttl()) >= Duration::from_secs(60));
 }
+
+/// The enqueue / re-check / wait protocol: a release between the re-check and the wait (or
+/// between the enqueue and the re-check) is never lost, the wait returns at once.
+#[test]
+fn release_between_recheck_and_wait_is_not_lost() {
+    use surge_lock_table::{MemoryBudget, SharedRegionLockTable};
+    let budget = MemoryBudget::default();
+    let table = SharedRegionLockTable::<u64>::new(&budget);
+    table.become_leader(1, 1);
+    let waits = manager(20);
+    for round in 0..50u64 {
+        let key = round.to_be_bytes();
+        table.try_insert(vec![(key.to_vec(), 10)], 1, 1).unwrap();
+        let handle = waits.enqueue(&key, 20 + round, 10).unwrap();
+        let still_locked = table.get(&key).is_some();
+        // The holder releases right after the re-check, from another thread.
+        let releaser = {
+            let (table, waits) = (table.clone(), waits.clone());
+            thread::spawn(move || {
+                table.mark_deleted(&key);
+                table.remove_applied(&key, 1, 1);
+                waits.wake_up(&key, 10)
+            })
+        };
+        if still_locked {
+            let started = Instant::now();
+            // The default timeout is 20 s: returning fast proves the wake-up reached us.
+            assert_eq!(handle.wait(None), WaitOutcome::Woken);
+            assert!(started.elapsed() < Duration::from_secs(5));
+        }
+        assert_eq!(releaser.join().unwrap().woken, Some(20 + round));
+    }
+    assert_eq!(waits.total_waiters(), 0);
+    assert_eq!(budget.used(), 0);
+}
