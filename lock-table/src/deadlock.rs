@@ -32,6 +32,22 @@ struct Edge {
 
 /// A wait-for graph `waiter start_ts → holder start_ts` (TiKV's `DetectTable`).
 ///
+/// ```
+/// use surge_lock_table::DeadlockDetector;
+///
+/// let mut detector = DeadlockDetector::default();
+/// detector.detect(1, 2, b"a")?; // txn 1 waits for txn 2's lock on "a"
+/// detector.detect(2, 3, b"b")?;
+/// // Txn 3 waiting for txn 1 would close the cycle 3 -> 1 -> 2 -> 3.
+/// let deadlock = detector.detect(3, 1, b"c").unwrap_err();
+/// let chain: Vec<(u64, u64)> = deadlock.wait_chain.iter().map(|e| (e.txn, e.wait_for_txn)).collect();
+/// assert_eq!(chain, [(3, 1), (1, 2), (2, 3)]);
+/// // Txn 1 stops waiting (woken or timed out): no cycle any more.
+/// detector.clean_up_wait_for(1, 2, b"a");
+/// detector.detect(3, 1, b"c")?;
+/// # Ok::<_, surge_lock_table::Deadlock>(())
+/// ```
+///
 /// # Invariants
 /// - The graph never holds a cycle of live edges: [`detect`](Self::detect) refuses (and
 ///   does not add) any edge that would close one.

@@ -148,6 +148,11 @@ fn threads_insert_remove_split_within_the_node_budget() {
     assert_eq!(budget.used(), total);
     assert!(regions.len() > 10, "splits happened: {}", regions.len());
     assert!(max_seen.load(Ordering::Relaxed) > 0);
+    // The node budget must actually have been contended, or the watcher proved nothing.
+    assert!(
+        full_refusals.load(Ordering::Relaxed) > 0,
+        "the node budget was never full"
+    );
     drop(regions);
     drop(registry);
     assert_eq!(budget.used(), 0);
