@@ -252,3 +252,69 @@ fn release_between_recheck_and_wait_is_not_lost() {
     assert_eq!(waits.total_waiters(), 0);
     assert_eq!(budget.used(), 0);
 }
+
+/// `test_detect_deadlock_when_updating_wait_info`: txn 1 waited for txn 2; txn 2 released and
+/// txn 3 took the lock, so txn 1 now waits for txn 3. The old edge is gone (txn 2 waiting
+/// for txn 1 is no deadlock) and the new one is live (txn 3 waiting for txn 1 is).
+#[test]
+fn test_detect_deadlock_when_updating_wait_info() {
+    let waits = manager(20);
+    let h = waits.enqueue(b"k", 1, 2).unwrap();
+    assert_eq!(waits.wake_up(b"k", 2).woken, Some(1));
+    assert_eq!(h.wait(None), WaitOutcome::Woken);
+    // Txn 3 got the lock first; txn 1 waits again, for txn 3.
+    let h = waits.enqueue(b"k", 1, 3).unwrap();
+    let not_deadlocked = waits.enqueue(b"j", 2, 1).unwrap();
+    let err = waits.enqueue(b"m", 3, 1).unwrap_err();
+    let chain: Vec<(u64, u64)> = err
+        .wait_chain
+        .iter()
+        .map(|e| (e.txn, e.wait_for_txn))
+        .collect();
+    assert_eq!(chain, vec![(3, 1), (1, 3)]);
+    drop((h, not_deadlocked));
+    assert_eq!(waits.with_detector(|d| d.edge_count()), 0);
+    assert_eq!(waits.total_waiters(), 0);
+}
+
+/// `test_pessimistic_lock_impl` (in-memory mode): txn 10 locks two keys in memory, txn 20
+/// conflicts and waits, txn 10 refreshes its lock (newer for_update_ts, no extra memory) and
+/// then rolls back (mark, apply, wake); txn 20 is woken first and takes the lock.
+#[test]
+fn test_pessimistic_lock_impl() {
+    use crate::common::*;
+    use surge_lock_table::{MemoryBudget, SharedRegionLockTable};
+    let budget = MemoryBudget::default();
+    let table = SharedRegionLockTable::<PLock>::new(&budget);
+    table.become_leader(1, 1);
+    let waits = manager(20);
+    table
+        .try_insert(
+            vec![
+                (b"k1".to_vec(), lock(b"k1", 10)),
+                (b"k2".to_vec(), lock(b"k1", 10)),
+            ],
+            1,
+            1,
+        )
+        .unwrap();
+    let before = budget.used();
+    // Txn 20 finds k1 locked by txn 10: enqueue, re-check, wait.
+    let handle = waits.enqueue(b"k1", 20, 10).unwrap();
+    assert_eq!(table.get(b"k1").unwrap().lock().start_ts, 10);
+    let waiter = thread::spawn(move || handle.wait(None));
+    // Txn 10 locks k1 again with a newer for_update_ts: an overwrite of equal size.
+    let mut refreshed = lock(b"k1", 10);
+    refreshed.for_update_ts = 99;
+    let report = table.try_insert(one(b"k1", refreshed), 1, 1).unwrap();
+    assert_eq!((report.overwritten, report.bytes_delta), (1, 0));
+    assert_eq!(budget.used(), before);
+    // Txn 10 rolls back both keys.
+    assert_eq!(table.mark_deleted_batch(&[b"k1", b"k2"]), 2);
+    assert_eq!(table.write().remove_applied_batch(&[b"k1", b"k2"], 1, 1), 2);
+    assert_eq!(waits.wake_up(b"k1", 10).woken, Some(20));
+    assert_eq!(waiter.join().unwrap(), WaitOutcome::Woken);
+    table.try_insert(one(b"k1", lock(b"k1", 20)), 1, 1).unwrap();
+    assert_eq!(table.get(b"k1").unwrap().lock().start_ts, 20);
+    assert_eq!(budget.used(), table.memory_size());
+}

@@ -180,3 +180,76 @@ fn merge_refused_while_transferring() {
     );
     assert_eq!(t.status(), LockStatus::TransferringLeader);
 }
+
+/// `test_merge_pessimistic_locks_with_concurrent_prewrite`: a prewrite in flight (its lock
+/// marked deleted) when the merge starts: the lock is still proposed with the merge, the
+/// prewrite's apply still removes it (same term and version), and later pessimistic locks
+/// fall back.
+#[test]
+fn test_merge_pessimistic_locks_with_concurrent_prewrite() {
+    let budget = MemoryBudget::default();
+    let mut t = leader(&budget, 1, 1);
+    t.try_insert(one(b"k1", lock(b"k1", 10)), 1, 1).unwrap();
+    t.try_insert(one(b"k2", lock(b"k1", 10)), 1, 1).unwrap();
+    assert!(t.mark_deleted(b"k1"), "prewrite of k1 sent to Raft");
+    let proposed = t.start_merge(1 << 20).unwrap();
+    let keys: Vec<&[u8]> = proposed.iter().map(|(k, _)| k.as_slice()).collect();
+    assert_eq!(keys, vec![&b"k1"[..], b"k2"]);
+    assert!(
+        t.remove_applied(b"k1", 1, 1),
+        "the in-flight prewrite applies"
+    );
+    assert!(matches!(
+        t.try_insert(one(b"k3", lock(b"k3", 11)), 1, 1)
+            .unwrap_err()
+            .reason,
+        RefuseReason::NotWritable {
+            status: LockStatus::MergingRegion
+        }
+    ));
+    assert_eq!(t.len(), 1);
+    assert_eq!(budget.used(), t.memory_size());
+}
+
+/// Absorbing a source that holds keys the target holds too: the source's lock wins and the
+/// replaced target entries are released, with the same budget and across budgets.
+#[test]
+fn absorb_overlapping_keys_releases_the_replaced_entries() {
+    for shared_budget in [true, false] {
+        let here = MemoryBudget::default();
+        let there = if shared_budget {
+            here.clone()
+        } else {
+            MemoryBudget::default()
+        };
+        let mut target = leader(&here, 1, 1);
+        let mut source = leader(&there, 1, 1);
+        target
+            .try_insert(one(b"k", lock(b"short", 1)), 1, 1)
+            .unwrap();
+        target.try_insert(one(b"t", lock(b"t", 1)), 1, 1).unwrap();
+        source
+            .try_insert(one(b"k", lock(b"a-longer-primary", 2)), 1, 1)
+            .unwrap();
+        source.try_insert(one(b"s", lock(b"s", 2)), 1, 1).unwrap();
+        source.mark_deleted(b"k");
+        assert_eq!(target.absorb(&mut source).unwrap(), 2);
+        assert_eq!(target.len(), 3);
+        let k = target.get(b"k").unwrap();
+        assert_eq!(k.lock().start_ts, 2);
+        assert!(!k.is_deleted());
+        assert_eq!(target.memory_size(), recount(&target));
+        assert_eq!(
+            target.memory_size(),
+            charge(b"k", b"a-longer-primary") + charge(b"t", b"t") + charge(b"s", b"s")
+        );
+        assert_eq!(here.used(), target.memory_size());
+        assert_eq!(here.counters().current_locks, 3);
+        if !shared_budget {
+            assert_eq!((there.used(), there.counters().current_locks), (0, 0));
+        }
+        drop(source);
+        drop(target);
+        assert_eq!((here.used(), here.counters().current_locks), (0, 0));
+    }
+}
