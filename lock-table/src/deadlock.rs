@@ -214,20 +214,24 @@ impl DeadlockDetector {
     }
 
     /// `txn` still waits for the lock of `lock_ts`: the edge's expiry clock restarts at `now`.
-    /// Returns whether the edge exists. A missing edge (expired and removed, or cleaned up)
-    /// is not re-added: re-adding it without a check could close a cycle.
+    /// Returns whether the edge was live. A missing edge (cleaned up) is not re-added, and an
+    /// expired one is removed rather than revived: detection ignored it while it was expired,
+    /// so reviving it without a check could put a cycle in the graph.
     pub fn refresh(&mut self, txn: u64, lock_ts: u64, now: Instant) -> bool {
-        match self
+        let ttl = self.ttl;
+        let Some(edge) = self
             .wait_for
             .get_mut(&txn)
             .and_then(|out| out.get_mut(&lock_ts))
-        {
-            Some(edge) => {
-                edge.last_seen = edge.last_seen.max(now);
-                true
-            }
-            None => false,
+        else {
+            return false;
+        };
+        if now.saturating_duration_since(edge.last_seen) > ttl {
+            self.remove_edge(txn, lock_ts);
+            return false;
         }
+        edge.last_seen = edge.last_seen.max(now);
+        true
     }
 
     /// `txn` stopped waiting for the lock of `lock_ts` on `key` (woken or timed out): the

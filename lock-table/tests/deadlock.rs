@@ -176,3 +176,35 @@ fn refreshing_an_expired_edge_forgets_its_old_keys() {
     d.detect_at(2, 1, b"c", t0 + Duration::from_millis(160))
         .unwrap();
 }
+
+/// An edge that expired is not revived by a refresh: meanwhile detection ignored it and
+/// accepted the reverse edge (removing the expired one as it went), so reviving it would
+/// leave a cycle in the graph.
+#[test]
+fn refresh_does_not_revive_an_expired_edge_into_a_cycle() {
+    let ttl = Duration::from_millis(100);
+    let mut d = DeadlockDetector::new(ttl);
+    let t0 = Instant::now();
+    d.detect_at(1, 2, b"a", t0).unwrap();
+    // 1 -> 2 expired; 2 -> 1 is accepted.
+    d.detect_at(2, 1, b"b", t0 + Duration::from_millis(150))
+        .unwrap();
+    assert!(!d.refresh(1, 2, t0 + Duration::from_millis(160)));
+    // The graph is just 2 -> 1, so waiting again for 2 is (correctly) a deadlock.
+    assert_eq!(d.edge_count(), 1);
+    assert!(
+        d.detect_at(1, 2, b"a", t0 + Duration::from_millis(170))
+            .is_err()
+    );
+}
+
+/// A refresh of an edge that expired but was never met by a search removes it.
+#[test]
+fn refresh_of_an_unvisited_expired_edge_removes_it() {
+    let ttl = Duration::from_millis(100);
+    let mut d = DeadlockDetector::new(ttl);
+    let t0 = Instant::now();
+    d.detect_at(1, 2, b"a", t0).unwrap();
+    assert!(!d.refresh(1, 2, t0 + Duration::from_millis(150)));
+    assert_eq!(d.edge_count(), 0);
+}
