@@ -183,16 +183,17 @@ fn huge_timeout_and_delay_do_not_panic() {
 }
 
 /// A wait longer than the detector's edge TTL keeps its wait-for edge alive, so a deadlock
-/// closed late in the wait is still found (TTL here: 3 x 20 ms; the wait lasts up to 2 s).
+/// closed late in the wait is still found (TTL here: 3 x 100 ms, refreshed every 150 ms, which leaves a loaded CI machine
+/// 150 ms of slack; the wait lasts up to 10 s).
 #[test]
 fn long_wait_keeps_its_edge_so_late_deadlocks_are_found() {
     let waits = LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_millis(20),
+        default_timeout: Duration::from_millis(100),
         wake_up_delay: Duration::from_millis(20),
     });
     let ttl = waits.with_detector(|d| d.ttl());
     let h = waits.enqueue(b"a", 1, 2).unwrap();
-    let t = thread::spawn(move || h.wait(Some(Duration::from_secs(2))));
+    let t = thread::spawn(move || h.wait(Some(Duration::from_secs(10))));
     thread::sleep(ttl * 4);
     // Txn 1 still waits for txn 2, so txn 2 waiting for txn 1 is a deadlock.
     let err = waits.enqueue(b"b", 2, 1).unwrap_err();
