@@ -258,6 +258,13 @@ impl LockWaitManager {
         self.inner.queues.lock().values().map(Vec::len).sum()
     }
 
+    /// Number of keys that have a wait queue. A queue is dropped with its last waiter, so
+    /// this is also the number of keys with at least one waiter (no memory is kept for keys
+    /// nobody waits on).
+    pub fn queued_keys(&self) -> usize {
+        self.inner.queues.lock().len()
+    }
+
     /// Removes a waiter from its queue; returns whether it was still there.
     fn leave(&self, key: &[u8], id: u64) -> bool {
         let mut queues = self.inner.queues.lock();

@@ -150,6 +150,7 @@ fn waits_racing_wake_ups_all_finish_and_clean_up() {
     );
     assert!(started.elapsed() < Duration::from_secs(30));
     assert_eq!(waits.total_waiters(), 0);
+    assert_eq!(waits.queued_keys(), 0);
     assert_eq!(waits.with_detector(|d| d.edge_count()), 0);
 }
 
@@ -183,8 +184,8 @@ fn huge_timeout_and_delay_do_not_panic() {
 }
 
 /// A wait longer than the detector's edge TTL keeps its wait-for edge alive, so a deadlock
-/// closed late in the wait is still found (TTL here: 3 x 100 ms, refreshed every 150 ms, which leaves a loaded CI machine
-/// 150 ms of slack; the wait lasts up to 10 s).
+/// closed late in the wait is still found (TTL here: 3 x 100 ms, refreshed every 150 ms,
+/// which leaves a loaded CI machine 150 ms of slack; the wait lasts up to 10 s).
 #[test]
 fn long_wait_keeps_its_edge_so_late_deadlocks_are_found() {
     let waits = LockWaitManager::new(WaitConfig {
@@ -318,4 +319,33 @@ fn test_pessimistic_lock_impl() {
     table.try_insert(one(b"k1", lock(b"k1", 20)), 1, 1).unwrap();
     assert_eq!(table.get(b"k1").unwrap().lock().start_ts, 20);
     assert_eq!(budget.used(), table.memory_size());
+}
+
+/// No queue is kept for a key nobody waits on, whichever way its waiters left: woken at once,
+/// woken after the delay, timed out, or dropped without waiting.
+#[test]
+fn queues_of_keys_without_waiters_are_dropped() {
+    let waits = manager(5);
+    // Woken at once and after the delay.
+    let a = waits.enqueue(b"a", 1, 9).unwrap();
+    let b = waits.enqueue(b"a", 2, 9).unwrap();
+    waits.wake_up(b"a", 9);
+    assert_eq!(waits.queued_keys(), 1, "the delayed waiter is still queued");
+    assert_eq!(a.wait(None), WaitOutcome::Woken);
+    assert_eq!(b.wait(None), WaitOutcome::WokenAfterDelay);
+    // Timed out.
+    assert_eq!(
+        waits
+            .wait_for(b"b", 3, 9, Some(Duration::from_millis(1)))
+            .unwrap(),
+        WaitOutcome::TimedOut
+    );
+    // Dropped without waiting, and a waiter for another lock on the same key.
+    let c = waits.enqueue(b"c", 4, 9).unwrap();
+    let d = waits.enqueue(b"c", 5, 8).unwrap();
+    assert_eq!(waits.wake_up(b"c", 9).woken, Some(4));
+    assert_eq!(waits.queued_keys(), 1);
+    drop((c, d));
+    assert_eq!(waits.queued_keys(), 0);
+    assert_eq!(waits.with_detector(|det| det.edge_count()), 0);
 }
