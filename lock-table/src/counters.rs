@@ -8,7 +8,10 @@ use crate::error::RefuseReason;
 /// `tikv_in_memory_pessimistic_locking{result}` and `tikv_pessimistic_lock_memory_size`).
 ///
 /// Every counter except `current_*` only grows. All tables created from one
-/// [`MemoryBudget`](crate::MemoryBudget) share the same counters.
+/// [`MemoryBudget`](crate::MemoryBudget) share the same counters. Each field is read on its
+/// own (they are statistics, not a transaction): while other threads insert or remove, two
+/// fields of one snapshot, such as `current_locks` and `current_bytes`, may be a few
+/// operations apart; they agree exactly once the tables are quiet.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LockTableCounters {

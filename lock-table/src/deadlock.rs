@@ -52,8 +52,11 @@ struct Edge {
 /// - The graph never holds a cycle of live edges: [`detect`](Self::detect) refuses (and
 ///   does not add) any edge that would close one.
 /// - An edge not refreshed for `ttl` is expired: it is ignored by detection and removed
-///   lazily, so a waiter that vanished without cleaning up cannot cause false deadlocks
-///   forever.
+///   lazily (when a search meets it, or by [`expire`](Self::expire)), so a waiter that
+///   vanished without cleaning up cannot cause false deadlocks forever. An expired edge that
+///   no search meets stays stored until `expire` runs: a caller that can lose waiters
+///   without clean-up calls it now and then. [`LockWaitManager`](crate::LockWaitManager)
+///   cleans up every wait it hands out, so its detector only needs that for leaked handles.
 #[derive(Debug)]
 pub struct DeadlockDetector {
     wait_for: HashMap<u64, HashMap<u64, Edge>>,
