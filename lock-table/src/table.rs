@@ -378,6 +378,11 @@ impl<L: LockValue> RegionLockTable<L> {
     /// the table is still in the same `term` and region `version` (otherwise the table was
     /// cleared or moved in between and the key may now hold another valid lock). Returns
     /// whether a lock was removed.
+    ///
+    /// It removes whatever lock the key holds now, like TiKV's apply callback: the caller's
+    /// latches must keep the key from being locked again between the mark and the apply
+    /// (TiKV holds the key's latch until the write is applied), or a newer lock stored in
+    /// between would be removed with it.
     pub fn remove_applied(&mut self, key: &[u8], term: u64, version: u64) -> bool {
         if self.term != term || self.version != version {
             return false;
