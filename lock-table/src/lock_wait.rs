@@ -151,14 +151,16 @@ impl LockWaitManager {
         *self.inner.config.lock()
     }
 
-    /// Changes the timing for later waits and wake-ups. The detector's edge TTL becomes three
-    /// times the new default timeout, as in [`new`](Self::new).
+    /// Changes the timing for later waits and wake-ups. The detector's edge TTL is raised to
+    /// three times the new default timeout if it is shorter, as in [`new`](Self::new), but
+    /// never lowered: waits already under way refresh their edges at half the TTL they
+    /// started with, and a shorter TTL could expire those edges and hide a deadlock. (A
+    /// longer TTL only keeps the edges of leaked handles a little longer.)
     pub fn set_config(&self, config: WaitConfig) {
         *self.inner.config.lock() = config;
-        self.inner
-            .detector
-            .lock()
-            .set_ttl(config.default_timeout.saturating_mul(3));
+        let mut detector = self.inner.detector.lock();
+        let ttl = detector.ttl().max(config.default_timeout.saturating_mul(3));
+        detector.set_ttl(ttl);
     }
 
     /// Runs `f` on the deadlock detector (to clean up a finished transaction, say).
@@ -311,8 +313,9 @@ impl WaitHandle {
         // A wait may outlast the detector's edge TTL (a long explicit timeout, or a TTL
         // changed meanwhile): refresh the edge every half TTL so that a deadlock closed late
         // in the wait is still found. Waits shorter than half the TTL never wake for this.
-        let refresh_every = (self.manager.with_detector(|d| d.ttl()) / 2).max(REFRESH_FLOOR);
-        let mut next_refresh = Instant::now().checked_add(refresh_every);
+        let refresh_every = |ttl: Duration| (ttl / 2).max(REFRESH_FLOOR);
+        let mut next_refresh =
+            Instant::now().checked_add(refresh_every(self.manager.with_detector(|d| d.ttl())));
         let outcome = {
             let mut state = waiter.state.lock();
             loop {
@@ -338,12 +341,13 @@ impl WaitHandle {
                         if next_refresh.is_some_and(|at| now >= at) {
                             // Lock order: never hold a waiter's state with the detector.
                             drop(state);
-                            self.manager.inner.detector.lock().refresh(
-                                waiter.start_ts,
-                                waiter.lock_ts,
-                                now,
-                            );
-                            next_refresh = now.checked_add(refresh_every);
+                            let ttl = {
+                                let mut detector = self.manager.inner.detector.lock();
+                                detector.refresh(waiter.start_ts, waiter.lock_ts, now);
+                                detector.ttl()
+                            };
+                            // Re-read: the TTL may have changed meanwhile (`set_ttl`).
+                            next_refresh = now.checked_add(refresh_every(ttl));
                             state = waiter.state.lock();
                             continue;
                         }

@@ -349,3 +349,25 @@ fn queues_of_keys_without_waiters_are_dropped() {
     assert_eq!(waits.queued_keys(), 0);
     assert_eq!(waits.with_detector(|det| det.edge_count()), 0);
 }
+
+/// Lowering the default timeout while a wait is under way does not shorten the edge TTL
+/// under it: the wait's edge stays live and a late deadlock is still found.
+#[test]
+fn lowering_the_timeout_during_a_wait_keeps_its_edge() {
+    let waits = LockWaitManager::new(WaitConfig {
+        default_timeout: Duration::from_millis(200), // TTL 600 ms, refresh every 300 ms
+        wake_up_delay: Duration::from_millis(20),
+    });
+    let h = waits.enqueue(b"a", 1, 2).unwrap();
+    let t = thread::spawn(move || h.wait(Some(Duration::from_secs(10))));
+    thread::sleep(Duration::from_millis(50)); // the wait is under way with the old TTL
+    waits.set_config(WaitConfig {
+        default_timeout: Duration::from_millis(10),
+        wake_up_delay: Duration::from_millis(20),
+    });
+    assert_eq!(waits.with_detector(|d| d.ttl()), Duration::from_millis(600));
+    thread::sleep(Duration::from_millis(1500));
+    assert!(waits.enqueue(b"b", 2, 1).is_err(), "edge 1 -> 2 expired");
+    assert_eq!(waits.wake_up(b"a", 2).woken, Some(1));
+    assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
+}
