@@ -1,0 +1,434 @@
+//! One durable hot counter, hotspot `on` vs `off`, swept over thread counts (seed 004).
+//!
+//! Every commit appends a 32-byte record per request to a file and `fdatasync`s it. `off` is the
+//! ordinary path (take a mutex, update, append + fdatasync, unlock, per request); `on` goes
+//! through the [`Coordinator`] (one append and one fdatasync per group). The two modes run in
+//! the same process, alternating round by round, on the same file.
+//!
+//! ```text
+//! cargo run --release -p surge-hotspot --example hot_row -- [--threads 1,8,64,256,512]
+//!     [--seconds 5] [--rounds 5] [--max-wait-us 100] [--dir DIR] [--json]
+//! ```
+//! `--seconds` is the measured time per mode per thread count. With `--json` each line is one
+//! JSON object per (threads, mode): `threads`, `mode`, `tps`, `p50_us`, `p95_us`, `p99_us`,
+//! `mean_group`, `ops`, `seconds`, and the machine's `cores`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use surge_hotspot::{Config, Coordinator, Hints, Stats};
+
+#[path = "../benches/support/file_counter.rs"]
+mod file_counter;
+
+use file_counter::{FileCounter, RECORD_LEN};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+struct Args {
+    threads: Vec<usize>,
+    seconds: f64,
+    rounds: u32,
+    max_wait_us: u64,
+    dir: Option<PathBuf>,
+    json: bool,
+    off_lock: OffLock,
+}
+
+fn parse_args() -> Result<Args, Error> {
+    let mut a = Args {
+        threads: vec![1, 8, 64, 256, 512],
+        seconds: 5.0,
+        rounds: 5,
+        max_wait_us: 100,
+        dir: None,
+        json: false,
+        off_lock: OffLock::Fifo,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--threads" => {
+                a.threads = value()?
+                    .split(',')
+                    .map(|t| {
+                        t.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--threads {t}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if a.threads.contains(&0) {
+                    return Err("--threads: 0 threads".into());
+                }
+            }
+            "--seconds" => a.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--max-wait-us" => {
+                a.max_wait_us = value()?
+                    .parse()
+                    .map_err(|e| format!("--max-wait-us: {e}"))?
+            }
+            "--dir" => a.dir = Some(PathBuf::from(value()?)),
+            "--json" => a.json = true,
+            "--off-lock" => {
+                a.off_lock = match value()?.as_str() {
+                    "fifo" => OffLock::Fifo,
+                    "std" => OffLock::Std,
+                    "parking-lot" => OffLock::ParkingLot,
+                    other => {
+                        return Err(
+                            format!("--off-lock {other}: want fifo, std or parking-lot").into()
+                        );
+                    }
+                }
+            }
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    if !a.seconds.is_finite() || a.seconds <= 0.0 || a.rounds == 0 {
+        return Err("--seconds and --rounds must be positive".into());
+    }
+    Ok(a)
+}
+
+/// Log-linear latency histogram in nanoseconds: 8 sub-buckets per power of two (~12%).
+#[derive(Clone)]
+struct Histogram {
+    counts: Vec<u64>,
+}
+
+impl Histogram {
+    const SUB: u32 = 3;
+
+    fn new() -> Self {
+        Self {
+            counts: vec![0; 64 << Self::SUB],
+        }
+    }
+
+    fn index(ns: u64) -> usize {
+        let ns = ns.max(1);
+        let msb = 63 - ns.leading_zeros();
+        if msb < Self::SUB {
+            return ns as usize;
+        }
+        let sub = (ns >> (msb - Self::SUB)) & ((1 << Self::SUB) - 1);
+        ((msb as usize) << Self::SUB) | sub as usize
+    }
+
+    /// Upper bound of bucket `i`, in ns.
+    fn upper(i: usize) -> u64 {
+        let msb = (i >> Self::SUB) as u32;
+        if msb < Self::SUB {
+            return i as u64;
+        }
+        let sub = (i as u64) & ((1 << Self::SUB) - 1);
+        ((1u64 << Self::SUB) | sub).saturating_add(1) << (msb - Self::SUB)
+    }
+
+    fn record(&mut self, ns: u64) {
+        self.counts[Self::index(ns)] += 1;
+    }
+
+    fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+    }
+
+    fn quantile_us(&self, q: f64) -> f64 {
+        let total: u64 = self.counts.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let want = ((total as f64) * q).ceil() as u64;
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return Self::upper(i) as f64 / 1000.0;
+            }
+        }
+        0.0
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Off,
+    On,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::On => "on",
+        }
+    }
+}
+
+struct Acc {
+    ops: u64,
+    elapsed: Duration,
+    hist: Histogram,
+    groups: Stats,
+}
+
+/// The `off` path's row lock.
+#[derive(Clone, Copy, PartialEq)]
+enum OffLock {
+    /// FIFO hand-off: waiters are granted the lock in arrival order, as a database row-lock
+    /// queue (InnoDB, `surge-lock-table`) grants it.
+    Fifo,
+    /// `std::sync::Mutex`: futex, no hand-off; the releasing thread may take it straight back.
+    Std,
+    /// `parking_lot::Mutex`: spins and yields, hands off fairly about every 0.5 ms.
+    ParkingLot,
+}
+
+/// A thread queued on the [`FifoLock`], with its grant flag.
+type FifoWaiter = Arc<(std::thread::Thread, AtomicBool)>;
+
+/// A FIFO hand-off lock: `unlock` passes ownership to the oldest waiter and unparks it.
+struct FifoLock {
+    /// (locked, waiters in arrival order)
+    state: std::sync::Mutex<(bool, std::collections::VecDeque<FifoWaiter>)>,
+}
+
+impl FifoLock {
+    fn new() -> Self {
+        Self {
+            state: std::sync::Mutex::new((false, std::collections::VecDeque::new())),
+        }
+    }
+
+    fn lock(&self) -> Result<(), String> {
+        let me = {
+            let mut s = self.state.lock().map_err(|_| "fifo lock poisoned")?;
+            if !s.0 {
+                s.0 = true;
+                return Ok(());
+            }
+            let me = Arc::new((std::thread::current(), AtomicBool::new(false)));
+            s.1.push_back(Arc::clone(&me));
+            me
+        };
+        while !me.1.load(Ordering::Acquire) {
+            std::thread::park();
+        }
+        Ok(())
+    }
+
+    fn unlock(&self) -> Result<(), String> {
+        let mut s = self.state.lock().map_err(|_| "fifo lock poisoned")?;
+        match s.1.pop_front() {
+            Some(next) => {
+                drop(s);
+                next.1.store(true, Ordering::Release);
+                next.0.unpark();
+            }
+            None => s.0 = false,
+        }
+        Ok(())
+    }
+}
+
+struct Bench {
+    hot: Coordinator<Arc<FileCounter>>,
+    off_lock: OffLock,
+    fifo: FifoLock,
+    std_lock: std::sync::Mutex<()>,
+    pl_lock: parking_lot::Mutex<()>,
+}
+
+impl Bench {
+    fn one(&self, mode: Mode) -> Result<i64, String> {
+        match mode {
+            Mode::On => self
+                .hot
+                .execute(&1, 1, Hints::hot_update())
+                .map_err(|e| e.to_string()),
+            // Lock, update, append + fdatasync, unlock: one request at a time.
+            Mode::Off => match self.off_lock {
+                OffLock::Fifo => {
+                    self.fifo.lock()?;
+                    let r = self.hot.executor().run_one(1, 1);
+                    self.fifo.unlock()?;
+                    r
+                }
+                OffLock::Std => {
+                    let _row = self.std_lock.lock().map_err(|_| "row lock poisoned")?;
+                    self.hot.executor().run_one(1, 1)
+                }
+                OffLock::ParkingLot => {
+                    let _row = self.pl_lock.lock();
+                    self.hot.executor().run_one(1, 1)
+                }
+            },
+        }
+    }
+
+    /// Runs `threads` closed-loop clients for `dur`; returns (ops, elapsed, histogram).
+    fn round(
+        &self,
+        mode: Mode,
+        threads: usize,
+        dur: Duration,
+    ) -> Result<(u64, Duration, Histogram), Error> {
+        let stop = AtomicBool::new(false);
+        let start = std::sync::Barrier::new(threads + 1);
+        let (ops, hist, t0) = std::thread::scope(|s| -> Result<_, Error> {
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| -> Result<(u64, Histogram), String> {
+                        let mut h = Histogram::new();
+                        let mut n = 0u64;
+                        start.wait();
+                        while !stop.load(Ordering::Relaxed) {
+                            let t = Instant::now();
+                            self.one(mode)?;
+                            h.record(t.elapsed().as_nanos() as u64);
+                            n += 1;
+                        }
+                        Ok((n, h))
+                    })
+                })
+                .collect();
+            start.wait();
+            let t0 = Instant::now();
+            std::thread::sleep(dur);
+            stop.store(true, Ordering::Relaxed);
+            let mut total = 0;
+            let mut hist = Histogram::new();
+            for h in hs {
+                let (n, hh) = h.join().map_err(|_| "client thread panicked")??;
+                total += n;
+                hist.merge(&hh);
+            }
+            Ok((total, hist, t0))
+        })?;
+        Ok((ops, t0.elapsed(), hist))
+    }
+}
+
+fn main() -> Result<(), Error> {
+    let args = parse_args()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let base = match &args.dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir(),
+    };
+    let config = Config {
+        max_wait: Duration::from_micros(args.max_wait_us),
+        ..Config::default()
+    };
+    if !args.json {
+        println!(
+            "hot_row: {cores} cores, fdatasync per commit, dir {}",
+            base.display()
+        );
+        println!(
+            "{:>7} {:>4} {:>11} {:>9} {:>9} {:>9} {:>10}",
+            "threads", "mode", "tps", "p50_us", "p95_us", "p99_us", "mean_group"
+        );
+    }
+    let per_round = Duration::from_secs_f64(args.seconds / f64::from(args.rounds));
+    for &threads in &args.threads {
+        let dir = tempfile::tempdir_in(&base)?;
+        let log = dir.path().join("hot_row.log");
+        let counter = Arc::new(FileCounter::create(&log, 0)?);
+        let bench = Bench {
+            hot: Coordinator::new(Arc::clone(&counter), config.clone())?,
+            off_lock: args.off_lock,
+            fifo: FifoLock::new(),
+            std_lock: std::sync::Mutex::new(()),
+            pl_lock: parking_lot::Mutex::new(()),
+        };
+        // Warm up both paths (file allocation, thread creation) before measuring.
+        let warm = Duration::from_millis(200);
+        let (mut warm_ops, _, _) = bench.round(Mode::Off, threads, warm)?;
+        warm_ops += bench.round(Mode::On, threads, warm)?.0;
+        let mut acc = [Mode::Off, Mode::On].map(|_| Acc {
+            ops: 0,
+            elapsed: Duration::ZERO,
+            hist: Histogram::new(),
+            groups: Stats::default(),
+        });
+        for r in 0..args.rounds {
+            // Alternate which mode goes first, so drift on a shared machine hits both alike.
+            let order = if r % 2 == 0 {
+                [Mode::Off, Mode::On]
+            } else {
+                [Mode::On, Mode::Off]
+            };
+            for mode in order {
+                let before = bench.hot.stats();
+                let (ops, el, h) = bench.round(mode, threads, per_round)?;
+                let d = bench.hot.stats().since(&before);
+                let a = &mut acc[usize::from(mode == Mode::On)];
+                a.ops += ops;
+                a.elapsed += el;
+                a.hist.merge(&h);
+                a.groups.leader_count += d.leader_count;
+                a.groups.follower_count += d.follower_count;
+                a.groups.leader_wait_ns += d.leader_wait_ns;
+            }
+        }
+        // Honesty check: every acknowledged increment is in the counter and in the file.
+        let total = warm_ops + acc[0].ops + acc[1].ops;
+        let file_len = std::fs::metadata(&log)?.len();
+        if counter.value() != total as i64 || file_len != total * RECORD_LEN as u64 {
+            return Err(format!(
+                "lost or doubled updates: value {} file {file_len} B, acknowledged {total}",
+                counter.value()
+            )
+            .into());
+        }
+        for (mode, a) in [(Mode::Off, &acc[0]), (Mode::On, &acc[1])] {
+            let tps = a.ops as f64 / a.elapsed.as_secs_f64();
+            let mean_group = if mode == Mode::On {
+                a.groups.mean_group_size()
+            } else {
+                1.0
+            };
+            let (p50, p95, p99) = (
+                a.hist.quantile_us(0.50),
+                a.hist.quantile_us(0.95),
+                a.hist.quantile_us(0.99),
+            );
+            if args.json {
+                let line = serde_json::json!({
+                    "threads": threads,
+                    "mode": mode.name(),
+                    "tps": (tps * 10.0).round() / 10.0,
+                    "p50_us": p50,
+                    "p95_us": p95,
+                    "p99_us": p99,
+                    "mean_group": (mean_group * 100.0).round() / 100.0,
+                    "mean_leader_wait_us": (a.groups.mean_leader_wait_us() * 10.0).round() / 10.0,
+                    "ops": a.ops,
+                    "seconds": (a.elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+                    "rounds": args.rounds,
+                    "max_wait_us": args.max_wait_us,
+                    "cores": cores,
+                });
+                println!("{line}");
+            } else {
+                println!(
+                    "{threads:>7} {:>4} {tps:>11.0} {p50:>9.0} {p95:>9.0} {p99:>9.0} {mean_group:>10.2}",
+                    mode.name()
+                );
+            }
+        }
+        if !args.json {
+            let on = acc[1].ops as f64 / acc[1].elapsed.as_secs_f64();
+            let off = acc[0].ops as f64 / acc[0].elapsed.as_secs_f64();
+            println!("{threads:>7} on/off {:.2}x", on / off);
+        }
+    }
+    Ok(())
+}
