@@ -23,6 +23,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod scenarios;
+
 pub use surge_binlog as binlog;
 pub use surge_hotspot as hotspot;
 pub use surge_lock_table as lock_table;

@@ -1,0 +1,8 @@
+//! The seed scenarios that `surgedb demo` runs, each returning a report that prints what it
+//! shows and that the integration tests check.
+
+mod error;
+mod locks;
+
+pub use error::ScenarioError;
+pub use locks::{LocksReport, run as run_locks};
