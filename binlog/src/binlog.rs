@@ -1,0 +1,383 @@
+//! `Binlog`: opening (with recovery), the commit entry point, rotation, purge and close.
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use fs2::FileExt as _;
+use parking_lot::Mutex;
+
+use crate::cache::{CACHE_DIR_NAME, CacheContext, TxnCache, now_secs};
+use crate::config::{BinlogConfig, SyncPolicy};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventBody};
+use crate::group::{Pending, commit_queued};
+use crate::gtid::Gtid;
+use crate::gtid_state::GtidState;
+use crate::header::ChecksumAlg;
+use crate::index::{Index, file_name, sync_dir};
+use crate::log_file::{LogFile, build_header, reservation_for};
+use crate::query::Rotate;
+use crate::recovery::{RecoveryReport, recover};
+use crate::rename::commit_by_rename;
+use crate::stats::{BinlogStats, Counters};
+
+/// How a transaction's events reached the binlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommitMethod {
+    /// Copied from the cache into the current file by a group-commit leader.
+    Copied,
+    /// The cache file was renamed to become a new binlog file.
+    Renamed,
+}
+
+/// What a commit returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The GTID given to the transaction.
+    pub gtid: Gtid,
+    /// The xid written in its Xid event.
+    pub xid: u64,
+    /// File holding the transaction.
+    pub file: String,
+    /// Offset just past its Xid event.
+    pub end_position: u64,
+    /// Copy or rename.
+    pub method: CommitMethod,
+    /// How long its group (or its rename) held the log lock.
+    pub lock_hold: Duration,
+}
+
+/// A position in the log: file name and byte offset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Position {
+    /// File name (no directory).
+    pub file: String,
+    /// Byte offset (4 = first event).
+    pub offset: u64,
+}
+
+/// State under the log lock (MariaDB's `LOCK_log`).
+#[derive(Debug)]
+pub(crate) struct LogState {
+    pub(crate) cur: LogFile,
+    pub(crate) gtid: GtidState,
+    pub(crate) index: Index,
+    pub(crate) sync: SyncPolicy,
+    pub(crate) groups_since_sync: u32,
+    pub(crate) poisoned: Option<String>,
+    pub(crate) closed: bool,
+}
+
+impl LogState {
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(reason) = &self.poisoned {
+            return Err(Error::Poisoned {
+                reason: reason.clone(),
+            });
+        }
+        if self.closed {
+            return Err(Error::Poisoned {
+                reason: "the binlog was closed".to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Stops the log after a failed write: later commits fail until reopened.
+    pub(crate) fn poison(&mut self, e: &Error) -> String {
+        let reason = e.to_string();
+        tracing::error!("binlog stopped: {reason}");
+        self.poisoned.get_or_insert(reason).clone()
+    }
+
+    /// Counts a group and fsyncs the file if the policy says so.
+    pub(crate) fn sync_after_group(&mut self, stats: &Counters) -> Result<()> {
+        self.groups_since_sync += 1;
+        let due = match self.sync {
+            SyncPolicy::EveryGroup => true,
+            SyncPolicy::EveryNGroups(n) => self.groups_since_sync >= n.get(),
+            SyncPolicy::Never => false,
+        };
+        if due {
+            self.cur.sync()?;
+            self.groups_since_sync = 0;
+            Counters::add(&stats.syncs, 1);
+        }
+        Ok(())
+    }
+}
+
+/// Everything the binlog's threads share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) cfg: BinlogConfig,
+    pub(crate) cache_ctx: Arc<CacheContext>,
+    pub(crate) log: Mutex<LogState>,
+    pub(crate) queue: Mutex<Vec<Arc<Pending>>>,
+    pub(crate) stats: Counters,
+    report: RecoveryReport,
+    _lock: File,
+}
+
+impl Shared {
+    /// Encodes the Rotate event naming `next` and appends it to the current file.
+    pub(crate) fn write_rotate(&self, log: &mut LogState, next: &str) -> Result<()> {
+        let mut ev = Event::new(
+            EventBody::Rotate(Rotate {
+                position: 4,
+                next_file: next.to_string(),
+            }),
+            now_secs(),
+            self.cfg.server_id,
+        );
+        let mut buf = Vec::new();
+        ev.encode_at(log.cur.pos, ChecksumAlg::Crc32, &mut buf);
+        log.cur.append(&buf)
+    }
+
+    /// Size rotation: Rotate to the old file, new file with header (fsynced), directory
+    /// fsync, index, then the old file's in-use flag cleared and fsynced.
+    pub(crate) fn rotate(&self, log: &mut LogState) -> Result<()> {
+        let no = log.cur.no + 1;
+        let name = file_name(&self.cfg.base_name, no);
+        self.write_rotate(log, &name)?;
+        let header = build_header(&name, &log.gtid, self.cfg.server_id, 0);
+        let new = LogFile::create(&self.cfg.dir, name.clone(), no, &header)?;
+        sync_dir(&self.cfg.dir)?;
+        log.index.append(&name)?;
+        let old = std::mem::replace(&mut log.cur, new);
+        old.clear_in_use()?;
+        old.sync()?;
+        self.cache_ctx
+            .reserved
+            .store(reservation_for(log.cur.header_len), Ordering::Release);
+        Counters::add(&self.stats.rotations, 1);
+        Ok(())
+    }
+
+    pub(crate) fn rotate_if_full(&self, log: &mut LogState) {
+        if log.poisoned.is_none()
+            && log.cur.pos >= self.cfg.max_binlog_size
+            && let Err(e) = self.rotate(log)
+        {
+            log.poison(&e);
+        }
+    }
+}
+
+/// A MariaDB-compatible binary log with group commit and commit by rename.
+///
+/// Share it between threads with `Arc<Binlog>`; every method takes `&self`.
+///
+/// # Invariants
+/// * Transactions appear in the log in the order they were queued for commit; each
+///   commit returns only after its group was written (and fsynced, per
+///   [`SyncPolicy`]).
+/// * The log lock is held for the write of a group, or for the fixed steps of a rename
+///   (never for copying or syncing a renamed cache's data).
+/// * The current file's Format_description carries the in-use flag until the file is
+///   rotated away or the log is closed.
+#[derive(Debug)]
+pub struct Binlog {
+    shared: Arc<Shared>,
+}
+
+impl Binlog {
+    /// Opens (or creates) the log in `cfg.dir`: takes the directory lock, runs recovery and
+    /// starts a new file.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for bad settings, [`Error::Locked`] if another writer has the
+    /// directory, [`Error::Corrupt`] for damage recovery must not repair (anything but a
+    /// torn last event of a file left in use), [`Error::Io`].
+    pub fn open(cfg: BinlogConfig) -> Result<Binlog> {
+        cfg.validate()?;
+        std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::io("create", &cfg.dir, e))?;
+        let lock_path = cfg.dir.join(format!("{}.lock", cfg.base_name));
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io("open", &lock_path, e))?;
+        lock.try_lock_exclusive()
+            .map_err(|_| Error::Locked { path: lock_path })?;
+        let cache_dir = cfg.dir.join(CACHE_DIR_NAME);
+        let rec = recover(&cfg.dir, &cfg.base_name, &cache_dir)?;
+        let no = rec.last_no + 1;
+        let name = file_name(&cfg.base_name, no);
+        let header = build_header(&name, &rec.gtid, cfg.server_id, now_secs());
+        let cur = LogFile::create(&cfg.dir, name.clone(), no, &header)?;
+        sync_dir(&cfg.dir)?;
+        let mut index = rec.index;
+        index.append(&name)?;
+        let cache_ctx = Arc::new(CacheContext {
+            dir: cache_dir,
+            server_id: cfg.server_id,
+            domain_id: cfg.domain_id,
+            buffer_size: cfg.cache_buffer_size,
+            reserved: AtomicU64::new(reservation_for(cur.header_len)),
+            counter: AtomicU64::new(0),
+        });
+        let log = LogState {
+            cur,
+            gtid: rec.gtid,
+            index,
+            sync: cfg.sync,
+            groups_since_sync: 0,
+            poisoned: None,
+            closed: false,
+        };
+        Ok(Binlog {
+            shared: Arc::new(Shared {
+                cfg,
+                cache_ctx,
+                log: Mutex::new(log),
+                queue: Mutex::new(Vec::new()),
+                stats: Counters::default(),
+                report: rec.report,
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// What recovery found when this log was opened.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.shared.report
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &BinlogConfig {
+        &self.shared.cfg
+    }
+
+    /// A new, empty transaction cache for this log.
+    pub fn new_cache(&self) -> TxnCache {
+        TxnCache::new(Arc::clone(&self.shared.cache_ctx))
+    }
+
+    /// Commits a transaction: its GTID, its events and an Xid carrying `xid`.
+    ///
+    /// A spilled cache larger than [`BinlogConfig::large_commit_threshold`] is committed by
+    /// renaming its file (when its reserved header space suffices); anything else joins the
+    /// group-commit queue.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if this or an earlier write failed (the log is then stopped);
+    /// [`Error::Io`] if syncing a large cache before its rename fails (the log stays up).
+    pub fn commit(&self, mut cache: TxnCache, xid: u64) -> Result<CommitInfo> {
+        let sh = &self.shared;
+        if sh.cfg.commit_by_rename
+            && cache.is_spilled()
+            && cache.len() > sh.cfg.large_commit_threshold
+        {
+            cache = match commit_by_rename(sh, cache, xid)? {
+                Ok(info) => return Ok(info),
+                Err(back) => back,
+            };
+        }
+        commit_queued(sh, cache, xid)
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> BinlogStats {
+        self.shared.stats.snapshot()
+    }
+
+    /// Where the next event will be written.
+    pub fn current_position(&self) -> Position {
+        let log = self.shared.log.lock();
+        Position {
+            file: log.cur.name.clone(),
+            offset: log.cur.pos,
+        }
+    }
+
+    /// The files of the log, oldest first (as in the index).
+    pub fn files(&self) -> Vec<String> {
+        self.shared.log.lock().index.files.clone()
+    }
+
+    /// Directory of the log.
+    pub fn dir(&self) -> &Path {
+        &self.shared.cfg.dir
+    }
+
+    /// Starts a new file now (like `FLUSH BINARY LOGS`).
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if the log is stopped; the log stops if the rotation fails.
+    pub fn rotate(&self) -> Result<()> {
+        let mut log = self.shared.log.lock();
+        log.check()?;
+        if let Err(e) = self.shared.rotate(&mut log) {
+            let reason = log.poison(&e);
+            return Err(Error::Poisoned { reason });
+        }
+        Ok(())
+    }
+
+    /// Deletes every file before `file` (which stays) and removes them from the index.
+    /// Returns the names deleted.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] if `file` is not in the index; [`Error::Io`].
+    pub fn purge_to(&self, file: &str) -> Result<Vec<String>> {
+        let mut log = self.shared.log.lock();
+        let Some(i) = log.index.files.iter().position(|f| f == file) else {
+            return Err(Error::Invalid {
+                what: "file",
+                detail: format!("{file} is not in the index"),
+            });
+        };
+        let gone: Vec<String> = log.index.files[..i].to_vec();
+        let keep = log.index.files[i..].to_vec();
+        // Index first: a crash in between leaves unlisted files, never listed missing ones.
+        log.index.rewrite(keep)?;
+        for f in &gone {
+            let p = self.shared.cfg.dir.join(f);
+            std::fs::remove_file(&p).map_err(|e| Error::io("remove", &p, e))?;
+        }
+        sync_dir(&self.shared.cfg.dir)?;
+        Ok(gone)
+    }
+
+    /// Fsyncs the current file and clears its in-use flag. Dropping the log does the same,
+    /// ignoring errors.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if the log was stopped by an earlier failure; [`Error::Io`].
+    pub fn close(self) -> Result<()> {
+        self.close_inner()
+    }
+
+    /// Test hook: stops the log as a crash would (no fsync, the in-use flag stays set) but
+    /// releases the directory lock, so recovery can be tested in one process.
+    #[doc(hidden)]
+    pub fn __crash_for_tests(self) {
+        self.shared.log.lock().closed = true;
+    }
+
+    fn close_inner(&self) -> Result<()> {
+        let mut log = self.shared.log.lock();
+        if log.closed {
+            return Ok(());
+        }
+        log.check()?;
+        log.closed = true;
+        log.cur.sync()?;
+        log.cur.clear_in_use()?;
+        log.cur.sync()
+    }
+}
+
+impl Drop for Binlog {
+    fn drop(&mut self) {
+        if let Err(e) = self.close_inner() {
+            tracing::warn!("binlog close on drop: {e}");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Settings of a [`crate::Binlog`].
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// When the leader of a commit group calls `fsync` on the binlog (MariaDB `sync_binlog`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// After every group: a commit that returned is durable (`sync_binlog=1`).
+    EveryGroup,
+    /// After every N groups (`sync_binlog=N`): a crash may lose up to N−1 returned groups.
+    EveryNGroups(NonZeroU32),
+    /// Never (`sync_binlog=0`): left to the kernel; a power cut may lose returned commits.
+    Never,
+}
+
+/// 1 GiB, MariaDB's default and largest `max_binlog_size`.
+pub const DEFAULT_MAX_BINLOG_SIZE: u64 = 1 << 30;
+/// 128 MiB, MariaDB's default `binlog_large_commit_threshold`.
+pub const DEFAULT_LARGE_COMMIT_THRESHOLD: u64 = 128 << 20;
+/// Smallest threshold accepted (MariaDB release builds: 10 MiB; we allow 1 MiB for tests).
+pub const MIN_LARGE_COMMIT_THRESHOLD: u64 = 1 << 20;
+/// 32 KiB, MariaDB's default `binlog_cache_size`.
+pub const DEFAULT_CACHE_BUFFER_SIZE: usize = 32 << 10;
+
+/// Settings of a [`crate::Binlog`]. Build with [`BinlogConfig::new`] and the `with_*` methods.
+#[derive(Debug, Clone)]
+pub struct BinlogConfig {
+    /// Directory of the binlog files, the index and `#binlog_cache_files/`.
+    pub dir: PathBuf,
+    /// Files are `<base_name>.000001`, ...; the index is `<base_name>.index`.
+    pub base_name: String,
+    /// Server id written in every event header and GTID.
+    pub server_id: u32,
+    /// GTID domain of commits (a cache may choose another one).
+    pub domain_id: u32,
+    /// A file is rotated once it reaches this size (4096 ..= 1 GiB).
+    pub max_binlog_size: u64,
+    /// A spilled transaction cache larger than this commits by rename (>= 1 MiB).
+    pub large_commit_threshold: u64,
+    /// Whether commit by rename is used at all (MariaDB cannot switch it off; we can, for
+    /// comparisons).
+    pub commit_by_rename: bool,
+    /// Fsync policy of commit groups.
+    pub sync: SyncPolicy,
+    /// In-memory part of each transaction cache before it spills to a file (>= 4096).
+    pub cache_buffer_size: usize,
+}
+
+impl BinlogConfig {
+    /// Defaults: base name `surge-bin`, server 1, domain 0, 1 GiB files, 128 MiB threshold,
+    /// rename on, fsync every group, 32 KiB cache buffers.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        BinlogConfig {
+            dir: dir.into(),
+            base_name: "surge-bin".to_string(),
+            server_id: 1,
+            domain_id: 0,
+            max_binlog_size: DEFAULT_MAX_BINLOG_SIZE,
+            large_commit_threshold: DEFAULT_LARGE_COMMIT_THRESHOLD,
+            commit_by_rename: true,
+            sync: SyncPolicy::EveryGroup,
+            cache_buffer_size: DEFAULT_CACHE_BUFFER_SIZE,
+        }
+    }
+
+    /// Sets [`BinlogConfig::base_name`].
+    pub fn with_base_name(mut self, name: impl Into<String>) -> Self {
+        self.base_name = name.into();
+        self
+    }
+
+    /// Sets [`BinlogConfig::server_id`].
+    pub fn with_server_id(mut self, id: u32) -> Self {
+        self.server_id = id;
+        self
+    }
+
+    /// Sets [`BinlogConfig::domain_id`].
+    pub fn with_domain_id(mut self, id: u32) -> Self {
+        self.domain_id = id;
+        self
+    }
+
+    /// Sets [`BinlogConfig::max_binlog_size`].
+    pub fn with_max_binlog_size(mut self, bytes: u64) -> Self {
+        self.max_binlog_size = bytes;
+        self
+    }
+
+    /// Sets [`BinlogConfig::large_commit_threshold`].
+    pub fn with_large_commit_threshold(mut self, bytes: u64) -> Self {
+        self.large_commit_threshold = bytes;
+        self
+    }
+
+    /// Sets [`BinlogConfig::commit_by_rename`].
+    pub fn with_commit_by_rename(mut self, on: bool) -> Self {
+        self.commit_by_rename = on;
+        self
+    }
+
+    /// Sets [`BinlogConfig::sync`].
+    pub fn with_sync(mut self, sync: SyncPolicy) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// Sets [`BinlogConfig::cache_buffer_size`].
+    pub fn with_cache_buffer_size(mut self, bytes: usize) -> Self {
+        self.cache_buffer_size = bytes;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let bad = |what, detail: String| Err(Error::Config { what, detail });
+        let name_ok = !self.base_name.is_empty()
+            && self.base_name.len() <= 200
+            && self
+                .base_name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !name_ok {
+            return bad(
+                "base_name",
+                format!("{:?}: use 1-200 of [A-Za-z0-9_-]", self.base_name),
+            );
+        }
+        if !(4096..=DEFAULT_MAX_BINLOG_SIZE).contains(&self.max_binlog_size) {
+            return bad(
+                "max_binlog_size",
+                format!("{} not in 4096..=1073741824", self.max_binlog_size),
+            );
+        }
+        if self.large_commit_threshold < MIN_LARGE_COMMIT_THRESHOLD {
+            return bad(
+                "large_commit_threshold",
+                format!("{} below 1 MiB", self.large_commit_threshold),
+            );
+        }
+        if self.cache_buffer_size < 4096 {
+            return bad(
+                "cache_buffer_size",
+                format!("{} below 4096", self.cache_buffer_size),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! File names, the index file (`<base>.index`, one `./<name>` per line, as MariaDB writes
+//! it) and directory fsync.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Name of binlog file number `n`: `<base>.000001`.
+pub(crate) fn file_name(base: &str, n: u32) -> String {
+    format!("{base}.{n:06}")
+}
+
+/// The number of a binlog file name of this base, if it is one.
+pub(crate) fn file_number(base: &str, name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(base)?.strip_prefix('.')?;
+    if rest.len() >= 6 && rest.bytes().all(|b| b.is_ascii_digit()) {
+        rest.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Fsyncs a directory so created, renamed and deleted names in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("fsync directory", dir, e))
+}
+
+/// The index: the ordered list of binlog files.
+#[derive(Debug)]
+pub(crate) struct Index {
+    path: PathBuf,
+    dir: PathBuf,
+    pub(crate) files: Vec<String>,
+}
+
+impl Index {
+    /// Reads the index of `base` in `dir` (empty if absent).
+    pub(crate) fn load(dir: &Path, base: &str) -> Result<Index> {
+        let path = dir.join(format!("{base}.index"));
+        let mut files = Vec::new();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    let name = line.trim().trim_start_matches("./");
+                    let name = name.rsplit('/').next().unwrap_or(name);
+                    if file_number(base, name).is_none() {
+                        return Err(Error::Invalid {
+                            what: "index entry",
+                            detail: format!(
+                                "{line:?} in {} is not a {base}.NNNNNN name",
+                                path.display()
+                            ),
+                        });
+                    }
+                    files.push(name.to_string());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("read", &path, e)),
+        }
+        Ok(Index {
+            path,
+            dir: dir.to_path_buf(),
+            files,
+        })
+    }
+
+    /// Appends one name and fsyncs the index.
+    pub(crate) fn append(&mut self, name: &str) -> Result<()> {
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| Error::io("open", &self.path, e))?;
+        f.write_all(format!("./{name}\n").as_bytes())
+            .and_then(|()| f.sync_data())
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        self.files.push(name.to_string());
+        Ok(())
+    }
+
+    /// Replaces the index atomically (temp file, fsync, rename, directory fsync).
+    pub(crate) fn rewrite(&mut self, files: Vec<String>) -> Result<()> {
+        let tmp = self.path.with_extension("index_tmp");
+        let mut text = String::new();
+        for f in &files {
+            text.push_str("./");
+            text.push_str(f);
+            text.push('\n');
+        }
+        let mut f = File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| Error::io("write", &tmp, e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| Error::io("rename", &tmp, e))?;
+        sync_dir(&self.dir)?;
+        self.files = files;
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! Commit by rename (MariaDB 11.7, MDEV-32014): a large spilled cache becomes the next
+//! binlog file instead of being copied, so the log lock is held for a fixed number of
+//! small steps whatever the transaction's size.
+
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::binlog::{CommitInfo, CommitMethod, LogState, Shared};
+use crate::cache::{TxnCache, now_secs};
+use crate::crash::{crash_point, crash_points};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventBody};
+use crate::gtid::{GTID_MAX_EVENT_LEN, GtidEvent};
+use crate::header::{CHECKSUM_LEN, ChecksumAlg};
+use crate::index::{file_name, sync_dir};
+use crate::log_file::{LogFile, build_header, reservation_for};
+use crate::stats::Counters;
+
+/// Tries to commit `cache` by rename. `Ok(Err(cache))` hands the cache back when its
+/// reserved space cannot hold the new file's header (the caller then copies it).
+///
+/// Steps, as in MariaDB: (outside the lock) flush and fsync the cache file; (under the
+/// lock) Rotate into the old file, new header + GTID padded to the reservation written at
+/// offset 0 of the cache file, rename it to the next binlog name, fsync file and
+/// directory, add it to the index, clear the old file's in-use flag, append the Xid and
+/// sync per policy.
+pub(crate) fn commit_by_rename(
+    sh: &Shared,
+    mut cache: TxnCache,
+    xid: u64,
+) -> Result<std::result::Result<CommitInfo, TxnCache>> {
+    // The big fsync, outside the log lock: afterwards only the header page is dirty.
+    cache.sync_spill()?;
+    let mut log = sh.log.lock();
+    let start = Instant::now();
+    log.check()?;
+    let no = log.cur.no + 1;
+    let name = file_name(&sh.cfg.base_name, no);
+    let header = build_header(&name, &log.gtid, sh.cfg.server_id, 0);
+    let reserved = cache.reserved_bytes();
+    if header.len() as u64 + GTID_MAX_EVENT_LEN > reserved {
+        tracing::info!(
+            "could not rename binlog cache to binlog: header needs {} + {} bytes, {} reserved",
+            header.len(),
+            GTID_MAX_EVENT_LEN,
+            reserved
+        );
+        Counters::add(&sh.stats.rename_fallbacks, 1);
+        return Ok(Err(cache));
+    }
+    match renamed(sh, &mut log, cache, xid, no, name, header, reserved) {
+        Ok(mut info) => {
+            info.lock_hold = start.elapsed();
+            sh.rotate_if_full(&mut log);
+            Ok(Ok(info))
+        }
+        Err(e) => {
+            let reason = log.poison(&e);
+            Err(Error::Poisoned { reason })
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // One call site; the values are the rename's inputs.
+fn renamed(
+    sh: &Shared,
+    log: &mut LogState,
+    mut cache: TxnCache,
+    xid: u64,
+    no: u32,
+    name: String,
+    mut header: Vec<u8>,
+    reserved: u64,
+) -> Result<CommitInfo> {
+    let server_id = sh.cfg.server_id;
+    let logical = cache.len();
+    let domain = cache.domain_id();
+    let Some(spill) = cache.take_spill() else {
+        return Err(Error::Invalid {
+            what: "cache",
+            detail: "not spilled".to_string(),
+        });
+    };
+    sh.write_rotate(log, &name)?;
+    crash_point(crash_points::RENAME_AFTER_ROTATE);
+
+    let now = now_secs();
+    let header_len = header.len() as u64;
+    let gtid = log.gtid.next(domain, server_id);
+    let mut g = GtidEvent::transactional(domain, gtid.seq_no);
+    if !g.pad_to_event_len(reserved - header_len, CHECKSUM_LEN) {
+        return Err(Error::Invalid {
+            what: "reservation",
+            detail: format!("{reserved} bytes cannot hold a {header_len}-byte header"),
+        });
+    }
+    Event::new(EventBody::Gtid(g), now, server_id).encode_at(
+        header_len,
+        ChecksumAlg::Crc32,
+        &mut header,
+    );
+    debug_assert_eq!(header.len() as u64, reserved);
+    spill
+        .file
+        .write_all_at(&header, 0)
+        .map_err(|e| Error::io("write", &spill.path, e))?;
+    let path = sh.cfg.dir.join(&name);
+    std::fs::rename(&spill.path, &path).map_err(|e| Error::io("rename", &spill.path, e))?;
+    crash_point(crash_points::RENAME_AFTER_RENAME);
+
+    spill
+        .file
+        .sync_all()
+        .map_err(|e| Error::io("fsync", &path, e))?;
+    sync_dir(&sh.cfg.dir)?;
+    log.index.append(&name)?;
+    let end = reserved + spill.flushed;
+    let new = LogFile {
+        file: spill.file,
+        path,
+        name: name.clone(),
+        no,
+        pos: end,
+        header_len,
+    };
+    let old = std::mem::replace(&mut log.cur, new);
+    // No fsync of the old file here: if the flag change (or the Rotate) is lost, recovery
+    // finds the file in use and scans it, which is harmless. Keeps the lock hold short.
+    old.clear_in_use()?;
+    drop(old);
+    sh.cache_ctx
+        .reserved
+        .store(reservation_for(header_len), Ordering::Release);
+    crash_point(crash_points::RENAME_BEFORE_XID);
+
+    let mut buf = Vec::new();
+    let n = Event::new(EventBody::Xid(xid), now, server_id).encode_at(
+        end,
+        ChecksumAlg::Crc32,
+        &mut buf,
+    );
+    log.cur.append(&buf)?;
+    log.sync_after_group(&sh.stats)?;
+    Counters::add(&sh.stats.commits, 1);
+    Counters::add(&sh.stats.groups, 1);
+    Counters::add(&sh.stats.renames, 1);
+    Counters::add(&sh.stats.rotations, 1);
+    Counters::add(&sh.stats.bytes, reserved - header_len + logical + n as u64);
+    Ok(CommitInfo {
+        gtid,
+        xid,
+        file: name,
+        end_position: end + n as u64,
+        method: CommitMethod::Renamed,
+        lock_hold: Default::default(),
+    })
+}

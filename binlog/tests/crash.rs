@@ -1,0 +1,285 @@
+//! Crash tests with a real child process killed by SIGKILL at each step of both commit
+//! paths. The child is this test binary re-run on one test with `SURGE_CRASH_AT` naming
+//! the point; it prints `committed <xid>` after every commit that returned and stops at
+//! the point (printing `reached`). The parent kills it, reopens the log and checks: every
+//! returned commit is present exactly once, nothing partial is reported complete, no
+//! `ML_` file is left, and mariadb-binlog accepts every file.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use surge_binlog::{Binlog, CACHE_DIR_NAME, CRASH_ENV, CRASH_SKIP_ENV, crash_points};
+
+use crate::common::{all_events, binlog_files, groups, test_config, verify_with_mariadb};
+
+const DIR_ENV: &str = "SURGE_BINLOG_CRASH_DIR";
+const KILL_AFTER_ENV: &str = "SURGE_BINLOG_KILL_AFTER";
+
+/// Child side: small commits, then a big one through the path the crash point is on.
+fn child_work(dir: &Path, point: &str) {
+    let rename = point.starts_with("binlog.rename");
+    let cfg = test_config(dir).with_commit_by_rename(rename);
+    let log = Binlog::open(cfg).unwrap();
+    for xid in 1..=5u64 {
+        let mut c = log.new_cache();
+        c.put(&xid.to_le_bytes(), b"small").unwrap();
+        log.commit(c, xid).unwrap();
+        println!("committed {xid}");
+    }
+    let mut big = log.new_cache();
+    let v = vec![7u8; 64 << 10];
+    for i in 0..40u32 {
+        big.put(&i.to_le_bytes(), &v).unwrap();
+    }
+    if point == crash_points::COPY_BEFORE_SYNC || point == crash_points::COPY_AFTER_SYNC {
+        // Small group path for these two.
+        big = log.new_cache();
+        big.put(b"last", b"small").unwrap();
+    }
+    log.commit(big, 100).unwrap();
+    println!("committed 100");
+    println!("finished without reaching the crash point");
+}
+
+/// The group-path points are passed by each of the five small commits first.
+fn skip_for(point: &str) -> u64 {
+    if point == crash_points::COPY_BEFORE_SYNC || point == crash_points::COPY_AFTER_SYNC {
+        5
+    } else {
+        0
+    }
+}
+
+/// Parent side: runs the child until `reached` (or, with `kill_after`, until that many
+/// commits returned), kills it and returns the acknowledged xids.
+fn run_child(test: &str, dir: &Path, point: &str, kill_after: Option<usize>) -> BTreeSet<u64> {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CRASH_ENV, point)
+        .env(CRASH_SKIP_ENV, skip_for(point).to_string())
+        .env(DIR_ENV, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(n) = kill_after {
+        cmd.env(KILL_AFTER_ENV, n.to_string());
+    }
+    let mut child = cmd.spawn().unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut acked = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut reached = false;
+    for line in out.lines() {
+        let line = line.unwrap();
+        // libtest prints "test <name> ... " without a newline, so our lines may follow it.
+        if let Some(x) = line.find("committed ").map(|i| &line[i + 10..]) {
+            acked.insert(x.trim().parse::<u64>().unwrap());
+            if kill_after.is_some_and(|n| acked.len() >= n) {
+                reached = true;
+                break;
+            }
+        }
+        if line.contains("reached ") {
+            reached = true;
+            break;
+        }
+        assert!(Instant::now() < deadline, "child timed out");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(reached, "child never reached {point}");
+    acked
+}
+
+/// Reopens after the kill and checks the invariants. Returns the recovery report.
+fn check_after_crash(dir: &Path, acked: &BTreeSet<u64>) -> surge_binlog::RecoveryReport {
+    let log = Binlog::open(test_config(dir)).unwrap();
+    let report = log.recovery_report().clone();
+    assert!(report.crashed(), "the killed writer left its file in use");
+    let ml: Vec<_> = std::fs::read_dir(dir.join(CACHE_DIR_NAME))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ML_"))
+        .collect();
+    assert!(ml.is_empty(), "ML files left: {ml:?}");
+    let (complete, incomplete) = groups(&all_events(dir).unwrap());
+    let xids: Vec<u64> = complete.iter().map(|c| c.1).collect();
+    let unique: BTreeSet<u64> = xids.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        xids.len(),
+        "a transaction is present twice: {xids:?}"
+    );
+    for x in acked {
+        assert!(
+            unique.contains(x),
+            "acknowledged xid {x} lost; log has {xids:?}"
+        );
+    }
+    // What recovery calls complete has its Xid in the log; what it calls incomplete does not.
+    for t in &report.complete {
+        assert!(
+            complete
+                .iter()
+                .any(|c| c.0 == t.gtid.seq_no && Some(c.1) == t.xid)
+        );
+    }
+    for t in &report.incomplete {
+        assert!(incomplete.contains(&t.gtid.seq_no));
+        assert!(!complete.iter().any(|c| c.0 == t.gtid.seq_no));
+    }
+    // The log continues: a new commit gets a fresh GTID, and MariaDB reads every file.
+    let max_seq = complete
+        .iter()
+        .map(|c| c.0)
+        .chain(incomplete.iter().copied())
+        .max()
+        .unwrap_or(0);
+    let info = log.commit(log.new_cache(), 5000).unwrap();
+    assert!(info.gtid.seq_no > max_seq);
+    log.close().unwrap();
+    for f in binlog_files(dir) {
+        verify_with_mariadb(&f);
+    }
+    report
+}
+
+fn crash_test(test: &str, point: &str) -> surge_binlog::RecoveryReport {
+    if let Ok(dir) = std::env::var(DIR_ENV) {
+        child_work(Path::new(&dir), point);
+        // Not reached: the parent kills the child at the crash point.
+        std::process::exit(3);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let acked = run_child(test, dir.path(), point, None);
+    assert_eq!(
+        acked,
+        (1..=5).collect(),
+        "small commits returned before the point"
+    );
+    check_after_crash(dir.path(), &acked)
+}
+
+#[test]
+fn crash_mid_copy() {
+    let r = crash_test("crash::crash_mid_copy", crash_points::COPY_MID);
+    assert_eq!(
+        r.incomplete.len(),
+        1,
+        "the big copied transaction is incomplete"
+    );
+    assert_eq!(r.complete.len(), 5);
+}
+
+#[test]
+fn crash_after_group_write_before_sync() {
+    let r = crash_test(
+        "crash::crash_after_group_write_before_sync",
+        crash_points::COPY_BEFORE_SYNC,
+    );
+    // Written but not acknowledged: complete in the file, reported so the caller decides.
+    assert_eq!(r.complete.len(), 6);
+    assert!(r.incomplete.is_empty());
+}
+
+#[test]
+fn crash_after_group_sync() {
+    let r = crash_test(
+        "crash::crash_after_group_sync",
+        crash_points::COPY_AFTER_SYNC,
+    );
+    assert_eq!(r.complete.len(), 6);
+}
+
+#[test]
+fn crash_rename_after_rotate() {
+    let r = crash_test(
+        "crash::crash_rename_after_rotate",
+        crash_points::RENAME_AFTER_ROTATE,
+    );
+    assert_eq!(
+        r.removed_cache_files.len(),
+        1,
+        "the cache file was left and is deleted"
+    );
+    assert!(
+        r.incomplete.is_empty(),
+        "nothing of the big transaction is in the log"
+    );
+    assert_eq!(r.complete.len(), 5);
+}
+
+#[test]
+fn crash_rename_after_rename() {
+    let r = crash_test(
+        "crash::crash_rename_after_rename",
+        crash_points::RENAME_AFTER_RENAME,
+    );
+    assert_eq!(r.adopted_files, vec!["surge-bin.000002".to_string()]);
+    assert_eq!(r.incomplete.len(), 1);
+    assert_eq!(r.incomplete[0].file, "surge-bin.000002");
+    assert!(r.removed_cache_files.is_empty());
+}
+
+#[test]
+fn crash_rename_before_xid() {
+    let r = crash_test(
+        "crash::crash_rename_before_xid",
+        crash_points::RENAME_BEFORE_XID,
+    );
+    assert!(r.adopted_files.is_empty());
+    assert_eq!(r.incomplete.len(), 1);
+    assert_eq!(r.incomplete[0].file, "surge-bin.000002");
+    assert_eq!(r.in_use_files, vec!["surge-bin.000002".to_string()]);
+}
+
+/// Kills a child running 4 committing threads after a seeded number of acknowledged commits.
+#[test]
+fn crash_at_random_points_under_concurrent_commits() {
+    const TEST: &str = "crash::crash_at_random_points_under_concurrent_commits";
+    if let Ok(dir) = std::env::var(DIR_ENV) {
+        let log = Arc::new(
+            Binlog::open(test_config(Path::new(&dir)).with_max_binlog_size(64 << 10)).unwrap(),
+        );
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    for i in 0.. {
+                        let xid = t * 1_000_000 + i;
+                        let mut c = log.new_cache();
+                        c.put(&xid.to_le_bytes(), &[1u8; 200]).unwrap();
+                        if i % 50 == 7 {
+                            c.put(b"bigger", &vec![2u8; 1 << 20]).unwrap();
+                            c.put(b"bigger2", &vec![2u8; 1 << 19]).unwrap();
+                        }
+                        log.commit(c, xid).unwrap();
+                        println!("committed {xid}");
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|h| h.join().unwrap());
+        std::process::exit(3);
+    }
+    let mut seed: u64 = std::env::var("SURGE_BINLOG_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    for round in 0..3 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = 20 + (seed >> 33) as usize % 200;
+        let dir = tempfile::tempdir().unwrap();
+        let acked = run_child(TEST, dir.path(), "none", Some(n));
+        eprintln!(
+            "round {round}: seed {seed:#x}, killed after {} acknowledged commits",
+            acked.len()
+        );
+        check_after_crash(dir.path(), &acked);
+    }
+}

@@ -1,0 +1,13 @@
+//! Integration tests of surge-binlog, compiled as one binary.
+// Test helpers outside #[test] functions panic on failure too, like the tests themselves.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+mod codec_props;
+mod commit;
+mod crash;
+mod fixtures;
+mod mariadb_tool;
+mod recovery;
+mod rename;
