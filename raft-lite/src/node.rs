@@ -229,6 +229,24 @@ impl RawNode {
     pub fn entry(&self, index: u64) -> Option<&Entry> {
         self.log.entry(index)
     }
+    /// The membership in effect at `index` (the last configuration change at or before it),
+    /// or `None` if `index` is before the log's start. Snapshots record this.
+    pub fn conf_state_at(&self, index: u64) -> Option<ConfState> {
+        if index < self.log.snap_index || index > self.log.last_index() {
+            return None;
+        }
+        let mut i = index;
+        while i > self.log.snap_index {
+            if let Some(e) = self.log.entry(i)
+                && e.kind == EntryKind::ConfChange
+                && let Ok(cs) = e.conf_state()
+            {
+                return Some(cs);
+            }
+            i -= 1;
+        }
+        Some(self.log.snap_conf.clone())
+    }
     /// Current hard state.
     pub fn hard_state(&self) -> HardState {
         HardState {

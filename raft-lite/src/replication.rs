@@ -208,6 +208,11 @@ impl RawNode {
         };
         pr.recent_active = true;
         pr.probe_sent = false;
+        if pr.state == ProgressState::Replicate && pr.inflights.len() >= pr.max_inflight {
+            // Appends (or their answers) may have been lost: let one more go, so a
+            // rejection can move the follower back to probing (raft-rs does the same).
+            pr.inflights.pop_front();
+        }
         if pr.state == ProgressState::Snapshot {
             // The snapshot may have been lost; probe again (the follower rejects until it
             // has it, and we resend).
