@@ -102,3 +102,8 @@ pub use error::{ConfigError, Error, Phase};
 pub use executor::{Applied, GroupExecutor};
 pub use hints::Hints;
 pub use stats::Stats;
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
