@@ -325,7 +325,11 @@ impl Bench {
         let end = Instant::now() + dur;
         let mut i = 0usize;
         while Instant::now() < end {
-            let mode = if i % 2 == 0 { Mode::Off } else { Mode::On };
+            let mode = if i.is_multiple_of(2) {
+                Mode::Off
+            } else {
+                Mode::On
+            };
             let t = Instant::now();
             self.one(mode)?;
             let dt = t.elapsed();
@@ -398,7 +402,7 @@ fn main() -> Result<(), Error> {
                 continue;
             }
             // Alternate which mode goes first, so drift on a shared machine hits both alike.
-            let order = if r % 2 == 0 {
+            let order = if r.is_multiple_of(2) {
                 [Mode::Off, Mode::On]
             } else {
                 [Mode::On, Mode::Off]
