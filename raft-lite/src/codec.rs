@@ -209,14 +209,12 @@ pub(crate) fn put_entries(out: &mut Vec<u8>, es: &[Entry]) {
     }
 }
 
-#[allow(dead_code)] // Used by the WAL.
 pub(crate) fn put_hard_state(out: &mut Vec<u8>, hs: &HardState) {
     put_u64(out, hs.term);
     put_u64(out, hs.vote);
     put_u64(out, hs.commit);
 }
 
-#[allow(dead_code)] // Used by the WAL.
 pub(crate) fn get_hard_state(r: &mut Reader<'_>) -> Result<HardState> {
     Ok(HardState {
         term: r.u64()?,

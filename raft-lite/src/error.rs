@@ -143,7 +143,6 @@ impl Error {
         )
     }
 
-    #[allow(dead_code)] // Used by the WAL.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),

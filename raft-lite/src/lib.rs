@@ -14,6 +14,7 @@ mod ready;
 mod replication;
 mod storage;
 mod types;
+mod wal;
 
 pub use codec::{
     MAX_BYTES_LEN, decode_conf_state, decode_message, encode_conf_state, encode_message,
@@ -26,3 +27,4 @@ pub use ready::{ReadState, Ready, Role, SoftState};
 pub use storage::{GroupWrite, LogStore, MemLogStore, RaftState};
 pub use types::{ConfChange, ConfState, Entry, EntryId, EntryKind, HardState, NodeId};
 pub use types::{Snapshot, SnapshotMeta};
+pub use wal::{Wal, WalOptions, WalStats};

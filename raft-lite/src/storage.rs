@@ -66,6 +66,39 @@ impl RaftState {
         Ok(())
     }
 
+    /// Checks that [`RaftState::apply_write`] would accept `w`, without changing anything.
+    ///
+    /// # Errors
+    /// As `apply_write`.
+    pub fn check_write(&self, w: &GroupWrite) -> Result<()> {
+        let mut base = self.snapshot.as_ref().map_or(0, |s| s.meta.index);
+        let mut last = self.last_index();
+        if let Some(s) = &w.snapshot
+            && s.meta.index > base
+        {
+            let matches = self
+                .entries
+                .iter()
+                .any(|e| e.index == s.meta.index && e.term == s.meta.term);
+            last = if matches {
+                last.max(s.meta.index)
+            } else {
+                s.meta.index
+            };
+            base = s.meta.index;
+        }
+        if let Some(first) = w.entries.first()
+            && (first.index > last + 1 || first.index <= base)
+        {
+            return Err(Error::Decode {
+                what: "log write",
+                offset: first.index as usize,
+                reason: "entries leave a hole or overwrite the snapshot",
+            });
+        }
+        Ok(())
+    }
+
     /// Installs a snapshot position and drops the entries it makes obsolete.
     pub fn install_snapshot(&mut self, s: Snapshot) {
         let idx = s.meta.index;
