@@ -221,6 +221,7 @@ impl Binlog {
             buffer_size: cfg.cache_buffer_size,
             reserved: AtomicU64::new(reservation_for(cur.header_len)),
             counter: AtomicU64::new(0),
+            sync_interval: cfg.cache_sync_interval,
         });
         let log = LogState {
             cur,

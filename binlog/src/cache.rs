@@ -33,6 +33,8 @@ pub(crate) struct CacheContext {
     /// in which case its commit falls back to copying).
     pub(crate) reserved: AtomicU64,
     pub(crate) counter: AtomicU64,
+    /// Fsync the spill file after this many new bytes (0: only before a rename).
+    pub(crate) sync_interval: u64,
 }
 
 /// The spill file of a cache. Logical position `p` is at physical offset `reserved + p`.
@@ -43,6 +45,25 @@ pub(crate) struct Spill {
     pub(crate) reserved: u64,
     /// Logical bytes in the file.
     pub(crate) flushed: u64,
+    /// Bytes written since the last fsync.
+    pub(crate) unsynced: u64,
+}
+
+impl Spill {
+    /// Counts `n` new bytes and fsyncs once `interval` bytes are unsynced. Keeping the
+    /// unsynced part of a large cache small means the fsync before a rename has little
+    /// left to write, so the device is not busy for long with the cache's data while
+    /// small commits fsync the binlog.
+    fn written(&mut self, n: u64, interval: u64) -> Result<()> {
+        self.unsynced += n;
+        if interval > 0 && self.unsynced >= interval {
+            self.file
+                .sync_data()
+                .map_err(|e| Error::io("fsync", &self.path, e))?;
+            self.unsynced = 0;
+        }
+        Ok(())
+    }
 }
 
 /// A position in a cache to roll back to (a savepoint).
@@ -259,11 +280,13 @@ impl TxnCache {
         }
         self.flush_buffer()?;
         if bytes.len() > self.ctx.buffer_size {
+            let interval = self.ctx.sync_interval;
             let s = self.spill_file()?;
             s.file
                 .write_all_at(bytes, s.reserved + s.flushed)
                 .map_err(|e| Error::io("write", &s.path, e))?;
             s.flushed += bytes.len() as u64;
+            s.written(bytes.len() as u64, interval)?;
         } else {
             self.buf.extend_from_slice(bytes);
         }
@@ -285,6 +308,7 @@ impl TxnCache {
                 path,
                 reserved: self.ctx.reserved.load(Ordering::Acquire),
                 flushed: 0,
+                unsynced: 0,
             });
         }
         self.spill.as_mut().ok_or_else(|| Error::Invalid {
@@ -299,14 +323,19 @@ impl TxnCache {
             return Ok(());
         }
         let buf = std::mem::take(&mut self.buf);
+        let interval = self.ctx.sync_interval;
         let s = self.spill_file()?;
         let r = s
             .file
             .write_all_at(&buf, s.reserved + s.flushed)
             .map_err(|e| Error::io("write", &s.path, e));
-        if r.is_ok() {
-            s.flushed += buf.len() as u64;
-        }
+        let r = match r {
+            Ok(()) => {
+                s.flushed += buf.len() as u64;
+                s.written(buf.len() as u64, interval)
+            }
+            Err(e) => Err(e),
+        };
         self.buf = buf;
         self.buf.clear();
         r

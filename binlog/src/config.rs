@@ -25,6 +25,9 @@ pub const MIN_LARGE_COMMIT_THRESHOLD: u64 = 1 << 20;
 /// 32 KiB, MariaDB's default `binlog_cache_size`.
 pub const DEFAULT_CACHE_BUFFER_SIZE: usize = 32 << 10;
 
+/// 4 MiB: default [`BinlogConfig::cache_sync_interval`].
+pub const DEFAULT_CACHE_SYNC_INTERVAL: u64 = 4 << 20;
+
 /// Settings of a [`crate::Binlog`]. Build with [`BinlogConfig::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct BinlogConfig {
@@ -47,11 +50,16 @@ pub struct BinlogConfig {
     pub sync: SyncPolicy,
     /// In-memory part of each transaction cache before it spills to a file (>= 4096).
     pub cache_buffer_size: usize,
+    /// A spilled cache fsyncs its file after every this many bytes (0: only before a
+    /// rename). Not in MariaDB: without it, the fsync before a rename writes the whole
+    /// cache at once and the small commits' fsyncs queue behind it at the device (measured
+    /// here: 256 MiB → 74 ms stalls). Default 4 MiB.
+    pub cache_sync_interval: u64,
 }
 
 impl BinlogConfig {
     /// Defaults: base name `surge-bin`, server 1, domain 0, 1 GiB files, 128 MiB threshold,
-    /// rename on, fsync every group, 32 KiB cache buffers.
+    /// rename on, fsync every group, 32 KiB cache buffers, spill files fsynced every 4 MiB.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         BinlogConfig {
             dir: dir.into(),
@@ -63,7 +71,14 @@ impl BinlogConfig {
             commit_by_rename: true,
             sync: SyncPolicy::EveryGroup,
             cache_buffer_size: DEFAULT_CACHE_BUFFER_SIZE,
+            cache_sync_interval: DEFAULT_CACHE_SYNC_INTERVAL,
         }
+    }
+
+    /// Sets [`BinlogConfig::cache_sync_interval`].
+    pub fn with_cache_sync_interval(mut self, bytes: u64) -> Self {
+        self.cache_sync_interval = bytes;
+        self
     }
 
     /// Sets [`BinlogConfig::base_name`].

@@ -77,8 +77,9 @@ mod wire;
 pub use binlog::{Binlog, CommitInfo, CommitMethod, Position};
 pub use cache::{CACHE_DIR_NAME, CACHE_FILE_PREFIX, KV_TABLE_ID, Savepoint, TxnCache};
 pub use config::{
-    BinlogConfig, DEFAULT_CACHE_BUFFER_SIZE, DEFAULT_LARGE_COMMIT_THRESHOLD,
-    DEFAULT_MAX_BINLOG_SIZE, MIN_LARGE_COMMIT_THRESHOLD, SyncPolicy,
+    BinlogConfig, DEFAULT_CACHE_BUFFER_SIZE, DEFAULT_CACHE_SYNC_INTERVAL,
+    DEFAULT_LARGE_COMMIT_THRESHOLD, DEFAULT_MAX_BINLOG_SIZE, MIN_LARGE_COMMIT_THRESHOLD,
+    SyncPolicy,
 };
 pub use crash::{CRASH_ENV, CRASH_SKIP_ENV, crash_points};
 pub use error::{DecodeError, Error, Result};
