@@ -13,6 +13,12 @@ use crate::stats::Counters;
 use crate::waiter::{Waiter, Wake, WakeList, wake_children};
 use crate::{Config, ConfigError, GroupExecutor, Hints, Stats};
 
+/// A leader starts a timed wait only if at most this many expected followers are missing.
+/// Measured on 2 vCPUs: waiting for the rest of a group of 8 doubled the group size and
+/// throughput; waiting for hundreds (512 clients) cut throughput by a third, because those
+/// followers are still being woken and the wait only idles the disk.
+const MAX_AWAITED: usize = 64;
+
 /// A request waiting in a collecting group.
 struct Entry<X: GroupExecutor> {
     op: X::Op,
@@ -242,7 +248,11 @@ impl<X: GroupExecutor> Coordinator<X> {
             {
                 let mut c = ks.collect.lock();
                 let dl = deadline.unwrap_or(now + max_wait);
-                if c.pending.len() >= target || now >= dl {
+                let missing = target.saturating_sub(c.pending.len());
+                // Too many missing (only on the first check): the group is large already or
+                // the CPU, not the flush, is the bottleneck; waiting would only idle the disk.
+                let hopeless = deadline.is_none() && missing > MAX_AWAITED;
+                if missing == 0 || hopeless || now >= dl {
                     c.leader_wait = None;
                     return;
                 }
