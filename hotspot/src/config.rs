@@ -19,9 +19,10 @@ pub struct Config {
     /// make durable, unlock). Default on.
     pub hotspot: bool,
     /// Longest a leader waits for followers it has reason to expect: only when it could commit at
-    /// once *and* other requests for its key are in flight. It stops waiting as soon as they have
-    /// all joined. A leader alone never waits; a leader behind a committing group does not wait
-    /// beyond that commit. Default [`DEFAULT_MAX_WAIT`]; at most 1 s; zero disables it.
+    /// once, other requests for its key are in flight (returning from the previous group, say),
+    /// and at most 64 of them are missing. It stops waiting as soon as they have all joined. A
+    /// leader alone never waits; a leader behind a committing group does not wait beyond that
+    /// commit. Default [`DEFAULT_MAX_WAIT`]; at most 1 s; zero disables it.
     pub max_wait: Duration,
     /// Most members in one group; later arrivals form the next group. Default
     /// [`DEFAULT_MAX_GROUP_SIZE`]; at least 1.

@@ -12,12 +12,26 @@ fn fast_groups_never_strand_a_member() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    for threads in [2u64, 3, 8, 33, 128] {
-        let hot = coordinator(TestExec::default(), Config::default());
+    // Small max_group_size exercises the split-and-promote path under load.
+    let cases = [
+        (2u64, 1024),
+        (3, 1024),
+        (8, 1024),
+        (33, 1024),
+        (128, 1024),
+        (16, 3),
+        (64, 5),
+    ];
+    for (threads, max_group_size) in cases {
+        let cfg = Config {
+            max_group_size,
+            ..Config::default()
+        };
+        let hot = coordinator(TestExec::default(), cfg);
         let (tx, rx) = std::sync::mpsc::channel();
         let hot2 = std::sync::Arc::clone(&hot);
         std::thread::spawn(move || {
-            let end = Instant::now() + Duration::from_millis(secs * 250);
+            let end = Instant::now() + Duration::from_millis(secs * 150);
             std::thread::scope(|s| {
                 for t in 0..threads {
                     let hot = &hot2;
