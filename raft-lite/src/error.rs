@@ -61,6 +61,10 @@ pub enum Error {
     /// `step`, `tick` or `propose` was called between `ready()` and `advance()`.
     #[error("raft: a Ready is outstanding; call advance() first")]
     ReadyOutstanding,
+    /// The proposal may or may not have been committed (its node installed a snapshot
+    /// covering it); the application must find out from its state.
+    #[error("raft: proposal outcome unknown")]
+    OutcomeUnknown,
     /// The proposal is larger than the configured limit.
     #[error("raft: proposal of {size} bytes exceeds the limit of {limit} bytes")]
     ProposalTooLarge {
@@ -141,6 +145,59 @@ impl Error {
                 | Error::LeaderNotReady { .. }
                 | Error::Timeout
         )
+    }
+
+    /// A copy of this error for a second waiter (`std::io::Error` is not `Clone`: its kind
+    /// and message are kept).
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::NotLeader { leader } => Error::NotLeader { leader: *leader },
+            Error::ProposalDropped => Error::ProposalDropped,
+            Error::TransferInProgress { to } => Error::TransferInProgress { to: *to },
+            Error::ConfChangePending { index } => Error::ConfChangePending { index: *index },
+            Error::LeaderNotReady { term } => Error::LeaderNotReady { term: *term },
+            Error::InvalidConfChange { node, reason } => Error::InvalidConfChange {
+                node: *node,
+                reason,
+            },
+            Error::InvalidTransfer { to, reason } => Error::InvalidTransfer { to: *to, reason },
+            Error::ReadyOutstanding => Error::ReadyOutstanding,
+            Error::OutcomeUnknown => Error::OutcomeUnknown,
+            Error::ProposalTooLarge { size, limit } => Error::ProposalTooLarge {
+                size: *size,
+                limit: *limit,
+            },
+            Error::Decode {
+                what,
+                offset,
+                reason,
+            } => Error::Decode {
+                what,
+                offset: *offset,
+                reason,
+            },
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corrupt {
+                path,
+                offset,
+                reason,
+            } => Error::Corrupt {
+                path: path.clone(),
+                offset: *offset,
+                reason,
+            },
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::UnknownGroup { group } => Error::UnknownGroup { group: *group },
+            Error::GroupExists { group } => Error::GroupExists { group: *group },
+            Error::Stopped => Error::Stopped,
+            Error::Timeout => Error::Timeout,
+            Error::StateMachine { message } => Error::StateMachine {
+                message: message.clone(),
+            },
+        }
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {

@@ -133,7 +133,14 @@ impl RawNode {
         let last = log.last_index();
         // The durable commit may exceed what survived only if storage lost acknowledged
         // data; clamp rather than apply entries we do not have.
-        log.committed = state.hard_state.commit.max(snap_index).min(last);
+        // The state machine only ever applied committed entries, so what it applied is
+        // committed even if the (lazily synced) commit index lagged behind.
+        log.committed = state
+            .hard_state
+            .commit
+            .max(snap_index)
+            .max(cfg.applied)
+            .min(last);
         log.applied = cfg.applied.max(snap_index).min(log.committed);
         log.persisted = last;
         log.unstable_from = last + 1;

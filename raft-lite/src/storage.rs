@@ -160,7 +160,8 @@ impl GroupWrite {
 /// durable; writes are applied in call order; there are no holes; a snapshot is durable
 /// before the entries it covers are dropped.
 pub trait LogStore: Send {
-    /// Makes the batch durable (one sync for all groups in it).
+    /// Makes the batch durable (one sync for all groups in it). A batch that only
+    /// advances commit indexes may instead become durable with a later write.
     ///
     /// # Errors
     /// I/O errors; after one, the store must not be used again (fsync failures are fatal).

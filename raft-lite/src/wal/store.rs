@@ -322,6 +322,17 @@ impl Wal {
         Ok(())
     }
 
+    fn append_only(&mut self) -> Result<()> {
+        let path = segment::path(&self.dir, self.active_seq);
+        if let Err(e) = self.active.write_all(&self.buf) {
+            self.poisoned = true;
+            return Err(Error::io(path, e));
+        }
+        self.stats.bytes += self.buf.len() as u64;
+        self.active_len += self.buf.len() as u64;
+        Ok(())
+    }
+
     /// Starts a new segment. If the live state is small, it is checkpointed into the new
     /// segment and every older segment is deleted.
     fn rotate(&mut self) -> Result<()> {
@@ -379,7 +390,21 @@ impl LogStore for Wal {
         if batch.is_empty() {
             return Ok(());
         }
-        self.append_sync()?;
+        // A batch that only advances commit indexes need not be synced by itself: a lost
+        // commit index is learned again from the leader (and never below what was applied,
+        // see `RawNode::new`). Everything else is synced before returning.
+        let need_sync = batch.iter().any(|w| {
+            let prev = self.groups.get(&w.group).map(|g| g.hard_state);
+            w.snapshot.is_some()
+                || !w.entries.is_empty()
+                || w.hard_state
+                    .is_some_and(|hs| prev.is_none_or(|p| p.term != hs.term || p.vote != hs.vote))
+        });
+        if need_sync {
+            self.append_sync()?;
+        } else {
+            self.append_only()?;
+        }
         self.stats.records += batch.len() as u64;
         for w in batch {
             self.groups.entry(w.group).or_default().apply_write(w)?;

@@ -1,0 +1,123 @@
+//! One group hosted by a driver: its core, its state machine and its waiting proposals.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use super::proposal::Proposal;
+use super::state_machine::StateMachine;
+use crate::{EntryKind, Error, GroupWrite, RawNode, Ready, Role, Snapshot, SnapshotMeta};
+
+pub(crate) struct Group {
+    pub(crate) id: u64,
+    pub(crate) raw: RawNode,
+    pub(crate) sm: Box<dyn StateMachine>,
+    /// Proposals by log index, with the term they were appended in.
+    pub(crate) waiting: BTreeMap<u64, (u64, Proposal)>,
+    /// The term the state machine was told it leads in, if it was.
+    pub(crate) sm_leader_term: Option<u64>,
+    pub(crate) snapshot_every: u64,
+}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("id", &self.id)
+            .field("raw", &self.raw)
+            .field("waiting", &self.waiting.len())
+            .finish()
+    }
+}
+
+impl Group {
+    /// Applies a Ready's snapshot and committed entries (after its write is durable).
+    pub(crate) fn apply(&mut self, rd: &Ready) {
+        let soft = rd.soft_state;
+        // Leadership lost: tell the state machine before it applies anything further.
+        if let Some(t) = self.sm_leader_term
+            && (soft.role != Role::Leader || soft.term != t)
+        {
+            self.sm_leader_term = None;
+            self.sm.on_follower(t);
+        }
+        if let Some(s) = &rd.snapshot {
+            self.sm.restore(s.meta.index, &s.data);
+            // Proposals at or below the snapshot cannot be matched any more.
+            let keep = self.waiting.split_off(&(s.meta.index + 1));
+            for (_, (_, p)) in std::mem::replace(&mut self.waiting, keep) {
+                p.fail(Error::OutcomeUnknown);
+            }
+        }
+        for e in &rd.committed_entries {
+            let result = match e.kind {
+                EntryKind::Normal => self.sm.apply(e.index, &e.data),
+                EntryKind::ConfChange => {
+                    if let Ok(cs) = e.conf_state() {
+                        self.sm.on_conf_change(e.index, &cs);
+                    }
+                    Bytes::new()
+                }
+                EntryKind::Noop => {
+                    if soft.role == Role::Leader
+                        && e.term == soft.term
+                        && self.sm_leader_term.is_none()
+                    {
+                        self.sm_leader_term = Some(e.term);
+                        self.sm.on_leader(e.term);
+                    }
+                    Bytes::new()
+                }
+            };
+            // Resolve every waiter up to this index: ours if the term matches, dropped if
+            // another entry took the index.
+            while let Some((&idx, _)) = self.waiting.first_key_value() {
+                if idx > e.index {
+                    break;
+                }
+                let Some((_, (term, p))) = self.waiting.pop_first() else {
+                    break;
+                };
+                if idx == e.index && term == e.term {
+                    p.apply(result.clone());
+                } else {
+                    p.fail(Error::ProposalDropped);
+                }
+            }
+        }
+    }
+
+    /// A snapshot of the state machine at the applied index, if the log grew enough.
+    pub(crate) fn maybe_snapshot(&mut self) -> Option<(GroupWrite, Snapshot)> {
+        if self.snapshot_every == 0 {
+            return None;
+        }
+        let applied = self.raw.applied();
+        if applied < self.raw.snapshot_index() + self.snapshot_every {
+            return None;
+        }
+        let term = self.raw.term_at(applied)?;
+        let conf = self.raw.conf_state_at(applied)?;
+        let snap = Snapshot {
+            meta: SnapshotMeta {
+                index: applied,
+                term,
+                conf,
+            },
+            data: self.sm.snapshot(),
+        };
+        Some((
+            GroupWrite {
+                group: self.id,
+                snapshot: Some(snap.clone()),
+                ..GroupWrite::default()
+            },
+            snap,
+        ))
+    }
+
+    pub(crate) fn fail_all(&mut self, e: &Error) {
+        for (_, (_, p)) in std::mem::take(&mut self.waiting) {
+            p.fail(e.duplicate());
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The multi-group driver: threads, clocks, storage and transport around [`crate::RawNode`].
+
+mod group;
+mod node;
+mod proposal;
+mod state_machine;
+
+pub use node::{GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot};
+pub use proposal::Proposal;
+pub use state_machine::StateMachine;

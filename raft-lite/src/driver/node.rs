@@ -1,0 +1,492 @@
+//! [`Node`]: one thread that drives every group hosted on a node.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+
+use super::group::Group;
+use super::proposal::Proposal;
+use super::state_machine::StateMachine;
+use crate::transport::Transport;
+use crate::{ConfChange, ConfState, Config, Error, GroupWrite, LogStore, Message, NodeId};
+use crate::{RaftState, RawNode, Ready, Result, Role};
+
+/// Settings of a [`Node`].
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// Raft settings used for every group (the id is this node's).
+    pub raft: Config,
+    /// Length of one tick.
+    pub tick: Duration,
+    /// Take a snapshot and compact the log after this many applied entries (0 = never).
+    pub snapshot_every: u64,
+    /// Inputs (messages, proposals) handled per loop iteration at most; everything handled
+    /// in one iteration shares one log write and one fsync.
+    pub max_batch: usize,
+}
+
+impl NodeOptions {
+    /// Defaults for node `id`: 10 ms ticks, a snapshot every 10 000 entries.
+    pub fn new(id: NodeId) -> NodeOptions {
+        NodeOptions {
+            raft: Config::new(id),
+            tick: Duration::from_millis(10),
+            snapshot_every: 10_000,
+            max_batch: 4096,
+        }
+    }
+}
+
+/// What a group looks like from its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    /// Role of this node.
+    pub role: Role,
+    /// Known leader.
+    pub leader: Option<NodeId>,
+    /// Current term.
+    pub term: u64,
+    /// Commit index.
+    pub committed: u64,
+    /// Applied index.
+    pub applied: u64,
+    /// Membership in effect.
+    pub conf: ConfState,
+}
+
+/// Counters of a [`Node`] (a plain snapshot).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeStatsSnapshot {
+    /// Loop iterations that wrote to the log.
+    pub writes: u64,
+    /// Proposals accepted by a leader on this node.
+    pub proposals: u64,
+    /// Entries applied.
+    pub applied: u64,
+    /// Messages for unknown groups, dropped.
+    pub unknown_group_messages: u64,
+}
+
+enum Input {
+    Msg(u64, Message),
+    Propose(u64, Bytes, Proposal),
+    ConfChange(u64, ConfChange, Proposal),
+    Transfer(u64, NodeId, Sender<Result<()>>),
+    Campaign(u64, Sender<Result<()>>),
+    AddGroup(u64, ConfState, Box<dyn StateMachine>, Sender<Result<()>>),
+    Status(u64, Sender<Result<GroupStatus>>),
+    Stop,
+}
+
+/// A cheap handle that delivers messages from the network to a [`Node`].
+#[derive(Clone)]
+pub struct Mailbox {
+    tx: Sender<Input>,
+}
+
+impl std::fmt::Debug for Mailbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mailbox")
+    }
+}
+
+impl Mailbox {
+    /// Hands a message of `group` to the node (dropped if the node stopped).
+    pub fn deliver(&self, group: u64, msg: Message) {
+        let _ = self.tx.send(Input::Msg(group, msg));
+    }
+}
+
+/// One node: a driver thread that ticks, steps, persists (one log write and fsync per
+/// iteration for all groups: group commit) and applies, for every group it hosts.
+pub struct Node {
+    id: NodeId,
+    tx: Sender<Input>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<Mutex<NodeStatsSnapshot>>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").field("id", &self.id).finish()
+    }
+}
+
+impl Node {
+    /// Starts the node's driver thread over `store` (which it owns from now on).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the thread cannot be spawned.
+    pub fn start(
+        opts: NodeOptions,
+        store: Box<dyn LogStore>,
+        transport: Arc<dyn Transport>,
+    ) -> Result<Node> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stats = Arc::new(Mutex::new(NodeStatsSnapshot::default()));
+        let id = opts.raft.id;
+        let mut driver = Driver {
+            opts,
+            store,
+            transport,
+            groups: BTreeMap::new(),
+            rx,
+            stats: stats.clone(),
+            fatal: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("raft-node-{id}"))
+            .spawn(move || driver.run())
+            .map_err(|e| Error::io("raft driver thread", e))?;
+        Ok(Node {
+            id,
+            tx,
+            thread: Some(thread),
+            stats,
+        })
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The handle a transport uses to deliver messages here.
+    pub fn mailbox(&self) -> Mailbox {
+        Mailbox {
+            tx: self.tx.clone(),
+        }
+    }
+
+    fn call<T>(&self, make: impl FnOnce(Sender<Result<T>>) -> Input) -> Result<T> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx.send(make(tx)).map_err(|_| Error::Stopped)?;
+        rx.recv().map_err(|_| Error::Stopped)?
+    }
+
+    /// Hosts `group` with `sm`, recovering its state from the store. `bootstrap` is the
+    /// founding membership (the same on every founding member; empty for a node that
+    /// joins later and learns the membership from the leader).
+    ///
+    /// # Errors
+    /// [`Error::GroupExists`], storage errors, [`Error::Stopped`].
+    pub fn add_group(
+        &self,
+        group: u64,
+        bootstrap: ConfState,
+        sm: Box<dyn StateMachine>,
+    ) -> Result<()> {
+        self.call(|tx| Input::AddGroup(group, bootstrap, sm, tx))
+    }
+
+    /// Proposes `data` to `group`. Never blocks; wait on the returned handle.
+    pub fn propose(&self, group: u64, data: Bytes) -> Proposal {
+        let p = Proposal::new();
+        if self
+            .tx
+            .send(Input::Propose(group, data, p.clone()))
+            .is_err()
+        {
+            p.fail(Error::Stopped);
+        }
+        p
+    }
+
+    /// Proposes a membership change to `group`.
+    pub fn propose_conf_change(&self, group: u64, change: ConfChange) -> Proposal {
+        let p = Proposal::new();
+        if self
+            .tx
+            .send(Input::ConfChange(group, change, p.clone()))
+            .is_err()
+        {
+            p.fail(Error::Stopped);
+        }
+        p
+    }
+
+    /// Starts a leader transfer of `group` to `to`.
+    ///
+    /// # Errors
+    /// As [`RawNode::transfer_leader`], plus [`Error::UnknownGroup`], [`Error::Stopped`].
+    pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<()> {
+        self.call(|tx| Input::Transfer(group, to, tx))
+    }
+
+    /// Makes this node campaign in `group` now.
+    ///
+    /// # Errors
+    /// [`Error::UnknownGroup`], [`Error::Stopped`].
+    pub fn campaign(&self, group: u64) -> Result<()> {
+        self.call(|tx| Input::Campaign(group, tx))
+    }
+
+    /// The state of `group` on this node.
+    ///
+    /// # Errors
+    /// [`Error::UnknownGroup`], [`Error::Stopped`].
+    pub fn status(&self, group: u64) -> Result<GroupStatus> {
+        self.call(|tx| Input::Status(group, tx))
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> NodeStatsSnapshot {
+        *self.stats.lock()
+    }
+
+    /// Stops the driver thread (waiting proposals fail with [`Error::Stopped`]).
+    pub fn stop(&mut self) {
+        let _ = self.tx.send(Input::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct Driver {
+    opts: NodeOptions,
+    store: Box<dyn LogStore>,
+    transport: Arc<dyn Transport>,
+    groups: BTreeMap<u64, Group>,
+    rx: Receiver<Input>,
+    stats: Arc<Mutex<NodeStatsSnapshot>>,
+    fatal: Option<Error>,
+}
+
+impl Driver {
+    fn run(&mut self) {
+        let mut next_tick = Instant::now() + self.opts.tick;
+        loop {
+            let busy = self.groups.values().any(|g| g.raw.has_ready());
+            let wait = if busy {
+                Duration::ZERO
+            } else {
+                next_tick.saturating_duration_since(Instant::now())
+            };
+            match self.rx.recv_timeout(wait) {
+                Ok(Input::Stop) => break,
+                Ok(i) => {
+                    if self.handle(i) {
+                        break;
+                    }
+                    let mut n = 1;
+                    while n < self.opts.max_batch {
+                        match self.rx.try_recv() {
+                            Ok(Input::Stop) => return self.shutdown(),
+                            Ok(i) => {
+                                if self.handle(i) {
+                                    return self.shutdown();
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                        n += 1;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if Instant::now() >= next_tick {
+                next_tick += self.opts.tick;
+                if next_tick < Instant::now() {
+                    next_tick = Instant::now() + self.opts.tick;
+                }
+                for g in self.groups.values_mut() {
+                    let _ = g.raw.tick();
+                }
+            }
+            if let Err(e) = self.process_ready() {
+                tracing::error!(error = %e, "raft node stops: storage failed");
+                self.fatal = Some(e);
+                break;
+            }
+        }
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let e = self.fatal.take().unwrap_or(Error::Stopped);
+        for g in self.groups.values_mut() {
+            g.fail_all(&e);
+        }
+        // Fail whatever is still queued.
+        while let Ok(i) = self.rx.try_recv() {
+            match i {
+                Input::Propose(_, _, p) | Input::ConfChange(_, _, p) => p.fail(e.duplicate()),
+                Input::Transfer(_, _, tx) | Input::Campaign(_, tx) => {
+                    let _ = tx.send(Err(Error::Stopped));
+                }
+                Input::AddGroup(_, _, _, tx) => {
+                    let _ = tx.send(Err(Error::Stopped));
+                }
+                Input::Status(_, tx) => {
+                    let _ = tx.send(Err(Error::Stopped));
+                }
+                Input::Msg(..) | Input::Stop => {}
+            }
+        }
+    }
+
+    /// Handles one input; true if the driver must stop.
+    fn handle(&mut self, input: Input) -> bool {
+        match input {
+            Input::Msg(group, m) => match self.groups.get_mut(&group) {
+                Some(g) => {
+                    let _ = g.raw.step(m);
+                }
+                None => self.stats.lock().unknown_group_messages += 1,
+            },
+            Input::Propose(group, data, p) => match self.groups.get_mut(&group) {
+                Some(g) => match g.raw.propose(data) {
+                    Ok(id) => {
+                        p.accept(id);
+                        g.waiting.insert(id.index, (id.term, p));
+                        self.stats.lock().proposals += 1;
+                    }
+                    Err(e) => p.fail(e),
+                },
+                None => p.fail(Error::UnknownGroup { group }),
+            },
+            Input::ConfChange(group, change, p) => match self.groups.get_mut(&group) {
+                Some(g) => match g.raw.propose_conf_change(change) {
+                    Ok(id) => {
+                        p.accept(id);
+                        g.waiting.insert(id.index, (id.term, p));
+                    }
+                    Err(e) => p.fail(e),
+                },
+                None => p.fail(Error::UnknownGroup { group }),
+            },
+            Input::Transfer(group, to, tx) => {
+                let r = match self.groups.get_mut(&group) {
+                    Some(g) => g.raw.transfer_leader(to),
+                    None => Err(Error::UnknownGroup { group }),
+                };
+                let _ = tx.send(r);
+            }
+            Input::Campaign(group, tx) => {
+                let r = match self.groups.get_mut(&group) {
+                    Some(g) => g.raw.campaign_now(),
+                    None => Err(Error::UnknownGroup { group }),
+                };
+                let _ = tx.send(r);
+            }
+            Input::AddGroup(group, bootstrap, sm, tx) => {
+                let _ = tx.send(self.add_group(group, bootstrap, sm));
+            }
+            Input::Status(group, tx) => {
+                let r = self
+                    .groups
+                    .get(&group)
+                    .map(|g| GroupStatus {
+                        role: g.raw.role(),
+                        leader: g.raw.leader(),
+                        term: g.raw.term(),
+                        committed: g.raw.committed(),
+                        applied: g.raw.applied(),
+                        conf: g.raw.conf().clone(),
+                    })
+                    .ok_or(Error::UnknownGroup { group });
+                let _ = tx.send(r);
+            }
+            Input::Stop => return true,
+        }
+        false
+    }
+
+    fn add_group(
+        &mut self,
+        group: u64,
+        bootstrap: ConfState,
+        mut sm: Box<dyn StateMachine>,
+    ) -> Result<()> {
+        if self.groups.contains_key(&group) {
+            return Err(Error::GroupExists { group });
+        }
+        let mut st = self.store.load(group)?.unwrap_or_default();
+        st.conf = bootstrap;
+        let mut cfg = self.opts.raft.clone();
+        if let Some(s) = &st.snapshot {
+            sm.restore(s.meta.index, &s.data);
+        }
+        cfg.applied = sm.durable_applied();
+        let raw = RawNode::new(cfg, RaftState { ..st })?;
+        self.groups.insert(
+            group,
+            Group {
+                id: group,
+                raw,
+                sm,
+                waiting: BTreeMap::new(),
+                sm_leader_term: None,
+                snapshot_every: self.opts.snapshot_every,
+            },
+        );
+        Ok(())
+    }
+
+    /// One Ready round over every group: send, one durable write, send what depended on
+    /// it, apply, advance, and snapshot groups whose log grew long.
+    fn process_ready(&mut self) -> Result<()> {
+        let mut readies: Vec<(u64, Ready)> = Vec::new();
+        let mut batch: Vec<GroupWrite> = Vec::new();
+        for (&id, g) in self.groups.iter_mut() {
+            if !g.raw.has_ready() {
+                continue;
+            }
+            let rd = g.raw.ready()?;
+            for m in &rd.messages {
+                self.transport.send(id, m.clone());
+            }
+            if let Some(w) = GroupWrite::from_ready(id, &rd) {
+                batch.push(w);
+            }
+            readies.push((id, rd));
+        }
+        if readies.is_empty() {
+            return Ok(());
+        }
+        if !batch.is_empty() {
+            self.store.write(&batch)?;
+            self.stats.lock().writes += 1;
+        }
+        let mut applied = 0;
+        let mut snaps = Vec::new();
+        for (id, rd) in readies {
+            let Some(g) = self.groups.get_mut(&id) else {
+                continue;
+            };
+            for m in &rd.persisted_messages {
+                self.transport.send(id, m.clone());
+            }
+            g.apply(&rd);
+            applied += rd.committed_entries.len() as u64;
+            g.raw.advance();
+            if let Some(s) = g.maybe_snapshot() {
+                snaps.push(s);
+            }
+        }
+        self.stats.lock().applied += applied;
+        if !snaps.is_empty() {
+            let writes: Vec<GroupWrite> = snaps.iter().map(|(w, _)| w.clone()).collect();
+            self.store.write(&writes)?;
+            for (w, s) in snaps {
+                if let Some(g) = self.groups.get_mut(&w.group) {
+                    g.raw.compact(s)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

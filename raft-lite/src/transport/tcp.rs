@@ -1,0 +1,369 @@
+//! A TCP transport: one connection per node pair, shared by all groups, carrying
+//! length-prefixed frames (`[len u32 LE][encoded (group, message)]`). The node with the
+//! smaller id dials (reconnecting with exponential backoff); the other side answers on
+//! the accepted connection. A malformed or oversized frame is refused and counted: a bad
+//! frame body is skipped, a bad length closes the connection (framing is lost).
+
+use std::collections::HashMap;
+use std::io::{BufWriter, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::{Condvar, Mutex};
+
+use super::Transport;
+use crate::codec::{decode_message, encode_message};
+use crate::driver::Mailbox;
+use crate::{Error, Message, NodeId, Result};
+
+/// Largest frame accepted: 64 MiB.
+const MAX_FRAME: usize = 64 << 20;
+/// Messages queued per peer while its connection is down; more are dropped.
+const QUEUE: usize = 65_536;
+const HELLO_MAGIC: u32 = 0x5352_4c54; // "SRLT"
+
+/// Counters of a [`TcpTransport`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Frames written.
+    pub sent: u64,
+    /// Frames received and delivered.
+    pub received: u64,
+    /// Frames refused: undecodable, oversized, or for another node.
+    pub malformed: u64,
+    /// Messages dropped because the peer's queue was full or unknown.
+    pub dropped: u64,
+    /// Connections established (dialled or accepted).
+    pub connects: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    sent: AtomicU64,
+    received: AtomicU64,
+    malformed: AtomicU64,
+    dropped: AtomicU64,
+    connects: AtomicU64,
+}
+
+struct Peer {
+    tx: Sender<(u64, Message)>,
+    /// Connection accepted from this peer (when it dials us).
+    accepted: Mutex<Option<TcpStream>>,
+    cv: Condvar,
+}
+
+/// TCP transport of one node. Create with [`TcpTransport::bind`], give it to the node,
+/// then call [`TcpTransport::serve`] with the node's mailbox.
+pub struct TcpTransport {
+    id: NodeId,
+    listener: Mutex<Option<TcpListener>>,
+    local: SocketAddr,
+    addrs: HashMap<NodeId, SocketAddr>,
+    peers: HashMap<NodeId, Arc<Peer>>,
+    rxs: Mutex<HashMap<NodeId, Receiver<(u64, Message)>>>,
+    counters: Arc<Counters>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for TcpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpTransport")
+            .field("id", &self.id)
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+impl TcpTransport {
+    /// Binds `listen` for node `id`; `peers` maps every other node to its address.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the address cannot be bound.
+    pub fn bind(
+        id: NodeId,
+        listen: SocketAddr,
+        peers: HashMap<NodeId, SocketAddr>,
+    ) -> Result<Arc<TcpTransport>> {
+        let listener = TcpListener::bind(listen).map_err(|e| Error::io(listen.to_string(), e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::io(listen.to_string(), e))?;
+        let mut map = HashMap::new();
+        let mut rxs = HashMap::new();
+        for &p in peers.keys() {
+            let (tx, rx) = crossbeam_channel::bounded(QUEUE);
+            map.insert(
+                p,
+                Arc::new(Peer {
+                    tx,
+                    accepted: Mutex::new(None),
+                    cv: Condvar::new(),
+                }),
+            );
+            rxs.insert(p, rx);
+        }
+        Ok(Arc::new(TcpTransport {
+            id,
+            listener: Mutex::new(Some(listener)),
+            local,
+            addrs: peers,
+            peers: map,
+            rxs: Mutex::new(rxs),
+            counters: Arc::new(Counters::default()),
+            stopped: Arc::new(AtomicBool::new(false)),
+        }))
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Starts accepting connections and sending: received messages go to `mailbox`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a thread cannot be spawned; [`Error::Stopped`] if called twice.
+    pub fn serve(self: &Arc<Self>, mailbox: Mailbox) -> Result<()> {
+        let listener = self.listener.lock().take().ok_or(Error::Stopped)?;
+        let me = self.clone();
+        let mb = mailbox.clone();
+        spawn("raft-tcp-accept", move || me.accept_loop(listener, mb))?;
+        let rxs = std::mem::take(&mut *self.rxs.lock());
+        for (peer, rx) in rxs {
+            let me = self.clone();
+            let mb = mailbox.clone();
+            spawn("raft-tcp-writer", move || me.writer_loop(peer, rx, mb))?;
+        }
+        Ok(())
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> TcpStats {
+        let c = &self.counters;
+        TcpStats {
+            sent: c.sent.load(Ordering::Relaxed),
+            received: c.received.load(Ordering::Relaxed),
+            malformed: c.malformed.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+            connects: c.connects.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops the threads (they notice within about a second).
+    pub fn shutdown(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(100));
+        for p in self.peers.values() {
+            p.cv.notify_all();
+        }
+    }
+
+    fn accept_loop(self: Arc<Self>, listener: TcpListener, mailbox: Mailbox) {
+        for conn in listener.incoming() {
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(mut s) = conn else { continue };
+            let _ = s.set_nodelay(true);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut hello = [0u8; 12];
+            if s.read_exact(&mut hello).is_err() {
+                continue;
+            }
+            let magic = u32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]]);
+            let mut idb = [0u8; 8];
+            idb.copy_from_slice(&hello[4..12]);
+            let from = u64::from_le_bytes(idb);
+            let Some(peer) = self.peers.get(&from).filter(|_| magic == HELLO_MAGIC) else {
+                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let _ = s.set_read_timeout(None);
+            self.counters.connects.fetch_add(1, Ordering::Relaxed);
+            if let Ok(w) = s.try_clone() {
+                let mut slot = peer.accepted.lock();
+                if let Some(old) = slot.replace(w) {
+                    let _ = old.shutdown(Shutdown::Both);
+                }
+                peer.cv.notify_all();
+            }
+            let me = self.clone();
+            let mb = mailbox.clone();
+            let _ = spawn("raft-tcp-reader", move || me.read_loop(s, mb));
+        }
+    }
+
+    fn read_loop(&self, s: TcpStream, mailbox: Mailbox) {
+        read_frames(self.id, &self.counters, &self.stopped, s, &mailbox);
+    }
+
+    /// Writes `peer`'s queue to its connection, (re)connecting as needed.
+    fn writer_loop(self: Arc<Self>, peer: NodeId, rx: Receiver<(u64, Message)>, mailbox: Mailbox) {
+        let mut conn: Option<BufWriter<TcpStream>> = None;
+        let mut backoff = Duration::from_millis(10);
+        let mut frame = Vec::new();
+        while !self.stopped.load(Ordering::SeqCst) {
+            let first = match rx.recv_timeout(Duration::from_millis(500)) {
+                Ok(m) => m,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            };
+            if conn.is_none() {
+                conn = self.connect(peer, &mailbox, &mut backoff);
+            }
+            let Some(w) = conn.as_mut() else {
+                self.counters
+                    .dropped
+                    .fetch_add(1 + rx.len() as u64, Ordering::Relaxed);
+                // Raft retries on its own; stale messages are worthless after a backoff.
+                while rx.try_recv().is_ok() {}
+                continue;
+            };
+            let mut ok = true;
+            let mut next = Some(first);
+            while let Some((group, msg)) = next.take() {
+                frame.clear();
+                frame.extend_from_slice(&[0; 4]);
+                encode_message(group, &msg, &mut frame);
+                let n = (frame.len() - 4) as u32;
+                frame[..4].copy_from_slice(&n.to_le_bytes());
+                if w.write_all(&frame).is_err() {
+                    ok = false;
+                    break;
+                }
+                self.counters.sent.fetch_add(1, Ordering::Relaxed);
+                next = rx.try_recv().ok();
+            }
+            if !ok || w.flush().is_err() {
+                conn = None;
+            }
+        }
+    }
+
+    fn connect(
+        &self,
+        peer: NodeId,
+        mailbox: &Mailbox,
+        backoff: &mut Duration,
+    ) -> Option<BufWriter<TcpStream>> {
+        let stream = if self.id < peer {
+            let addr = self.addrs.get(&peer)?;
+            match TcpStream::connect_timeout(addr, Duration::from_millis(500)) {
+                Ok(mut s) => {
+                    let mut hello = HELLO_MAGIC.to_le_bytes().to_vec();
+                    hello.extend_from_slice(&self.id.to_le_bytes());
+                    if s.write_all(&hello).is_err() {
+                        return None;
+                    }
+                    let _ = s.set_nodelay(true);
+                    self.counters.connects.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(r) = s.try_clone() {
+                        let mb = mailbox.clone();
+                        let me = TcpReaderHandle {
+                            id: self.id,
+                            counters: self.counters.clone(),
+                            stopped: self.stopped.clone(),
+                        };
+                        let _ = spawn("raft-tcp-reader", move || me.read_loop(r, mb));
+                    }
+                    *backoff = Duration::from_millis(10);
+                    s
+                }
+                Err(_) => {
+                    std::thread::sleep(*backoff);
+                    *backoff = (*backoff * 2).min(Duration::from_secs(1));
+                    return None;
+                }
+            }
+        } else {
+            // The peer dials us; wait a little for its connection.
+            let p = self.peers.get(&peer)?;
+            let mut slot = p.accepted.lock();
+            if slot.is_none() {
+                p.cv.wait_for(&mut slot, *backoff);
+            }
+            match slot.take() {
+                Some(s) => s,
+                None => {
+                    *backoff = (*backoff * 2).min(Duration::from_secs(1));
+                    return None;
+                }
+            }
+        };
+        Some(BufWriter::with_capacity(256 << 10, stream))
+    }
+}
+
+/// The reading half of a dialled connection (shares counters with its transport).
+struct TcpReaderHandle {
+    id: NodeId,
+    counters: Arc<Counters>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl TcpReaderHandle {
+    fn read_loop(&self, s: TcpStream, mailbox: Mailbox) {
+        read_frames(self.id, &self.counters, &self.stopped, s, &mailbox);
+    }
+}
+
+fn read_frames(
+    id: NodeId,
+    counters: &Counters,
+    stopped: &AtomicBool,
+    mut s: TcpStream,
+    mailbox: &Mailbox,
+) {
+    let mut len = [0u8; 4];
+    let mut buf = Vec::new();
+    loop {
+        if stopped.load(Ordering::SeqCst) || s.read_exact(&mut len).is_err() {
+            return;
+        }
+        let n = u32::from_le_bytes(len) as usize;
+        if n > MAX_FRAME {
+            counters.malformed.fetch_add(1, Ordering::Relaxed);
+            let _ = s.shutdown(Shutdown::Both);
+            return;
+        }
+        buf.resize(n, 0);
+        if s.read_exact(&mut buf).is_err() {
+            return;
+        }
+        match decode_message(&buf) {
+            Ok((group, msg)) if msg.to == id => {
+                counters.received.fetch_add(1, Ordering::Relaxed);
+                mailbox.deliver(group, msg);
+            }
+            _ => {
+                counters.malformed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| Error::io(name, e))
+}
+
+impl Transport for TcpTransport {
+    fn send(&self, group: u64, msg: Message) {
+        let Some(p) = self.peers.get(&msg.to) else {
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
+            p.tx.try_send((group, msg))
+        {
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

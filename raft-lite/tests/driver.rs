@@ -1,0 +1,380 @@
+//! The multi-group driver with the in-process network and the TCP transport.
+#![allow(clippy::unwrap_used)] // Tests: a failure is a test failure.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use surge_raft_lite::*;
+
+/// A key-value state machine that also records leadership events in log order.
+#[derive(Clone, Default)]
+struct Kv {
+    inner: Arc<Mutex<KvState>>,
+}
+
+#[derive(Default)]
+struct KvState {
+    map: HashMap<Vec<u8>, Vec<u8>>,
+    log: Vec<String>,
+    applied: u64,
+}
+
+impl StateMachine for Kv {
+    fn apply(&mut self, index: u64, data: &[u8]) -> Bytes {
+        let mut s = self.inner.lock();
+        s.applied = index;
+        s.log.push(format!("apply {index}"));
+        let (k, v) = data.split_at(data.iter().position(|b| *b == b'=').unwrap_or(data.len()));
+        let old = s.map.insert(k.to_vec(), v.to_vec());
+        Bytes::from(old.unwrap_or_default())
+    }
+    fn on_leader(&mut self, term: u64) {
+        self.inner.lock().log.push(format!("leader {term}"));
+    }
+    fn on_follower(&mut self, term: u64) {
+        self.inner.lock().log.push(format!("follower {term}"));
+    }
+    fn snapshot(&mut self) -> Bytes {
+        let s = self.inner.lock();
+        let mut v = Vec::new();
+        for (k, x) in &s.map {
+            v.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            v.extend_from_slice(k);
+            v.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            v.extend_from_slice(x);
+        }
+        Bytes::from(v)
+    }
+    fn restore(&mut self, index: u64, data: &[u8]) {
+        let mut s = self.inner.lock();
+        s.map.clear();
+        s.applied = index;
+        s.log.push(format!("restore {index}"));
+        let mut i = 0;
+        while i < data.len() {
+            let n = u32::from_le_bytes(data[i..i + 4].try_into().unwrap()) as usize;
+            let k = data[i + 4..i + 4 + n].to_vec();
+            i += 4 + n;
+            let n = u32::from_le_bytes(data[i..i + 4].try_into().unwrap()) as usize;
+            let v = data[i + 4..i + 4 + n].to_vec();
+            i += 4 + n;
+            s.map.insert(k, v);
+        }
+    }
+}
+
+fn opts(id: u64) -> NodeOptions {
+    let mut o = NodeOptions::new(id);
+    o.tick = Duration::from_millis(5);
+    o
+}
+
+struct Cluster {
+    net: Arc<MemNetwork>,
+    nodes: Vec<Node>,
+    sms: Vec<Kv>,
+}
+
+fn cluster(n: u64, snapshot_every: u64) -> Cluster {
+    let net = MemNetwork::new(7);
+    let mut nodes = Vec::new();
+    let mut sms = Vec::new();
+    for id in 1..=n {
+        let mut o = opts(id);
+        o.snapshot_every = snapshot_every;
+        let node = Node::start(o, Box::new(MemLogStore::new()), net.clone()).unwrap();
+        net.register(id, node.mailbox());
+        let kv = Kv::default();
+        node.add_group(1, ConfState::with_voters(1..=n), Box::new(kv.clone()))
+            .unwrap();
+        nodes.push(node);
+        sms.push(kv);
+    }
+    Cluster { net, nodes, sms }
+}
+
+fn wait_leader(nodes: &[Node]) -> usize {
+    let t0 = Instant::now();
+    loop {
+        for (i, n) in nodes.iter().enumerate() {
+            if let Ok(s) = n.status(1)
+                && s.role == Role::Leader
+                && s.applied >= s.committed
+                && s.committed > 0
+            {
+                return i;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "no leader");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Proposes until applied somewhere, retrying through leader changes.
+fn put(c: &Cluster, k: &str, v: &str) -> Bytes {
+    let t0 = Instant::now();
+    loop {
+        let l = wait_leader(&c.nodes);
+        let p = c.nodes[l].propose(1, Bytes::from(format!("{k}={v}")));
+        match p.wait_applied(Duration::from_secs(2)) {
+            Ok(r) => return r,
+            Err(e) => assert!(t0.elapsed() < Duration::from_secs(30), "put failed: {e}"),
+        }
+    }
+}
+
+fn wait_applied_everywhere(c: &Cluster, index: u64) {
+    let t0 = Instant::now();
+    while c.sms.iter().any(|s| s.inner.lock().applied < index) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "not applied everywhere"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn driver_replicates_and_returns_results() {
+    let c = cluster(3, 0);
+    assert_eq!(put(&c, "a", "1"), Bytes::new());
+    assert_eq!(put(&c, "a", "=2"), Bytes::from_static(b"=1"));
+    let l = wait_leader(&c.nodes);
+    let st = c.nodes[l].status(1).unwrap();
+    wait_applied_everywhere(&c, st.applied);
+    for s in &c.sms {
+        assert_eq!(s.inner.lock().map.get(b"a".as_slice()).unwrap(), b"==2");
+    }
+    // Proposals to a follower fail with NotLeader naming the leader.
+    let f = (l + 1) % 3;
+    let e = c.nodes[f]
+        .propose(1, Bytes::from_static(b"x"))
+        .wait_accepted(Duration::from_secs(2));
+    assert!(
+        matches!(e, Err(Error::NotLeader { leader: Some(_) })),
+        "{e:?}"
+    );
+    // Unknown group.
+    let e = c.nodes[l]
+        .propose(9, Bytes::new())
+        .wait_applied(Duration::from_secs(2));
+    assert!(matches!(e, Err(Error::UnknownGroup { group: 9 })));
+}
+
+#[test]
+fn proposal_stages_are_observable() {
+    let c = cluster(3, 0);
+    let l = wait_leader(&c.nodes);
+    let p = c.nodes[l].propose(1, Bytes::from_static(b"k=v"));
+    let acc = p.wait_accepted(Duration::from_secs(5)).unwrap();
+    let com = p.wait_committed(Duration::from_secs(5)).unwrap();
+    assert_eq!(acc, com);
+    p.wait_applied(Duration::from_secs(5)).unwrap();
+    assert!(p.is_done());
+}
+
+#[test]
+fn leadership_callbacks_follow_log_order() {
+    let c = cluster(3, 0);
+    put(&c, "x", "1");
+    let l = wait_leader(&c.nodes);
+    let term = c.nodes[l].status(1).unwrap().term;
+    let to = (l + 1) % 3;
+    c.nodes[l].transfer_leader(1, to as u64 + 1).unwrap();
+    let t0 = Instant::now();
+    while c.nodes[to].status(1).unwrap().role != Role::Leader {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    put(&c, "y", "2");
+    let old = c.sms[l].inner.lock().log.clone();
+    assert!(old.contains(&format!("leader {term}")), "{old:?}");
+    assert!(old.contains(&format!("follower {term}")), "{old:?}");
+    let new = c.sms[to].inner.lock().log.clone();
+    let pos = new.iter().position(|s| s.starts_with("leader ")).unwrap();
+    // Everything before the new leader's no-op was applied before it was told.
+    let st = c.nodes[to].status(1).unwrap();
+    let applies_before = new[..pos].iter().filter(|s| s.starts_with("apply")).count();
+    assert!(applies_before >= 1, "{new:?}");
+    assert!(st.term > term);
+}
+
+#[test]
+fn faulty_network_still_commits() {
+    let c = cluster(3, 0);
+    c.net.set_faults(NetFaults {
+        drop_pct: 10,
+        dup_pct: 10,
+        min_delay: Duration::from_micros(100),
+        max_delay: Duration::from_millis(3),
+    });
+    for i in 0..30 {
+        put(&c, &format!("k{i}"), "v");
+    }
+    c.net.set_faults(NetFaults::default());
+    let s = c.net.stats();
+    assert!(s.dropped > 0 && s.duplicated > 0, "{s:?}");
+    let l = wait_leader(&c.nodes);
+    wait_applied_everywhere(&c, c.nodes[l].status(1).unwrap().committed);
+    for sm in &c.sms {
+        assert_eq!(sm.inner.lock().map.len(), 30);
+    }
+}
+
+#[test]
+fn partitioned_leader_is_replaced() {
+    let c = cluster(3, 0);
+    let l = wait_leader(&c.nodes);
+    let others: Vec<u64> = (1..=3u64).filter(|i| *i != l as u64 + 1).collect();
+    c.net.partition(&[l as u64 + 1], &others);
+    let t0 = Instant::now();
+    loop {
+        let leaders: Vec<usize> = (0..3)
+            .filter(|&i| i != l && c.nodes[i].status(1).unwrap().role == Role::Leader)
+            .collect();
+        if leaders.len() == 1 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "no new leader");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.net.heal();
+    put(&c, "after", "heal");
+}
+
+#[test]
+fn lagging_node_catches_up_by_snapshot() {
+    let c = cluster(3, 20);
+    let l = wait_leader(&c.nodes);
+    let lag = (l + 2) % 3;
+    c.net.unregister(lag as u64 + 1);
+    for i in 0..80 {
+        put(&c, &format!("k{i}"), "v");
+    }
+    c.net.register(lag as u64 + 1, c.nodes[lag].mailbox());
+    let idx = c.nodes[l].status(1).unwrap().applied;
+    wait_applied_everywhere(&c, idx);
+    let log = c.sms[lag].inner.lock().log.clone();
+    assert!(
+        log.iter().any(|s| s.starts_with("restore")),
+        "caught up without a snapshot?"
+    );
+    assert_eq!(c.sms[lag].inner.lock().map.len(), 80);
+}
+
+#[test]
+fn restart_from_wal_recovers_state() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(3);
+    let start = |id: u64, kv: &Kv| {
+        let wal = Wal::open(dirs[id as usize - 1].path(), WalOptions::default()).unwrap();
+        let node = Node::start(opts(id), Box::new(wal), net.clone()).unwrap();
+        net.register(id, node.mailbox());
+        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(kv.clone()))
+            .unwrap();
+        node
+    };
+    let sms: Vec<Kv> = (0..3).map(|_| Kv::default()).collect();
+    let mut nodes: Vec<Node> = (1..=3).map(|i| start(i, &sms[i as usize - 1])).collect();
+    let c = Cluster {
+        net: net.clone(),
+        nodes: std::mem::take(&mut nodes),
+        sms: sms.clone(),
+    };
+    for i in 0..10 {
+        put(&c, &format!("k{i}"), "v");
+    }
+    let Cluster { mut nodes, .. } = c;
+    for n in nodes.iter_mut() {
+        n.stop();
+    }
+    drop(nodes);
+    let fresh: Vec<Kv> = (0..3).map(|_| Kv::default()).collect();
+    let nodes: Vec<Node> = (1..=3).map(|i| start(i, &fresh[i as usize - 1])).collect();
+    let c = Cluster {
+        net,
+        nodes,
+        sms: fresh,
+    };
+    put(&c, "k10", "v");
+    let l = wait_leader(&c.nodes);
+    wait_applied_everywhere(&c, c.nodes[l].status(1).unwrap().committed);
+    for sm in &c.sms {
+        assert_eq!(sm.inner.lock().map.len(), 11, "replayed from the WAL");
+    }
+}
+
+#[test]
+fn membership_change_through_driver() {
+    let c = cluster(3, 0);
+    let l = wait_leader(&c.nodes);
+    let victim = (l + 1) % 3;
+    let p = c.nodes[l].propose_conf_change(1, ConfChange::RemoveNode(victim as u64 + 1));
+    p.wait_applied(Duration::from_secs(10)).unwrap();
+    let st = c.nodes[l].status(1).unwrap();
+    assert_eq!(st.conf.voters.len(), 2);
+    put(&c, "two", "voters");
+}
+
+#[test]
+fn tcp_transport_runs_a_cluster_and_refuses_garbage() {
+    let addrs: Vec<std::net::SocketAddr> = (0..3)
+        .map(|_| {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        })
+        .collect();
+    let mut transports = Vec::new();
+    let mut nodes = Vec::new();
+    let mut sms = Vec::new();
+    for id in 1..=3u64 {
+        let peers: HashMap<u64, std::net::SocketAddr> = (1..=3u64)
+            .filter(|p| *p != id)
+            .map(|p| (p, addrs[p as usize - 1]))
+            .collect();
+        let t = TcpTransport::bind(id, addrs[id as usize - 1], peers).unwrap();
+        let node = Node::start(opts(id), Box::new(MemLogStore::new()), t.clone()).unwrap();
+        t.serve(node.mailbox()).unwrap();
+        let kv = Kv::default();
+        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(kv.clone()))
+            .unwrap();
+        transports.push(t);
+        nodes.push(node);
+        sms.push(kv);
+    }
+    let c = Cluster {
+        net: MemNetwork::new(0),
+        nodes,
+        sms,
+    };
+    for i in 0..20 {
+        put(&c, &format!("t{i}"), "v");
+    }
+    // Garbage: a valid hello, then a frame that is not a message, then an oversized length.
+    let mut s = std::net::TcpStream::connect(addrs[2]).unwrap();
+    let mut hello = 0x5352_4c54u32.to_le_bytes().to_vec();
+    hello.extend_from_slice(&1u64.to_le_bytes());
+    s.write_all(&hello).unwrap();
+    s.write_all(&5u32.to_le_bytes()).unwrap();
+    s.write_all(b"junk!").unwrap();
+    s.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    s.flush().unwrap();
+    let t0 = Instant::now();
+    while transports[2].stats().malformed < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            transports[2].stats()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The cluster still works.
+    put(&c, "still", "ok");
+    for t in &transports {
+        t.shutdown();
+    }
+}
