@@ -9,9 +9,12 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use surge_hotspot::{Config, Coordinator, Hints};
 
+#[path = "support/fifo_lock.rs"]
+mod fifo_lock;
 #[path = "support/file_counter.rs"]
 mod file_counter;
 
+use fifo_lock::FifoLock;
 use file_counter::FileCounter;
 
 fn run(
@@ -19,7 +22,7 @@ fn run(
     iters: u64,
     on: bool,
     hot: &Coordinator<Arc<FileCounter>>,
-    lock: &parking_lot::Mutex<()>,
+    lock: &FifoLock,
 ) -> Duration {
     let each = iters.div_ceil(threads);
     let t = Instant::now();
@@ -30,8 +33,9 @@ fn run(
                     if on {
                         hot.execute(&1, 1, Hints::hot_update()).expect("increment");
                     } else {
-                        let _row = lock.lock();
+                        lock.lock().expect("row lock");
                         hot.executor().run_one(1, 1).expect("increment");
+                        lock.unlock().expect("row lock");
                     }
                 }
             });
@@ -44,7 +48,7 @@ fn hot_row(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let counter = Arc::new(FileCounter::create(&dir.path().join("hot.log"), 0).expect("log file"));
     let hot = Coordinator::new(counter, Config::default()).expect("config");
-    let lock = parking_lot::Mutex::new(());
+    let lock = FifoLock::new();
     let mut g = c.benchmark_group("hot_row");
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(300))

@@ -21,10 +21,16 @@ use std::time::{Duration, Instant};
 
 use surge_hotspot::{Config, Coordinator, Hints, Stats};
 
+#[path = "../benches/support/fifo_lock.rs"]
+mod fifo_lock;
 #[path = "../benches/support/file_counter.rs"]
 mod file_counter;
+#[path = "../benches/support/histogram.rs"]
+mod histogram;
 
+use fifo_lock::FifoLock;
 use file_counter::{FileCounter, RECORD_LEN};
+use histogram::Histogram;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -95,68 +101,6 @@ fn parse_args() -> Result<Args, Error> {
     Ok(a)
 }
 
-/// Log-linear latency histogram in nanoseconds: 8 sub-buckets per power of two (~12%).
-#[derive(Clone)]
-struct Histogram {
-    counts: Vec<u64>,
-}
-
-impl Histogram {
-    const SUB: u32 = 3;
-
-    fn new() -> Self {
-        Self {
-            counts: vec![0; 64 << Self::SUB],
-        }
-    }
-
-    fn index(ns: u64) -> usize {
-        let ns = ns.max(1);
-        let msb = 63 - ns.leading_zeros();
-        if msb < Self::SUB {
-            return ns as usize;
-        }
-        let sub = (ns >> (msb - Self::SUB)) & ((1 << Self::SUB) - 1);
-        ((msb as usize) << Self::SUB) | sub as usize
-    }
-
-    /// Upper bound of bucket `i`, in ns.
-    fn upper(i: usize) -> u64 {
-        let msb = (i >> Self::SUB) as u32;
-        if msb < Self::SUB {
-            return i as u64;
-        }
-        let sub = (i as u64) & ((1 << Self::SUB) - 1);
-        ((1u64 << Self::SUB) | sub).saturating_add(1) << (msb - Self::SUB)
-    }
-
-    fn record(&mut self, ns: u64) {
-        self.counts[Self::index(ns)] += 1;
-    }
-
-    fn merge(&mut self, o: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
-            *a += b;
-        }
-    }
-
-    fn quantile_us(&self, q: f64) -> f64 {
-        let total: u64 = self.counts.iter().sum();
-        if total == 0 {
-            return 0.0;
-        }
-        let want = ((total as f64) * q).ceil() as u64;
-        let mut seen = 0;
-        for (i, c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= want {
-                return Self::upper(i) as f64 / 1000.0;
-            }
-        }
-        0.0
-    }
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Off,
@@ -189,53 +133,6 @@ enum OffLock {
     Std,
     /// `parking_lot::Mutex`: spins and yields, hands off fairly about every 0.5 ms.
     ParkingLot,
-}
-
-/// A thread queued on the [`FifoLock`], with its grant flag.
-type FifoWaiter = Arc<(std::thread::Thread, AtomicBool)>;
-
-/// A FIFO hand-off lock: `unlock` passes ownership to the oldest waiter and unparks it.
-struct FifoLock {
-    /// (locked, waiters in arrival order)
-    state: std::sync::Mutex<(bool, std::collections::VecDeque<FifoWaiter>)>,
-}
-
-impl FifoLock {
-    fn new() -> Self {
-        Self {
-            state: std::sync::Mutex::new((false, std::collections::VecDeque::new())),
-        }
-    }
-
-    fn lock(&self) -> Result<(), String> {
-        let me = {
-            let mut s = self.state.lock().map_err(|_| "fifo lock poisoned")?;
-            if !s.0 {
-                s.0 = true;
-                return Ok(());
-            }
-            let me = Arc::new((std::thread::current(), AtomicBool::new(false)));
-            s.1.push_back(Arc::clone(&me));
-            me
-        };
-        while !me.1.load(Ordering::Acquire) {
-            std::thread::park();
-        }
-        Ok(())
-    }
-
-    fn unlock(&self) -> Result<(), String> {
-        let mut s = self.state.lock().map_err(|_| "fifo lock poisoned")?;
-        match s.1.pop_front() {
-            Some(next) => {
-                drop(s);
-                next.1.store(true, Ordering::Release);
-                next.0.unpark();
-            }
-            None => s.0 = false,
-        }
-        Ok(())
-    }
 }
 
 struct Bench {
