@@ -8,13 +8,13 @@
 //! `big_mib`, `method` (`none`/`copy`/`rename`), `p50_us`, `p99_us`, `max_us` of the small
 //! commits in the window, `lock_hold_us` of the big commit (time it held the log lock),
 //! `big_commit_ms` (its whole commit call) and the sample count. Each configuration runs
-//! `--repeat` times (default 3), alternating configurations; every figure is the median
+//! `--repeat` times (default 5), alternating configurations; every figure is the median
 //! over the repeats of that run's figure (so `max_us` is the median of the per-run maxima),
 //! `max_us_worst` is the largest max of any repeat, and `max_near_big_us` the largest
 //! latency of a small commit that overlapped the big commit.
 //!
 //! Usage: `cargo run --release -p surge-binlog --example bigtxn_latency -- [--sizes 64,256]
-//! [--json] [--threads 4] [--repeat 3] [--dir PATH]`. Every file it writes is deleted
+//! [--json] [--threads 4] [--repeat 5] [--dir PATH]`. Every file it writes is deleted
 //! at the end of its run.
 
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ fn parse_args() -> Result<Args> {
         sizes: vec![64, 256],
         json: false,
         threads: 4,
-        repeat: 3,
+        repeat: 5,
         dir: None,
     };
     let mut it = std::env::args().skip(1);
@@ -76,6 +76,9 @@ struct RunResult {
     lat_us: Vec<u64>,
     /// Largest latency of a small commit that overlapped the big commit (0: none).
     max_near_big_us: u64,
+    /// Largest latencies of small commits that started before / after the big commit.
+    max_before_us: u64,
+    max_after_us: u64,
     lock_hold_us: u64,
     big_commit_ms: f64,
 }
@@ -167,6 +170,7 @@ fn run(args: &Args, big_mib: u64, method: &'static str) -> Result<RunResult> {
     stop.store(true, Ordering::Relaxed);
     let mut lat_us = Vec::new();
     let mut max_near_big_us = 0;
+    let (mut max_before_us, mut max_after_us) = (0, 0);
     for w in workers {
         let v = w.join().map_err(|_| Error::Invalid {
             what: "worker",
@@ -178,18 +182,36 @@ fn run(args: &Args, big_mib: u64, method: &'static str) -> Result<RunResult> {
                 && start + lat >= b0
             {
                 max_near_big_us = max_near_big_us.max(lat);
+            } else if big_span.is_some_and(|(b0, _)| start < b0) {
+                max_before_us = max_before_us.max(lat);
+            } else {
+                max_after_us = max_after_us.max(lat);
             }
             lat_us.push(lat);
         }
     }
     lat_us.sort_unstable();
     drop(log);
+    let parent = tmp.path().parent().map(|p| p.to_path_buf());
     drop(tmp); // deletes the binlog files, the renamed big file included
+    // Let the file system finish freeing (and discarding) those blocks before the next
+    // run starts, so one run's cleanup does not land in the next run's window.
+    if let Some(p) = parent {
+        std::fs::File::open(&p)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::Invalid {
+                what: "sync",
+                detail: e.to_string(),
+            })?;
+    }
+    std::thread::sleep(Duration::from_millis(700));
     Ok(RunResult {
         big_mib,
         method,
         lat_us,
         max_near_big_us,
+        max_before_us,
+        max_after_us,
         lock_hold_us,
         big_commit_ms,
     })
@@ -261,7 +283,17 @@ fn main() -> Result<()> {
     // Alternate: every repeat runs every configuration once, in the same order.
     for _ in 0..args.repeat {
         for (i, &(mib, method)) in configs.iter().enumerate() {
-            results[i].push(run(&args, mib, method)?);
+            let r = run(&args, mib, method)?;
+            eprintln!(
+                "run: big {mib} MiB {method}: max {} us, before big {} us, beside big {} us, after {} us, lock held {} us, {} commits",
+                r.lat_us.last().copied().unwrap_or(0),
+                r.max_before_us,
+                r.max_near_big_us,
+                r.max_after_us,
+                r.lock_hold_us,
+                r.lat_us.len()
+            );
+            results[i].push(r);
         }
     }
     for runs in &results {

@@ -93,8 +93,8 @@ impl LogState {
         self.poisoned.get_or_insert(reason).clone()
     }
 
-    /// Counts a group and fsyncs the file if the policy says so.
-    pub(crate) fn sync_after_group(&mut self, stats: &Counters) -> Result<()> {
+    /// Counts a group; true if the policy says this one must be fsynced.
+    pub(crate) fn sync_due(&mut self) -> bool {
         self.groups_since_sync += 1;
         let due = match self.sync {
             SyncPolicy::EveryGroup => true,
@@ -102,8 +102,15 @@ impl LogState {
             SyncPolicy::Never => false,
         };
         if due {
-            self.cur.sync()?;
             self.groups_since_sync = 0;
+        }
+        due
+    }
+
+    /// Counts a group and fsyncs the file if the policy says so.
+    pub(crate) fn sync_after_group(&mut self, stats: &Counters) -> Result<()> {
+        if self.sync_due() {
+            self.cur.sync()?;
             Counters::add(&stats.syncs, 1);
         }
         Ok(())

@@ -29,6 +29,13 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io("fsync directory", dir, e))
 }
 
+/// Fsyncs a file by path (data and size).
+pub(crate) fn sync_file(path: &Path) -> Result<()> {
+    File::open(path)
+        .and_then(|f| f.sync_data())
+        .map_err(|e| Error::io("fsync", path, e))
+}
+
 /// The index: the ordered list of binlog files.
 #[derive(Debug)]
 pub(crate) struct Index {
@@ -38,13 +45,26 @@ pub(crate) struct Index {
 }
 
 impl Index {
+    /// Path of the index file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Index {
     /// Reads the index of `base` in `dir` (empty if absent).
     pub(crate) fn load(dir: &Path, base: &str) -> Result<Index> {
         let path = dir.join(format!("{base}.index"));
         let mut files = Vec::new();
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                // A power cut can leave an appended line as zeros: skip such lines (the
+                // file they named, if any, is adopted by recovery).
+                let lines = text
+                    .lines()
+                    .map(|l| l.trim_matches(|c: char| c == '\0' || c.is_whitespace()))
+                    .filter(|l| !l.is_empty());
+                for line in lines {
                     let name = line.trim().trim_start_matches("./");
                     let name = name.rsplit('/').next().unwrap_or(name);
                     if file_number(base, name).is_none() {
@@ -71,16 +91,27 @@ impl Index {
 
     /// Appends one name and fsyncs the index.
     pub(crate) fn append(&mut self, name: &str) -> Result<()> {
+        self.append_unsynced(name)?;
+        self.sync()
+    }
+
+    /// Appends one name without fsync; [`Index::sync`] must follow before anything that
+    /// depends on the entry is acknowledged. (If it is lost, recovery adopts the file.)
+    pub(crate) fn append_unsynced(&mut self, name: &str) -> Result<()> {
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.path)
             .map_err(|e| Error::io("open", &self.path, e))?;
         f.write_all(format!("./{name}\n").as_bytes())
-            .and_then(|()| f.sync_data())
             .map_err(|e| Error::io("write", &self.path, e))?;
         self.files.push(name.to_string());
         Ok(())
+    }
+
+    /// Fsyncs the index file. Safe to call without the log lock.
+    pub(crate) fn sync(&self) -> Result<()> {
+        sync_file(&self.path)
     }
 
     /// Replaces the index atomically (temp file, fsync, rename, directory fsync).

@@ -2,6 +2,7 @@
 //! binlog file instead of being copied, so the log lock is held for a fixed number of
 //! small steps whatever the transaction's size.
 
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -13,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventBody};
 use crate::gtid::{GTID_MAX_EVENT_LEN, GtidEvent};
 use crate::header::{CHECKSUM_LEN, ChecksumAlg};
-use crate::index::{file_name, sync_dir};
+use crate::index::{file_name, sync_dir, sync_file};
 use crate::log_file::{LogFile, build_header, reservation_for};
 use crate::stats::Counters;
 
@@ -23,8 +24,8 @@ use crate::stats::Counters;
 /// Steps, as in MariaDB: (outside the lock) flush and fsync the cache file; (under the
 /// lock) Rotate into the old file, new header + GTID padded to the reservation written at
 /// offset 0 of the cache file, rename it to the next binlog name, fsync file and
-/// directory, add it to the index, clear the old file's in-use flag, append the Xid and
-/// sync per policy.
+/// directory, add it to the index, clear the old file's in-use flag, append the Xid;
+/// (after the lock) fsync the index and, per policy, the Xid.
 pub(crate) fn commit_by_rename(
     sh: &Shared,
     mut cache: TxnCache,
@@ -49,17 +50,34 @@ pub(crate) fn commit_by_rename(
         Counters::add(&sh.stats.rename_fallbacks, 1);
         return Ok(Err(cache));
     }
-    match renamed(sh, &mut log, cache, xid, no, name, header, reserved) {
-        Ok(mut info) => {
-            info.lock_hold = start.elapsed();
-            sh.rotate_if_full(&mut log);
-            Ok(Ok(info))
-        }
+    let (mut info, after) = match renamed(sh, &mut log, cache, xid, no, name, header, reserved) {
+        Ok(r) => r,
         Err(e) => {
             let reason = log.poison(&e);
-            Err(Error::Poisoned { reason })
+            return Err(Error::Poisoned { reason });
         }
+    };
+    sh.rotate_if_full(&mut log);
+    let index_path = log.index.path().to_path_buf();
+    info.lock_hold = start.elapsed();
+    drop(log);
+    // Durability of the index entry and of the Xid, outside the lock: small commits go on
+    // meanwhile (their own group fsyncs cover their bytes). The rename and the header were
+    // made durable under the lock, before any later commit could land in the new file.
+    let synced = sync_file(&index_path).and_then(|()| match &after {
+        Some(f) => f
+            .sync_data()
+            .map_err(|e| Error::io("fsync", sh.cfg.dir.join(&info.file), e)),
+        None => Ok(()),
+    });
+    if let Err(e) = synced {
+        let reason = sh.log.lock().poison(&e);
+        return Err(Error::Poisoned { reason });
     }
+    if after.is_some() {
+        Counters::add(&sh.stats.syncs, 1);
+    }
+    Ok(Ok(info))
 }
 
 #[allow(clippy::too_many_arguments)] // One call site; the values are the rename's inputs.
@@ -72,7 +90,7 @@ fn renamed(
     name: String,
     mut header: Vec<u8>,
     reserved: u64,
-) -> Result<CommitInfo> {
+) -> Result<(CommitInfo, Option<File>)> {
     let server_id = sh.cfg.server_id;
     let logical = cache.len();
     let domain = cache.domain_id();
@@ -114,7 +132,7 @@ fn renamed(
         .sync_all()
         .map_err(|e| Error::io("fsync", &path, e))?;
     sync_dir(&sh.cfg.dir)?;
-    log.index.append(&name)?;
+    log.index.append_unsynced(&name)?;
     let end = reserved + spill.flushed;
     let new = LogFile {
         file: spill.file,
@@ -141,18 +159,29 @@ fn renamed(
         &mut buf,
     );
     log.cur.append(&buf)?;
-    log.sync_after_group(&sh.stats)?;
+    // The Xid's fsync (per policy) happens after the lock is released.
+    let sync = if log.sync_due() {
+        Some(
+            log.cur
+                .file
+                .try_clone()
+                .map_err(|e| Error::io("dup", &log.cur.path, e))?,
+        )
+    } else {
+        None
+    };
     Counters::add(&sh.stats.commits, 1);
     Counters::add(&sh.stats.groups, 1);
     Counters::add(&sh.stats.renames, 1);
     Counters::add(&sh.stats.rotations, 1);
     Counters::add(&sh.stats.bytes, reserved - header_len + logical + n as u64);
-    Ok(CommitInfo {
+    let info = CommitInfo {
         gtid,
         xid,
         file: name,
         end_position: end + n as u64,
         method: CommitMethod::Renamed,
         lock_hold: Default::default(),
-    })
+    };
+    Ok((info, sync))
 }

@@ -154,7 +154,10 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic(data in bytes(400), alg in alg()) {
-        let _ = Event::decode(&data, alg);
+        if let Ok(ev) = Event::decode(&data, alg) {
+            let again = Event::decode(&ev.encode(alg), alg).unwrap();
+            prop_assert_eq!(again.body, ev.body);
+        }
         let mut file = surge_binlog::BINLOG_MAGIC.to_vec();
         file.extend_from_slice(&data);
         let _ = decode_file_bytes(&file);

@@ -1,0 +1,82 @@
+//! Codec costs: encoding and decoding the events of a small transaction, and decoding a
+//! real MariaDB file.
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use surge_binlog::{
+    ChecksumAlg, Event, EventBody, GtidEvent, RowsEvent, RowsKind, decode_file_bytes, kv_table_map,
+};
+
+fn small_rows() -> Event {
+    // One 200-byte-ish Write_rows for surgedb.kv: key 8 bytes, value 150 bytes.
+    let mut rows = vec![0xfc, 8, 0];
+    rows.extend_from_slice(&42u64.to_be_bytes());
+    rows.extend_from_slice(&150u32.to_le_bytes());
+    rows.extend_from_slice(&[0x61; 150]);
+    Event::new(
+        EventBody::Rows(RowsEvent {
+            kind: RowsKind::Write,
+            table_id: 1,
+            flags: 1,
+            column_count: 2,
+            columns_present: vec![3],
+            columns_after: None,
+            rows,
+        }),
+        1_700_000_000,
+        1,
+    )
+}
+
+fn codec(c: &mut Criterion) {
+    let rows = small_rows();
+    let rows_bytes = rows.encode(ChecksumAlg::Crc32);
+    let map = Event::new(EventBody::TableMap(kv_table_map(1)), 1_700_000_000, 1);
+    let gtid = Event::new(
+        EventBody::Gtid(GtidEvent::transactional(0, 12_345)),
+        1_700_000_000,
+        1,
+    );
+    let mut g = c.benchmark_group("codec");
+    g.throughput(Throughput::Bytes(rows_bytes.len() as u64));
+    g.bench_function("encode_write_rows_200B", |b| {
+        let mut out = Vec::with_capacity(512);
+        b.iter(|| {
+            out.clear();
+            black_box(&rows).encode_into(&mut out, ChecksumAlg::Crc32)
+        })
+    });
+    g.bench_function("decode_write_rows_200B", |b| {
+        b.iter(|| Event::decode(black_box(&rows_bytes), ChecksumAlg::Crc32))
+    });
+    g.bench_function("encode_txn_gtid_map_rows_xid", |b| {
+        let xid = Event::new(EventBody::Xid(7), 1_700_000_000, 1);
+        let mut out = Vec::with_capacity(1024);
+        b.iter(|| {
+            out.clear();
+            for e in [&gtid, &map, &rows, &xid] {
+                e.encode_into(&mut out, ChecksumAlg::Crc32);
+            }
+            black_box(out.len())
+        })
+    });
+    g.finish();
+
+    let fixture = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/mdb-bin.000001"
+    ))
+    .expect("fixture file");
+    let mut g = c.benchmark_group("file");
+    g.throughput(Throughput::Bytes(fixture.len() as u64));
+    g.bench_function("decode_mariadb_fixture", |b| {
+        b.iter(|| decode_file_bytes(black_box(&fixture)).map(|v| v.len()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, codec);
+criterion_main!(benches);
