@@ -14,6 +14,8 @@ use crate::stats::Counters;
 const SHARDS: usize = 16;
 /// Idle group objects kept for reuse; beyond this they are freed.
 const POOL_CAP: usize = 1024;
+/// Group buffer capacity an idle pooled object keeps.
+const POOLED_CAPACITY: usize = 64;
 
 /// One shard of the key map.
 type Shard<K, M> = RwLock<HashMap<K, Arc<KeyState<M>>>>;
@@ -95,10 +97,13 @@ impl<K: Hash + Eq + Clone, M> Registry<K, M> {
         }
         map.remove(key);
         drop(map);
-        debug_assert!(
-            ks.collect.lock().pending.is_empty(),
-            "idle key with pending members"
-        );
+        {
+            let mut c = ks.collect.lock();
+            debug_assert!(c.pending.is_empty(), "idle key with pending members");
+            // A pooled object may have served a huge group; keep only a modest buffer.
+            c.pending.shrink_to(POOLED_CAPACITY);
+            c.spare.shrink_to(POOLED_CAPACITY);
+        }
         let mut pool = self.pool.lock();
         if pool.len() < POOL_CAP {
             pool.push(ks);
