@@ -191,6 +191,11 @@ impl MemLogStore {
         MemLogStore::default()
     }
 
+    /// The stored hard state of `group`, without copying its log.
+    pub fn hard_state(&self, group: u64) -> Option<HardState> {
+        self.groups.get(&group).map(|g| g.hard_state)
+    }
+
     /// Number of `write` calls so far (each would be one sync).
     pub fn writes(&self) -> u64 {
         self.writes
