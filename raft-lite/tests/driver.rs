@@ -378,3 +378,68 @@ fn tcp_transport_runs_a_cluster_and_refuses_garbage() {
         t.shutdown();
     }
 }
+
+#[test]
+fn read_index_on_leader_sees_acknowledged_writes() {
+    let c = cluster(3, 0);
+    put(&c, "r", "1");
+    let l = wait_leader(&c.nodes);
+    let committed_before = c.nodes[l].status(1).unwrap().committed;
+    let idx = c.nodes[l].read_index(1, Duration::from_secs(5)).unwrap();
+    assert!(
+        idx >= committed_before,
+        "read point {idx} before a known commit {committed_before}"
+    );
+    assert_eq!(
+        c.sms[l].inner.lock().map.get(b"r".as_slice()).unwrap(),
+        b"=1"
+    );
+    assert!(c.sms[l].inner.lock().applied >= idx);
+    let f = (l + 1) % 3;
+    assert!(matches!(
+        c.nodes[f].read_index(1, Duration::from_secs(5)),
+        Err(Error::NotLeader { .. })
+    ));
+}
+
+#[test]
+fn many_groups_share_log_writes() {
+    let net = MemNetwork::new(11);
+    let mut nodes = Vec::new();
+    for id in 1..=3u64 {
+        let node = Node::start(opts(id), Box::new(MemLogStore::new()), net.clone()).unwrap();
+        net.register(id, node.mailbox());
+        for g in 1..=8u64 {
+            node.add_group(
+                g,
+                ConfState::with_voters([1, 2, 3]),
+                Box::new(Kv::default()),
+            )
+            .unwrap();
+        }
+        nodes.push(node);
+    }
+    for g in 1..=8u64 {
+        nodes[0].campaign(g).unwrap();
+    }
+    let t0 = Instant::now();
+    while (1..=8u64).any(|g| nodes[0].status(g).unwrap().committed == 0) {
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before = nodes[0].stats();
+    let mut ps = Vec::new();
+    for i in 0..400u64 {
+        ps.push(nodes[0].propose(1 + i % 8, Bytes::from(format!("k{i}=v"))));
+    }
+    for p in ps {
+        p.wait_applied(Duration::from_secs(20)).unwrap();
+    }
+    let after = nodes[0].stats();
+    let writes = after.writes - before.writes;
+    assert_eq!(after.proposals - before.proposals, 400);
+    assert!(
+        writes < 200,
+        "400 proposals over 8 groups took {writes} log writes"
+    );
+}

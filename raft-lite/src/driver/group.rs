@@ -1,6 +1,8 @@
 //! One group hosted by a driver: its core, its state machine and its waiting proposals.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use crossbeam_channel::Sender;
 
 use bytes::Bytes;
 
@@ -17,6 +19,11 @@ pub(crate) struct Group {
     /// The term the state machine was told it leads in, if it was.
     pub(crate) sm_leader_term: Option<u64>,
     pub(crate) snapshot_every: u64,
+    /// ReadIndex requests by context, waiting for the quorum check.
+    pub(crate) reads: HashMap<u64, Sender<crate::Result<u64>>>,
+    /// Confirmed reads waiting for `applied >= index`.
+    pub(crate) reads_confirmed: Vec<(u64, Sender<crate::Result<u64>>)>,
+    pub(crate) next_read_ctx: u64,
 }
 
 impl std::fmt::Debug for Group {
@@ -86,6 +93,32 @@ impl Group {
         }
     }
 
+    /// Answers ReadIndex requests: confirmed ones once applied has reached their index,
+    /// dropped ones (leadership lost) with `NotLeader`.
+    pub(crate) fn answer_reads(&mut self, rd: &Ready) {
+        for rs in &rd.read_states {
+            if let Some(tx) = self.reads.remove(&rs.ctx) {
+                self.reads_confirmed.push((rs.index, tx));
+            }
+        }
+        for ctx in &rd.dropped_reads {
+            if let Some(tx) = self.reads.remove(ctx) {
+                let _ = tx.send(Err(Error::NotLeader {
+                    leader: rd.soft_state.leader,
+                }));
+            }
+        }
+        let applied = self.raw.applied();
+        self.reads_confirmed.retain(|(index, tx)| {
+            if *index <= applied {
+                let _ = tx.send(Ok(*index));
+                false
+            } else {
+                true
+            }
+        });
+    }
+
     /// A snapshot of the state machine at the applied index, if the log grew enough.
     pub(crate) fn maybe_snapshot(&mut self) -> Option<(GroupWrite, Snapshot)> {
         if self.snapshot_every == 0 {
@@ -118,6 +151,12 @@ impl Group {
     pub(crate) fn fail_all(&mut self, e: &Error) {
         for (_, (_, p)) in std::mem::take(&mut self.waiting) {
             p.fail(e.duplicate());
+        }
+        for (_, tx) in self.reads.drain() {
+            let _ = tx.send(Err(e.duplicate()));
+        }
+        for (_, tx) in self.reads_confirmed.drain(..) {
+            let _ = tx.send(Err(e.duplicate()));
         }
     }
 }

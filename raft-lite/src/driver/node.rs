@@ -1,6 +1,6 @@
 //! [`Node`]: one thread that drives every group hosted on a node.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -80,6 +80,7 @@ enum Input {
     Campaign(u64, Sender<Result<()>>),
     AddGroup(u64, ConfState, Box<dyn StateMachine>, Sender<Result<()>>),
     Status(u64, Sender<Result<GroupStatus>>),
+    ReadIndex(u64, Sender<Result<u64>>),
     Stop,
 }
 
@@ -226,6 +227,25 @@ impl Node {
         self.call(|tx| Input::Campaign(group, tx))
     }
 
+    /// A linearizable read point of `group` (ReadIndex, thesis §6.4): returns once a
+    /// quorum confirmed this node still leads and the state machine applied up to the
+    /// returned index, so reading the local state machine now is linearizable.
+    ///
+    /// # Errors
+    /// [`Error::NotLeader`], [`Error::LeaderNotReady`] (a new leader before its first
+    /// commit: retry), [`Error::UnknownGroup`], [`Error::Stopped`], [`Error::Timeout`].
+    pub fn read_index(&self, group: u64, timeout: Duration) -> Result<u64> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx
+            .send(Input::ReadIndex(group, tx))
+            .map_err(|_| Error::Stopped)?;
+        match rx.recv_timeout(timeout) {
+            Ok(r) => r,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(Error::Timeout),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(Error::Stopped),
+        }
+    }
+
     /// The state of `group` on this node.
     ///
     /// # Errors
@@ -333,6 +353,9 @@ impl Driver {
                 Input::Status(_, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
                 }
+                Input::ReadIndex(_, tx) => {
+                    let _ = tx.send(Err(Error::Stopped));
+                }
                 Input::Msg(..) | Input::Stop => {}
             }
         }
@@ -400,6 +423,23 @@ impl Driver {
                     .ok_or(Error::UnknownGroup { group });
                 let _ = tx.send(r);
             }
+            Input::ReadIndex(group, tx) => match self.groups.get_mut(&group) {
+                Some(g) => {
+                    g.next_read_ctx += 1;
+                    let ctx = g.next_read_ctx;
+                    match g.raw.read_index(ctx) {
+                        Ok(()) => {
+                            g.reads.insert(ctx, tx);
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                }
+                None => {
+                    let _ = tx.send(Err(Error::UnknownGroup { group }));
+                }
+            },
             Input::Stop => return true,
         }
         false
@@ -431,6 +471,9 @@ impl Driver {
                 waiting: BTreeMap::new(),
                 sm_leader_term: None,
                 snapshot_every: self.opts.snapshot_every,
+                reads: HashMap::new(),
+                reads_confirmed: Vec::new(),
+                next_read_ctx: 0,
             },
         );
         Ok(())
@@ -473,6 +516,7 @@ impl Driver {
             g.apply(&rd);
             applied += rd.committed_entries.len() as u64;
             g.raw.advance();
+            g.answer_reads(&rd);
             if let Some(s) = g.maybe_snapshot() {
                 snaps.push(s);
             }

@@ -4,7 +4,7 @@
 //! §5.3, §5.4; openraft tests-turmoil's list) are checked after every step, and a per-key
 //! register workload is checked for linearizability at the end of each run.
 //!
-//! `RAFT_SIM_SEEDS=N` runs N seeds per cluster size (default 150), starting at
+//! `RAFT_SIM_SEEDS=N` runs N seeds per cluster size (default 300), starting at
 //! `RAFT_SIM_SEED_BASE` (default 0). A failure prints its seed.
 #![allow(clippy::unwrap_used)] // Test code: a failure is a test failure.
 
@@ -745,7 +745,7 @@ fn seeds() -> (u64, u64) {
     let n = std::env::var("RAFT_SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
+        .unwrap_or(300);
     let base = std::env::var("RAFT_SIM_SEED_BASE")
         .ok()
         .and_then(|s| s.parse().ok())
