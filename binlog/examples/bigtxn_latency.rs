@@ -112,7 +112,9 @@ fn run(args: &Args, big_mib: u64, method: &'static str) -> Result<RunResult> {
             c.put(&i.to_be_bytes(), &value)?;
         }
         big = Some(c);
+        // Let the file system settle after writing the cache (same pause in every run).
     }
+    std::thread::sleep(Duration::from_millis(1000));
 
     let epoch = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));

@@ -127,9 +127,11 @@ fn renamed(
     std::fs::rename(&spill.path, &path).map_err(|e| Error::io("rename", &spill.path, e))?;
     crash_point(crash_points::RENAME_AFTER_RENAME);
 
+    // The size was made durable by the fsync outside the lock; only the header page is new
+    // (fdatasync), and the rename is made durable by the directory fsync.
     spill
         .file
-        .sync_all()
+        .sync_data()
         .map_err(|e| Error::io("fsync", &path, e))?;
     sync_dir(&sh.cfg.dir)?;
     log.index.append_unsynced(&name)?;
