@@ -13,6 +13,8 @@
 //! `max_us_worst` is the largest max of any repeat, and `max_near_big_us` the largest
 //! latency of a small commit that overlapped the big commit.
 //!
+//! The log uses a 16 MiB `large_commit_threshold` so every size renames in the rename runs.
+//!
 //! Usage: `cargo run --release -p surge-binlog --example bigtxn_latency -- [--sizes 64,256]
 //! [--json] [--threads 4] [--repeat 5] [--dir PATH]`. Every file it writes is deleted
 //! at the end of its run.
@@ -100,7 +102,11 @@ fn run(args: &Args, big_mib: u64, method: &'static str) -> Result<RunResult> {
         what: "temp dir",
         detail: e.to_string(),
     })?;
-    let cfg = BinlogConfig::new(tmp.path()).with_commit_by_rename(method == "rename");
+    // Threshold below the smallest big transaction so the rename runs rename at every size
+    // (MariaDB's default, 128 MiB, would copy the 64 MiB one).
+    let cfg = BinlogConfig::new(tmp.path())
+        .with_commit_by_rename(method == "rename")
+        .with_large_commit_threshold(16 << 20);
     let log = Arc::new(Binlog::open(cfg)?);
 
     // Fill the big transaction's cache before the measurement starts.

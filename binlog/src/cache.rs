@@ -355,6 +355,7 @@ impl TxnCache {
             s.file
                 .sync_all()
                 .map_err(|e| Error::io("fsync", &s.path, e))?;
+            crate::iotrace::note("fsync", &s.path);
         }
         Ok(())
     }

@@ -26,14 +26,18 @@ pub(crate) fn file_number(base: &str, name: &str) -> Option<u32> {
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync directory", dir, e))
+        .map_err(|e| Error::io("fsync directory", dir, e))?;
+    crate::iotrace::note("fsync-dir", &dir.join("."));
+    Ok(())
 }
 
 /// Fsyncs a file by path (data and size).
 pub(crate) fn sync_file(path: &Path) -> Result<()> {
     File::open(path)
         .and_then(|f| f.sync_data())
-        .map_err(|e| Error::io("fsync", path, e))
+        .map_err(|e| Error::io("fsync", path, e))?;
+    crate::iotrace::note("fdatasync", path);
+    Ok(())
 }
 
 /// The index: the ordered list of binlog files.
@@ -105,6 +109,7 @@ impl Index {
             .map_err(|e| Error::io("open", &self.path, e))?;
         f.write_all(format!("./{name}\n").as_bytes())
             .map_err(|e| Error::io("write", &self.path, e))?;
+        crate::iotrace::note("append", &self.path);
         self.files.push(name.to_string());
         Ok(())
     }

@@ -64,6 +64,7 @@ mod gtid;
 mod gtid_state;
 mod header;
 mod index;
+mod iotrace;
 mod kv;
 mod log_file;
 mod query;
@@ -104,6 +105,12 @@ pub use reader::LogReader;
 pub use recovery::{RecoveryReport, TailTxn, TruncatedTail};
 pub use rows::{MAX_TABLE_ID, ROWS_FLAG_STMT_END, RowsEvent, RowsKind, TableMap};
 pub use stats::BinlogStats;
+
+/// Test hooks: a trace of writes, fsyncs, renames and the log lock, to check their order.
+#[doc(hidden)]
+pub mod __iotrace {
+    pub use crate::iotrace::{start, steps_under};
+}
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

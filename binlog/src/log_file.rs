@@ -94,6 +94,7 @@ impl LogFile {
         self.file
             .write_all_at(bytes, self.pos)
             .map_err(|e| Error::io("write", &self.path, e))?;
+        crate::iotrace::note("append", &self.path);
         self.pos += bytes.len() as u64;
         Ok(())
     }
@@ -102,7 +103,9 @@ impl LogFile {
     pub(crate) fn sync(&self) -> Result<()> {
         self.file
             .sync_data()
-            .map_err(|e| Error::io("fsync", &self.path, e))
+            .map_err(|e| Error::io("fsync", &self.path, e))?;
+        crate::iotrace::note("fdatasync", &self.path);
+        Ok(())
     }
 
     /// Clears the in-use flag of the Format_description (one byte, in place; the FD's CRC
@@ -121,6 +124,7 @@ pub(crate) fn clear_in_use_flag(file: &File, path: &Path) -> Result<()> {
         b[0] &= !(FLAG_BINLOG_IN_USE as u8);
         file.write_all_at(&b, IN_USE_FLAG_OFFSET)
             .map_err(|e| Error::io("write", path, e))?;
+        crate::iotrace::note("clear-in-use", path);
     }
     Ok(())
 }

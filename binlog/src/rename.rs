@@ -15,6 +15,7 @@ use crate::event::{Event, EventBody};
 use crate::gtid::{GTID_MAX_EVENT_LEN, GtidEvent};
 use crate::header::{CHECKSUM_LEN, ChecksumAlg};
 use crate::index::{file_name, sync_dir, sync_file};
+use crate::iotrace::note;
 use crate::log_file::{LogFile, build_header, reservation_for};
 use crate::stats::Counters;
 
@@ -34,6 +35,7 @@ pub(crate) fn commit_by_rename(
     // The big fsync, outside the log lock: afterwards only the header page is dirty.
     cache.sync_spill()?;
     let mut log = sh.log.lock();
+    note("lock", &sh.cfg.dir.join("#log"));
     let start = Instant::now();
     log.check()?;
     let no = log.cur.no + 1;
@@ -60,14 +62,18 @@ pub(crate) fn commit_by_rename(
     sh.rotate_if_full(&mut log);
     let index_path = log.index.path().to_path_buf();
     info.lock_hold = start.elapsed();
+    note("unlock", &sh.cfg.dir.join("#log"));
     drop(log);
     // Durability of the index entry and of the Xid, outside the lock: small commits go on
     // meanwhile (their own group fsyncs cover their bytes). The rename and the header were
     // made durable under the lock, before any later commit could land in the new file.
     let synced = sync_file(&index_path).and_then(|()| match &after {
-        Some(f) => f
-            .sync_data()
-            .map_err(|e| Error::io("fsync", sh.cfg.dir.join(&info.file), e)),
+        Some(f) => {
+            let path = sh.cfg.dir.join(&info.file);
+            f.sync_data().map_err(|e| Error::io("fsync", &path, e))?;
+            note("fdatasync", &path);
+            Ok(())
+        }
         None => Ok(()),
     });
     if let Err(e) = synced {
@@ -123,8 +129,10 @@ fn renamed(
         .file
         .write_all_at(&header, 0)
         .map_err(|e| Error::io("write", &spill.path, e))?;
+    note("write-header", &spill.path);
     let path = sh.cfg.dir.join(&name);
     std::fs::rename(&spill.path, &path).map_err(|e| Error::io("rename", &spill.path, e))?;
+    note("rename-to", &path);
     crash_point(crash_points::RENAME_AFTER_RENAME);
 
     // The size was made durable by the fsync outside the lock; only the header page is new
@@ -133,6 +141,7 @@ fn renamed(
         .file
         .sync_data()
         .map_err(|e| Error::io("fsync", &path, e))?;
+    note("fdatasync", &path);
     sync_dir(&sh.cfg.dir)?;
     log.index.append_unsynced(&name)?;
     let end = reserved + spill.flushed;

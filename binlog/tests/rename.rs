@@ -136,3 +136,43 @@ fn renamed_then_rolled_back_part_is_absent() {
     drop(log);
     mariadb_binlog(&dir.path().join(&info.file));
 }
+
+#[test]
+fn rename_steps_happen_in_a_durable_order() {
+    // The trace records writes, fsyncs, renames and the log lock of this test's directory.
+    surge_binlog::__iotrace::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    log.commit(log.new_cache(), 1).unwrap();
+    let mut c = log.new_cache();
+    big_cache(&mut c, 2, 6);
+    let ml = c
+        .spill_path()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let before = surge_binlog::__iotrace::steps_under(dir.path()).len();
+    let info = log.commit(c, 2).unwrap();
+    let steps: Vec<String> = surge_binlog::__iotrace::steps_under(dir.path())[before..].to_vec();
+    let new = &info.file;
+    let expect: Vec<String> = [
+        format!("fsync #binlog_cache_files/{ml}"), // the big fsync, before the lock
+        "lock #log".to_string(),
+        "append surge-bin.000001".to_string(), // Rotate into the old file
+        format!("write-header #binlog_cache_files/{ml}"),
+        format!("rename-to {new}"),
+        format!("fdatasync {new}"),
+        "fsync-dir .".to_string(),
+        "append surge-bin.index".to_string(),
+        "clear-in-use surge-bin.000001".to_string(),
+        format!("append {new}"), // the Xid
+        "unlock #log".to_string(),
+        "fdatasync surge-bin.index".to_string(),
+        format!("fdatasync {new}"), // the Xid is durable before commit returns
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(steps, expect);
+}
