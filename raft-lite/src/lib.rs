@@ -102,4 +102,4 @@ pub use storage::{GroupWrite, LogStore, MemLogStore, RaftState};
 pub use transport::{MemNetwork, NetFaults, NetStats, TcpStats, TcpTransport, Transport};
 pub use types::{ConfChange, ConfState, Entry, EntryId, EntryKind, HardState, NodeId};
 pub use types::{Snapshot, SnapshotMeta};
-pub use wal::{Wal, WalOptions, WalStats};
+pub use wal::{DirLock, MemFs, StdFs, Wal, WalFile, WalFs, WalOptions, WalStats};

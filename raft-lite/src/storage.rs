@@ -175,6 +175,14 @@ pub trait LogStore: Send {
 
     /// Groups that have durable state.
     fn groups(&self) -> Vec<u64>;
+
+    /// The stored hard state of `group` (stores override this to avoid copying the log).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn hard_state(&self, group: u64) -> Result<Option<HardState>> {
+        Ok(self.load(group)?.map(|s| s.hard_state))
+    }
 }
 
 /// A [`LogStore`] in memory: durable only as long as the value lives. For tests and for
@@ -189,11 +197,6 @@ impl MemLogStore {
     /// An empty store.
     pub fn new() -> MemLogStore {
         MemLogStore::default()
-    }
-
-    /// The stored hard state of `group`, without copying its log.
-    pub fn hard_state(&self, group: u64) -> Option<HardState> {
-        self.groups.get(&group).map(|g| g.hard_state)
     }
 
     /// Number of `write` calls so far (each would be one sync).
@@ -217,5 +220,9 @@ impl LogStore for MemLogStore {
 
     fn groups(&self) -> Vec<u64> {
         self.groups.keys().copied().collect()
+    }
+
+    fn hard_state(&self, group: u64) -> Result<Option<HardState>> {
+        Ok(self.groups.get(&group).map(|g| g.hard_state))
     }
 }

@@ -1,12 +1,10 @@
 //! [`Wal`]: the durable [`LogStore`].
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use fs2::FileExt;
-
+use super::fs::{DirLock, StdFs, WalFile, WalFs};
 use super::{record, segment};
 use crate::codec::{self, Reader};
 use crate::{Error, GroupWrite, LogStore, RaftState, Result, Snapshot};
@@ -57,9 +55,10 @@ pub struct WalStats {
 #[derive(Debug)]
 pub struct Wal {
     dir: PathBuf,
-    _lock: File,
+    fs: Arc<dyn WalFs>,
+    _lock: Box<dyn DirLock>,
     opts: WalOptions,
-    active: File,
+    active: Box<dyn WalFile>,
     active_seq: u64,
     active_len: u64,
     segments: Vec<u64>,
@@ -68,21 +67,21 @@ pub struct Wal {
     buf: Vec<u8>,
     payload: Vec<u8>,
     poisoned: bool,
+    /// The active segment has bytes not yet synced (commit-only batches).
+    dirty: bool,
 }
 
 fn snap_name(group: u64) -> String {
     format!("snap-{group:016x}.bin")
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
+fn sync_dir(fs: &dyn WalFs, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
 }
 
 const SNAP_MAGIC: &[u8; 4] = b"SRSN";
 
-fn write_snapshot_file(dir: &Path, group: u64, s: &Snapshot) -> Result<()> {
+fn write_snapshot_file(fs: &dyn WalFs, dir: &Path, group: u64, s: &Snapshot) -> Result<()> {
     let mut body = Vec::with_capacity(s.data.len() + 64);
     codec::put_snapshot_meta(&mut body, &s.meta);
     codec::put_bytes(&mut body, &s.data);
@@ -90,17 +89,12 @@ fn write_snapshot_file(dir: &Path, group: u64, s: &Snapshot) -> Result<()> {
     out.extend_from_slice(SNAP_MAGIC);
     out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
     out.extend_from_slice(&body);
-    let tmp = dir.join(format!("{}.tmp", snap_name(group)));
     let dst = dir.join(snap_name(group));
-    let mut f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    f.write_all(&out).map_err(|e| Error::io(&tmp, e))?;
-    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, &dst).map_err(|e| Error::io(&dst, e))?;
-    sync_dir(dir)
+    fs.write_atomic(&dst, &out).map_err(|e| Error::io(&dst, e))
 }
 
-fn read_snapshot_file(path: &Path) -> Result<Snapshot> {
-    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+fn read_snapshot_file(fs: &dyn WalFs, path: &Path) -> Result<Snapshot> {
+    let bytes = fs.read(path).map_err(|e| Error::io(path, e))?;
     let corrupt = |offset, reason| Error::Corrupt {
         path: path.to_path_buf(),
         offset,
@@ -126,23 +120,23 @@ impl Wal {
     /// [`Error::Locked`] if another process holds the directory; [`Error::Corrupt`] for
     /// damage outside the last segment's tail; [`Error::Io`].
     pub fn open(dir: impl AsRef<Path>, opts: WalOptions) -> Result<Wal> {
+        Wal::open_with(Arc::new(StdFs), dir, opts)
+    }
+
+    /// Opens the log on the given file system (for tests: [`crate::MemFs`]).
+    ///
+    /// # Errors
+    /// As [`Wal::open`].
+    pub fn open_with(fs: Arc<dyn WalFs>, dir: impl AsRef<Path>, opts: WalOptions) -> Result<Wal> {
         let dir = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let lock_path = dir.join("LOCK");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, e))?;
-        if lock.try_lock_exclusive().is_err() {
+        fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let Some(lock) = fs.lock(&dir).map_err(|e| Error::io(dir.join("LOCK"), e))? else {
             return Err(Error::Locked { path: dir });
-        }
+        };
         let mut seqs = Vec::new();
         let mut snap_files = BTreeMap::new();
-        for ent in fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
-            let ent = ent.map_err(|e| Error::io(&dir, e))?;
-            let name = ent.file_name().to_string_lossy().into_owned();
+        for name in fs.list(&dir).map_err(|e| Error::io(&dir, e))? {
+            let path = dir.join(&name);
             if let Some(seq) = segment::parse_name(&name) {
                 seqs.push(seq);
             } else if let Some(hex) = name
@@ -150,9 +144,9 @@ impl Wal {
                 .and_then(|n| n.strip_suffix(".bin"))
                 && let Ok(g) = u64::from_str_radix(hex, 16)
             {
-                snap_files.insert(g, ent.path());
+                snap_files.insert(g, path);
             } else if name.ends_with(".tmp") {
-                let _ = fs::remove_file(ent.path());
+                let _ = fs.remove(&path);
             }
         }
         seqs.sort_unstable();
@@ -161,7 +155,7 @@ impl Wal {
         let mut kept = Vec::new();
         for (i, &seq) in seqs.iter().enumerate() {
             let path = segment::path(&dir, seq);
-            let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            let bytes = fs.read(&path).map_err(|e| Error::io(&path, e))?;
             let last = i + 1 == seqs.len();
             let scan = segment::scan(&bytes, seq);
             for (off, payload) in &scan.records {
@@ -208,21 +202,18 @@ impl Wal {
                 // The torn tail of the last segment was never acknowledged: cut it.
                 stats.truncated_tail_bytes = bytes.len() as u64 - stop.offset;
                 if stop.offset < segment::HEADER_LEN as u64 {
-                    fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
-                    sync_dir(&dir)?;
+                    fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+                    sync_dir(&*fs, &dir)?;
                     continue;
                 }
-                let f = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
+                fs.truncate(&path, stop.offset)
                     .map_err(|e| Error::io(&path, e))?;
-                f.set_len(stop.offset).map_err(|e| Error::io(&path, e))?;
-                f.sync_all().map_err(|e| Error::io(&path, e))?;
             }
             kept.push(seq);
         }
+        let snap_paths: Vec<u64> = snap_files.keys().copied().collect();
         for (g, path) in snap_files {
-            let snap = read_snapshot_file(&path)?;
+            let snap = read_snapshot_file(&*fs, &path)?;
             let st = groups.entry(g).or_default();
             let have = st.snapshot.as_ref().map_or(0, |s| s.meta.index);
             if snap.meta.index < have {
@@ -243,7 +234,7 @@ impl Wal {
             if let Some(s) = &st.snapshot
                 && s.meta.index > 0
                 && s.data.is_empty()
-                && !dir.join(snap_name(*g)).exists()
+                && !snap_paths.contains(g)
             {
                 return Err(Error::Corrupt {
                     path: dir.join(snap_name(*g)),
@@ -253,11 +244,12 @@ impl Wal {
             }
         }
         let seq = kept.last().copied().unwrap_or(0) + 1;
-        let (active, active_len) = Self::create_segment(&dir, seq)?;
+        let (active, active_len) = Self::create_segment(&*fs, &dir, seq)?;
         kept.push(seq);
         stats.segments = kept.len() as u64;
         Ok(Wal {
             dir,
+            fs,
             _lock: lock,
             opts,
             active,
@@ -269,22 +261,19 @@ impl Wal {
             buf: Vec::new(),
             payload: Vec::new(),
             poisoned: false,
+            dirty: false,
         })
     }
 
-    fn create_segment(dir: &Path, seq: u64) -> Result<(File, u64)> {
+    fn create_segment(fs: &dyn WalFs, dir: &Path, seq: u64) -> Result<(Box<dyn WalFile>, u64)> {
         let path = segment::path(dir, seq);
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        f.write_all(&segment::header(seq))
+        let mut f = fs.create(&path).map_err(|e| Error::io(&path, e))?;
+        f.append(&segment::header(seq))
             .map_err(|e| Error::io(&path, e))?;
         // The header must be durable before any record relies on it (raft-engine does the
         // same), and the directory entry with it.
-        f.sync_all().map_err(|e| Error::io(&path, e))?;
-        sync_dir(dir)?;
+        f.sync().map_err(|e| Error::io(&path, e))?;
+        sync_dir(fs, dir)?;
         Ok((f, segment::HEADER_LEN as u64))
     }
 
@@ -309,8 +298,8 @@ impl Wal {
         let path = segment::path(&self.dir, self.active_seq);
         let r = self
             .active
-            .write_all(&self.buf)
-            .and_then(|()| self.active.sync_data());
+            .append(&self.buf)
+            .and_then(|()| self.active.sync());
         if let Err(e) = r {
             // fsyncgate: after a failed write or sync the page cache state is unknown.
             self.poisoned = true;
@@ -319,25 +308,36 @@ impl Wal {
         self.stats.syncs += 1;
         self.stats.bytes += self.buf.len() as u64;
         self.active_len += self.buf.len() as u64;
+        self.dirty = false;
         Ok(())
     }
 
     fn append_only(&mut self) -> Result<()> {
         let path = segment::path(&self.dir, self.active_seq);
-        if let Err(e) = self.active.write_all(&self.buf) {
+        if let Err(e) = self.active.append(&self.buf) {
             self.poisoned = true;
             return Err(Error::io(path, e));
         }
         self.stats.bytes += self.buf.len() as u64;
         self.active_len += self.buf.len() as u64;
+        self.dirty = true;
         Ok(())
     }
 
     /// Starts a new segment. If the live state is small, it is checkpointed into the new
     /// segment and every older segment is deleted.
     fn rotate(&mut self) -> Result<()> {
+        // Only the last segment may have a torn tail: make this one whole first.
+        if self.dirty {
+            if let Err(e) = self.active.sync() {
+                self.poisoned = true;
+                return Err(Error::io(segment::path(&self.dir, self.active_seq), e));
+            }
+            self.stats.syncs += 1;
+            self.dirty = false;
+        }
         let seq = self.active_seq + 1;
-        let (f, len) = Self::create_segment(&self.dir, seq)?;
+        let (f, len) = Self::create_segment(&*self.fs, &self.dir, seq)?;
         self.active = f;
         self.active_seq = seq;
         self.active_len = len;
@@ -352,9 +352,9 @@ impl Wal {
             self.append_sync()?;
             for old in self.segments.drain(..self.segments.len() - 1) {
                 let p = segment::path(&self.dir, old);
-                fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                self.fs.remove(&p).map_err(|e| Error::io(&p, e))?;
             }
-            sync_dir(&self.dir)?;
+            sync_dir(&*self.fs, &self.dir)?;
         }
         self.stats.segments = self.segments.len() as u64;
         Ok(())
@@ -381,7 +381,10 @@ impl LogStore for Wal {
         for w in batch {
             if let Some(s) = &w.snapshot {
                 // The snapshot is durable before the record that drops the entries it covers.
-                write_snapshot_file(&self.dir, w.group, s)?;
+                if let Err(e) = write_snapshot_file(&*self.fs, &self.dir, w.group, s) {
+                    self.poisoned = true;
+                    return Err(e);
+                }
             }
             self.payload.clear();
             record::encode_write(&mut self.payload, w);
@@ -421,5 +424,9 @@ impl LogStore for Wal {
 
     fn groups(&self) -> Vec<u64> {
         self.groups.keys().copied().collect()
+    }
+
+    fn hard_state(&self, group: u64) -> Result<Option<crate::HardState>> {
+        Ok(self.groups.get(&group).map(|g| g.hard_state))
     }
 }

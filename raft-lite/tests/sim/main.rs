@@ -11,6 +11,7 @@
 mod lin;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use lin::{Op, OpKind};
@@ -81,6 +82,13 @@ impl Sm {
     }
 }
 
+/// Small segments, so rotation, checkpoints and segment deletion happen in the runs.
+fn wal_opts() -> WalOptions {
+    WalOptions {
+        max_segment_bytes: 2048,
+    }
+}
+
 fn op_data(kind: u8, key: u8, val: u64, op_id: u64) -> Bytes {
     let mut v = vec![kind, key];
     v.extend_from_slice(&val.to_le_bytes());
@@ -90,7 +98,11 @@ fn op_data(kind: u8, key: u8, val: u64, op_id: u64) -> Bytes {
 
 struct SimNode {
     raw: Option<RawNode>,
-    store: MemLogStore,
+    /// The real WAL on a simulated disk that loses unsynced bytes and tears the last
+    /// write when the node crashes.
+    store: Option<Wal>,
+    fs: MemFs,
+    dir: std::path::PathBuf,
     sm: Sm,
     cfg: Config,
     /// Highest index whose committed term was recorded in the global map.
@@ -123,6 +135,8 @@ struct Sim {
     trace: u64,
     /// Crashes in the Ready cycle are injected only while true.
     faults: bool,
+    /// A violation noticed outside `check` (at a restart).
+    violation: Option<String>,
 }
 
 fn group_write(rd: &Ready) -> Option<GroupWrite> {
@@ -147,7 +161,9 @@ impl Sim {
             } else {
                 RaftState::default()
             };
-            let mut store = MemLogStore::new();
+            let fs = MemFs::new();
+            let dir = std::path::PathBuf::from(format!("/n{id}"));
+            let mut store = Wal::open_with(Arc::new(fs.clone()), &dir, wal_opts()).unwrap();
             store
                 .write(&[GroupWrite {
                     group: 1,
@@ -157,7 +173,9 @@ impl Sim {
                 .unwrap();
             let mut node = SimNode {
                 raw: None,
-                store,
+                store: Some(store),
+                fs,
+                dir,
                 sm: Sm::default(),
                 cfg,
                 checked_commit: 0,
@@ -183,6 +201,7 @@ impl Sim {
             next_val: 1,
             trace: 0,
             faults: true,
+            violation: None,
         }
     }
 
@@ -212,6 +231,11 @@ impl Sim {
     fn crash(&mut self, id: u64) {
         let n = self.nodes.get_mut(&id).unwrap();
         n.raw = None;
+        n.store = None;
+        // Power loss: unsynced bytes are lost, the last write may be torn anywhere.
+        let (fs, dir) = (n.fs.clone(), n.dir.clone());
+        let rng = &mut self.rng;
+        fs.crash(&dir, |unsynced| rng.below(unsynced as u64 + 1) as usize);
         for p in self.pending.iter().filter(|p| p.node == id) {
             // Outcome unknown: it may still commit through other nodes.
             self.ops[p.op].complete = None;
@@ -225,7 +249,21 @@ impl Sim {
         if n.raw.is_some() {
             return;
         }
-        let st = n.store.load(1).unwrap().unwrap_or_default();
+        let store = Wal::open_with(Arc::new(n.fs.clone()), &n.dir, wal_opts()).unwrap();
+        let st = store.load(1).unwrap().unwrap_or_default();
+        n.store = Some(store);
+        // Term and vote are synced before anything depends on them: a crash never loses
+        // them. The commit index is synced lazily and may come back lower.
+        let rec = st.hard_state;
+        if rec.term < n.durable.term
+            || (rec.term == n.durable.term && n.durable.vote != 0 && rec.vote != n.durable.vote)
+        {
+            self.violation = Some(format!(
+                "node {id}: crash lost a durable term or vote: {:?} -> {rec:?}",
+                n.durable
+            ));
+        }
+        n.durable = rec;
         let conf_boot = if id < total {
             ConfState::with_voters(1..total)
         } else {
@@ -264,17 +302,23 @@ impl Sim {
         let rd = raw.ready().map_err(|e| e.to_string())?;
         self.net.extend(rd.messages.iter().cloned());
         if crash_at == 0 {
-            // Crash before the write is durable: it is lost (or torn, and truncated at
-            // recovery, which is the same).
+            // Crash during the write: its fsync never completes; the bytes written so far
+            // are torn at a random point when the node loses power.
+            let n = self.nodes.get_mut(&id).unwrap();
+            n.fs.fail_next_sync();
+            if let (Some(w), Some(store)) = (group_write(&rd), n.store.as_mut()) {
+                let _ = store.write(&[w]);
+            }
             self.crash(id);
             return Ok(());
         }
         let n = self.nodes.get_mut(&id).unwrap();
+        let store = n.store.as_mut().unwrap();
         if let Some(w) = group_write(&rd) {
-            n.store.write(&[w]).map_err(|e| e.to_string())?;
+            store.write(&[w]).map_err(|e| e.to_string())?;
         }
         // Durable state is monotonic: term never goes back; a vote never changes in a term.
-        let hs = n.store.hard_state(1).unwrap_or_default();
+        let hs = store.hard_state(1).unwrap().unwrap_or_default();
         if hs.term < n.durable.term {
             return Err(format!(
                 "node {id}: durable term went back {} -> {}",
@@ -449,6 +493,8 @@ impl Sim {
             data: n.sm.encode(),
         };
         n.store
+            .as_mut()
+            .unwrap()
             .write(&[GroupWrite {
                 group: 1,
                 snapshot: Some(snap.clone()),
@@ -495,6 +541,9 @@ impl Sim {
     }
 
     fn check(&mut self) -> Result<(), String> {
+        if let Some(v) = self.violation.take() {
+            return Err(v);
+        }
         for (&id, n) in self.nodes.iter_mut() {
             let Some(r) = n.raw.as_ref() else { continue };
             // Election safety.
