@@ -29,6 +29,12 @@ fn switching_off_and_on_while_traffic_runs_keeps_every_update() {
                 s.spawn(move || {
                     (0..EACH)
                         .map(|i| {
+                            // Besides the timed toggler (too slow for a fast release build),
+                            // client 0 flips the switch every 10 of its own requests, so both
+                            // paths surely run while the others' traffic is in flight.
+                            if t == 0 && i % 10 == 0 {
+                                hot.set_hotspot((i / 10) % 2 == 1);
+                            }
                             hot.execute(&5, add(t * 1000 + i, 1), Hints::hot_update())
                                 .unwrap()
                         })
