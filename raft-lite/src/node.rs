@@ -2,14 +2,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use bytes::Bytes;
-
 use crate::progress::Progress;
 use crate::raft_log::RaftLog;
-use crate::ready::{ReadState, Ready, Role, SoftState};
+use crate::ready::{ReadState, Role, SoftState};
 use crate::storage::RaftState;
-use crate::{ConfChange, ConfState, Config, Entry, EntryId, EntryKind, Error, HardState};
-use crate::{Message, MessageKind, NodeId, Result, Snapshot, codec};
+use crate::{ConfState, Config, Entry, EntryKind, Error, HardState};
+use crate::{Message, MessageKind, NodeId, Result, Snapshot};
 
 #[derive(Debug)]
 pub(crate) struct PendingRead {
@@ -21,11 +19,11 @@ pub(crate) struct PendingRead {
 
 /// What the outstanding [`Ready`] handed out, applied by [`RawNode::advance`].
 #[derive(Debug, Clone, Copy)]
-struct Handed {
-    persist_to: Option<u64>,
-    apply_to: Option<u64>,
-    hard_state: HardState,
-    soft: SoftState,
+pub(crate) struct Handed {
+    pub(crate) persist_to: Option<u64>,
+    pub(crate) apply_to: Option<u64>,
+    pub(crate) hard_state: HardState,
+    pub(crate) soft: SoftState,
 }
 
 /// Counters of one node (a plain snapshot; see [`RawNode::stats`]).
@@ -83,9 +81,9 @@ pub struct RawNode {
     pub(crate) incoming_snapshot: Option<Snapshot>,
     /// The latest snapshot, sent to followers that are behind the log's start.
     pub(crate) snapshot: Option<Snapshot>,
-    prev_hs: HardState,
-    prev_soft: SoftState,
-    handed: Option<Handed>,
+    pub(crate) prev_hs: HardState,
+    pub(crate) prev_soft: SoftState,
+    pub(crate) handed: Option<Handed>,
     pub(crate) stats: NodeStats,
 }
 
@@ -275,7 +273,7 @@ impl RawNode {
         self.conf.voters.contains(&self.id)
     }
 
-    fn soft_state(&self) -> SoftState {
+    pub(crate) fn soft_state(&self) -> SoftState {
         SoftState {
             role: self.role,
             leader: self.leader,
@@ -283,7 +281,7 @@ impl RawNode {
         }
     }
 
-    fn check_idle(&self) -> Result<()> {
+    pub(crate) fn check_idle(&self) -> Result<()> {
         if self.handed.is_some() {
             return Err(Error::ReadyOutstanding);
         }
@@ -354,154 +352,6 @@ impl RawNode {
         Ok(())
     }
 
-    /// Proposes `data` to be appended to the log. Returns the entry's position; the entry
-    /// is committed only if the entry at that index later commits with the same term.
-    ///
-    /// # Errors
-    /// [`Error::NotLeader`], [`Error::TransferInProgress`], [`Error::ProposalTooLarge`],
-    /// [`Error::ReadyOutstanding`].
-    pub fn propose(&mut self, data: Bytes) -> Result<EntryId> {
-        self.check_idle()?;
-        if data.len() > self.cfg.max_proposal_bytes.min(codec::MAX_BYTES_LEN) {
-            return Err(Error::ProposalTooLarge {
-                size: data.len(),
-                limit: self.cfg.max_proposal_bytes.min(codec::MAX_BYTES_LEN),
-            });
-        }
-        self.check_can_propose()?;
-        Ok(self.append_entry(EntryKind::Normal, data))
-    }
-
-    fn check_can_propose(&self) -> Result<()> {
-        if self.role != Role::Leader {
-            return Err(Error::NotLeader {
-                leader: self.leader,
-            });
-        }
-        if let Some(to) = self.transferee {
-            return Err(Error::TransferInProgress { to });
-        }
-        Ok(())
-    }
-
-    pub(crate) fn append_entry(&mut self, kind: EntryKind, data: Bytes) -> EntryId {
-        let id = EntryId {
-            index: self.log.last_index() + 1,
-            term: self.term,
-        };
-        self.log.append(Entry {
-            term: id.term,
-            index: id.index,
-            kind,
-            data,
-        });
-        if kind == EntryKind::ConfChange {
-            self.refresh_conf();
-        }
-        self.pending_bcast = true;
-        id
-    }
-
-    /// True once the leader has committed an entry of its own term (its no-op).
-    pub(crate) fn committed_in_term(&self) -> bool {
-        self.log.term(self.log.committed) == Some(self.term)
-    }
-
-    /// Proposes a single-server membership change. The new configuration takes effect as
-    /// soon as it is appended (Raft thesis §4.1).
-    ///
-    /// # Errors
-    /// [`Error::NotLeader`]; [`Error::LeaderNotReady`] until the leader committed an entry of
-    /// its term (the fix for the single-server change bug); [`Error::ConfChangePending`]
-    /// while a previous change is uncommitted; [`Error::InvalidConfChange`];
-    /// [`Error::TransferInProgress`]; [`Error::ReadyOutstanding`].
-    pub fn propose_conf_change(&mut self, change: ConfChange) -> Result<EntryId> {
-        self.check_idle()?;
-        self.check_can_propose()?;
-        if !self.committed_in_term() {
-            return Err(Error::LeaderNotReady { term: self.term });
-        }
-        if self.conf_index > self.log.committed {
-            return Err(Error::ConfChangePending {
-                index: self.conf_index,
-            });
-        }
-        let next = self.conf.apply(change)?;
-        Ok(self.append_entry(EntryKind::ConfChange, codec::encode_conf_state(&next)))
-    }
-
-    /// Transfers leadership to `to`: the leader first brings `to` up to date, then tells it
-    /// to campaign at once. Proposals are refused meanwhile; the transfer is abandoned after
-    /// an election timeout.
-    ///
-    /// # Errors
-    /// [`Error::NotLeader`], [`Error::InvalidTransfer`] (self, learner or non-member),
-    /// [`Error::ReadyOutstanding`].
-    pub fn transfer_leader(&mut self, to: NodeId) -> Result<()> {
-        self.check_idle()?;
-        if self.role != Role::Leader {
-            return Err(Error::NotLeader {
-                leader: self.leader,
-            });
-        }
-        if to == self.id {
-            return Err(Error::InvalidTransfer {
-                to,
-                reason: "already leader",
-            });
-        }
-        if !self.conf.voters.contains(&to) {
-            return Err(Error::InvalidTransfer {
-                to,
-                reason: "not a voter",
-            });
-        }
-        self.transferee = Some(to);
-        self.transfer_elapsed = 0;
-        let caught_up = self
-            .progress
-            .get(&to)
-            .is_some_and(|p| p.matched == self.log.last_index());
-        if caught_up {
-            self.send(to, MessageKind::TimeoutNow);
-        } else {
-            self.send_append(to);
-        }
-        Ok(())
-    }
-
-    /// Requests a linearizable read point (ReadIndex, thesis §6.4). Once a quorum confirms
-    /// this node is still leader, a [`ReadState`] with `ctx` appears in a [`Ready`].
-    ///
-    /// # Errors
-    /// [`Error::NotLeader`]; [`Error::LeaderNotReady`] until the leader committed an entry
-    /// of its term; [`Error::ReadyOutstanding`].
-    pub fn read_index(&mut self, ctx: u64) -> Result<()> {
-        self.check_idle()?;
-        if self.role != Role::Leader {
-            return Err(Error::NotLeader {
-                leader: self.leader,
-            });
-        }
-        if !self.committed_in_term() {
-            return Err(Error::LeaderNotReady { term: self.term });
-        }
-        let index = self.log.committed;
-        if self.quorum_size() <= 1 && self.conf.voters.contains(&self.id) {
-            self.read_states.push(ReadState { index, ctx });
-            return Ok(());
-        }
-        self.read_seq += 1;
-        self.pending_reads.push_back(PendingRead {
-            ctx,
-            index,
-            seq: self.read_seq,
-            acks: vec![self.id],
-        });
-        self.bcast_heartbeat();
-        Ok(())
-    }
-
     /// Handles a message from another node of the group.
     ///
     /// # Errors
@@ -516,119 +366,5 @@ impl RawNode {
         self.stats.messages_stepped += 1;
         self.step_inner(m);
         Ok(())
-    }
-
-    /// Records a snapshot the application built and made durable (covering entries up to
-    /// `snapshot.meta.index <= applied`), and forgets the log entries it covers. The
-    /// snapshot is kept to catch up followers that are behind the log's start.
-    ///
-    /// # Errors
-    /// [`Error::ReadyOutstanding`].
-    pub fn compact(&mut self, snapshot: Snapshot) -> Result<()> {
-        self.check_idle()?;
-        let idx = snapshot.meta.index;
-        if idx <= self.log.snap_index || idx > self.log.applied {
-            return Ok(());
-        }
-        self.log.compact(idx, snapshot.meta.conf.clone());
-        self.snapshot = Some(snapshot);
-        Ok(())
-    }
-
-    /// True if [`RawNode::ready`] has something to hand out.
-    pub fn has_ready(&self) -> bool {
-        self.handed.is_none()
-            && (self.pending_bcast
-                || !self.msgs.is_empty()
-                || !self.persisted_msgs.is_empty()
-                || self.log.unstable_from <= self.log.last_index()
-                || self.hard_state() != self.prev_hs
-                || self.log.applied < self.log.committed
-                || self.incoming_snapshot.is_some()
-                || !self.read_states.is_empty()
-                || !self.dropped_reads.is_empty()
-                || self.soft_state() != self.prev_soft)
-    }
-
-    /// Hands out the work accumulated since the last [`RawNode::advance`]; see [`Ready`]
-    /// for what to do with it.
-    ///
-    /// # Errors
-    /// [`Error::ReadyOutstanding`] if the previous Ready was not advanced.
-    pub fn ready(&mut self) -> Result<Ready> {
-        self.check_idle()?;
-        if self.pending_bcast {
-            self.pending_bcast = false;
-            if self.role == Role::Leader {
-                self.bcast_append();
-            }
-        }
-        let entries = if self.log.unstable_from <= self.log.last_index() {
-            self.log.slice(
-                self.log.unstable_from,
-                self.log.last_index() + 1,
-                usize::MAX,
-            )
-        } else {
-            Vec::new()
-        };
-        let apply_hi = self.log.committed.min(self.log.last_index());
-        let committed_entries = if self.log.applied < apply_hi {
-            self.log
-                .slice(self.log.applied + 1, apply_hi + 1, usize::MAX)
-        } else {
-            Vec::new()
-        };
-        let hs = self.hard_state();
-        let soft = self.soft_state();
-        self.handed = Some(Handed {
-            persist_to: entries.last().map(|e| e.index),
-            apply_to: committed_entries.last().map(|e| e.index),
-            hard_state: hs,
-            soft,
-        });
-        Ok(Ready {
-            soft_state: soft,
-            soft_state_changed: soft != self.prev_soft,
-            messages: std::mem::take(&mut self.msgs),
-            snapshot: self.incoming_snapshot.take(),
-            entries,
-            hard_state: (hs != self.prev_hs).then_some(hs),
-            persisted_messages: std::mem::take(&mut self.persisted_msgs),
-            committed_entries,
-            read_states: std::mem::take(&mut self.read_states),
-            dropped_reads: std::mem::take(&mut self.dropped_reads),
-        })
-    }
-
-    /// Declares the last [`Ready`] handled: its writes are durable, its committed entries
-    /// applied. Does nothing if no Ready is outstanding.
-    pub fn advance(&mut self) {
-        let Some(h) = self.handed.take() else { return };
-        if let Some(p) = h.persist_to {
-            self.log.persisted = self.log.persisted.max(p);
-            self.log.unstable_from = p + 1;
-        }
-        if let Some(a) = h.apply_to {
-            self.log.applied = self.log.applied.max(a);
-        }
-        self.prev_hs = h.hard_state;
-        self.prev_soft = h.soft;
-        if self.role == Role::Leader {
-            let persisted = self.log.persisted;
-            if let Some(p) = self.progress.get_mut(&self.id) {
-                p.maybe_update(persisted);
-            }
-            if self.maybe_commit() {
-                self.pending_bcast = true;
-            }
-        }
-    }
-
-    /// Forgets what the outstanding [`Ready`] handed out, as if the process crashed before
-    /// persisting it. Only for simulations, which then rebuild the node from storage.
-    #[doc(hidden)]
-    pub fn __is_ready_outstanding(&self) -> bool {
-        self.handed.is_some()
     }
 }

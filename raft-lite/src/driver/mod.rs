@@ -4,6 +4,7 @@ mod group;
 mod node;
 mod proposal;
 mod state_machine;
+mod worker;
 
 pub use node::{GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot};
 pub use proposal::Proposal;

@@ -1,20 +1,20 @@
 //! [`Node`]: one thread that drives every group hosted on a node.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 
-use super::group::Group;
 use super::proposal::Proposal;
 use super::state_machine::StateMachine;
+use super::worker::Worker;
 use crate::transport::Transport;
-use crate::{ConfChange, ConfState, Config, Error, GroupWrite, LogStore, Message, NodeId};
-use crate::{RaftState, RawNode, Ready, Result, Role};
+use crate::{ConfChange, ConfState, Config, Error, LogStore, Message, NodeId};
+use crate::{Result, Role};
 
 /// Settings of a [`Node`].
 #[derive(Debug, Clone)]
@@ -72,7 +72,7 @@ pub struct NodeStatsSnapshot {
     pub unknown_group_messages: u64,
 }
 
-enum Input {
+pub(crate) enum Input {
     Msg(u64, Message),
     Propose(u64, Bytes, Proposal),
     ConfChange(u64, ConfChange, Proposal),
@@ -131,7 +131,7 @@ impl Node {
         let (tx, rx) = crossbeam_channel::unbounded();
         let stats = Arc::new(Mutex::new(NodeStatsSnapshot::default()));
         let id = opts.raft.id;
-        let mut driver = Driver {
+        let mut driver = Worker {
             opts,
             store,
             transport,
@@ -271,266 +271,5 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-struct Driver {
-    opts: NodeOptions,
-    store: Box<dyn LogStore>,
-    transport: Arc<dyn Transport>,
-    groups: BTreeMap<u64, Group>,
-    rx: Receiver<Input>,
-    stats: Arc<Mutex<NodeStatsSnapshot>>,
-    fatal: Option<Error>,
-}
-
-impl Driver {
-    fn run(&mut self) {
-        let mut next_tick = Instant::now() + self.opts.tick;
-        loop {
-            let busy = self.groups.values().any(|g| g.raw.has_ready());
-            let wait = if busy {
-                Duration::ZERO
-            } else {
-                next_tick.saturating_duration_since(Instant::now())
-            };
-            match self.rx.recv_timeout(wait) {
-                Ok(Input::Stop) => break,
-                Ok(i) => {
-                    if self.handle(i) {
-                        break;
-                    }
-                    let mut n = 1;
-                    while n < self.opts.max_batch {
-                        match self.rx.try_recv() {
-                            Ok(Input::Stop) => return self.shutdown(),
-                            Ok(i) => {
-                                if self.handle(i) {
-                                    return self.shutdown();
-                                }
-                            }
-                            Err(_) => break,
-                        }
-                        n += 1;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            if Instant::now() >= next_tick {
-                next_tick += self.opts.tick;
-                if next_tick < Instant::now() {
-                    next_tick = Instant::now() + self.opts.tick;
-                }
-                for g in self.groups.values_mut() {
-                    let _ = g.raw.tick();
-                }
-            }
-            if let Err(e) = self.process_ready() {
-                tracing::error!(error = %e, "raft node stops: storage failed");
-                self.fatal = Some(e);
-                break;
-            }
-        }
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        let e = self.fatal.take().unwrap_or(Error::Stopped);
-        for g in self.groups.values_mut() {
-            g.fail_all(&e);
-        }
-        // Fail whatever is still queued.
-        while let Ok(i) = self.rx.try_recv() {
-            match i {
-                Input::Propose(_, _, p) | Input::ConfChange(_, _, p) => p.fail(e.duplicate()),
-                Input::Transfer(_, _, tx) | Input::Campaign(_, tx) => {
-                    let _ = tx.send(Err(Error::Stopped));
-                }
-                Input::AddGroup(_, _, _, tx) => {
-                    let _ = tx.send(Err(Error::Stopped));
-                }
-                Input::Status(_, tx) => {
-                    let _ = tx.send(Err(Error::Stopped));
-                }
-                Input::ReadIndex(_, tx) => {
-                    let _ = tx.send(Err(Error::Stopped));
-                }
-                Input::Msg(..) | Input::Stop => {}
-            }
-        }
-    }
-
-    /// Handles one input; true if the driver must stop.
-    fn handle(&mut self, input: Input) -> bool {
-        match input {
-            Input::Msg(group, m) => match self.groups.get_mut(&group) {
-                Some(g) => {
-                    let _ = g.raw.step(m);
-                }
-                None => self.stats.lock().unknown_group_messages += 1,
-            },
-            Input::Propose(group, data, p) => match self.groups.get_mut(&group) {
-                Some(g) => match g.raw.propose(data) {
-                    Ok(id) => {
-                        p.accept(id);
-                        g.waiting.insert(id.index, (id.term, p));
-                        self.stats.lock().proposals += 1;
-                    }
-                    Err(e) => p.fail(e),
-                },
-                None => p.fail(Error::UnknownGroup { group }),
-            },
-            Input::ConfChange(group, change, p) => match self.groups.get_mut(&group) {
-                Some(g) => match g.raw.propose_conf_change(change) {
-                    Ok(id) => {
-                        p.accept(id);
-                        g.waiting.insert(id.index, (id.term, p));
-                    }
-                    Err(e) => p.fail(e),
-                },
-                None => p.fail(Error::UnknownGroup { group }),
-            },
-            Input::Transfer(group, to, tx) => {
-                let r = match self.groups.get_mut(&group) {
-                    Some(g) => g.raw.transfer_leader(to),
-                    None => Err(Error::UnknownGroup { group }),
-                };
-                let _ = tx.send(r);
-            }
-            Input::Campaign(group, tx) => {
-                let r = match self.groups.get_mut(&group) {
-                    Some(g) => g.raw.campaign_now(),
-                    None => Err(Error::UnknownGroup { group }),
-                };
-                let _ = tx.send(r);
-            }
-            Input::AddGroup(group, bootstrap, sm, tx) => {
-                let _ = tx.send(self.add_group(group, bootstrap, sm));
-            }
-            Input::Status(group, tx) => {
-                let r = self
-                    .groups
-                    .get(&group)
-                    .map(|g| GroupStatus {
-                        role: g.raw.role(),
-                        leader: g.raw.leader(),
-                        term: g.raw.term(),
-                        committed: g.raw.committed(),
-                        applied: g.raw.applied(),
-                        conf: g.raw.conf().clone(),
-                    })
-                    .ok_or(Error::UnknownGroup { group });
-                let _ = tx.send(r);
-            }
-            Input::ReadIndex(group, tx) => match self.groups.get_mut(&group) {
-                Some(g) => {
-                    g.next_read_ctx += 1;
-                    let ctx = g.next_read_ctx;
-                    match g.raw.read_index(ctx) {
-                        Ok(()) => {
-                            g.reads.insert(ctx, tx);
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                        }
-                    }
-                }
-                None => {
-                    let _ = tx.send(Err(Error::UnknownGroup { group }));
-                }
-            },
-            Input::Stop => return true,
-        }
-        false
-    }
-
-    fn add_group(
-        &mut self,
-        group: u64,
-        bootstrap: ConfState,
-        mut sm: Box<dyn StateMachine>,
-    ) -> Result<()> {
-        if self.groups.contains_key(&group) {
-            return Err(Error::GroupExists { group });
-        }
-        let mut st = self.store.load(group)?.unwrap_or_default();
-        st.conf = bootstrap;
-        let mut cfg = self.opts.raft.clone();
-        if let Some(s) = &st.snapshot {
-            sm.restore(s.meta.index, &s.data);
-        }
-        cfg.applied = sm.durable_applied();
-        let raw = RawNode::new(cfg, RaftState { ..st })?;
-        self.groups.insert(
-            group,
-            Group {
-                id: group,
-                raw,
-                sm,
-                waiting: BTreeMap::new(),
-                sm_leader_term: None,
-                snapshot_every: self.opts.snapshot_every,
-                reads: HashMap::new(),
-                reads_confirmed: Vec::new(),
-                next_read_ctx: 0,
-            },
-        );
-        Ok(())
-    }
-
-    /// One Ready round over every group: send, one durable write, send what depended on
-    /// it, apply, advance, and snapshot groups whose log grew long.
-    fn process_ready(&mut self) -> Result<()> {
-        let mut readies: Vec<(u64, Ready)> = Vec::new();
-        let mut batch: Vec<GroupWrite> = Vec::new();
-        for (&id, g) in self.groups.iter_mut() {
-            if !g.raw.has_ready() {
-                continue;
-            }
-            let rd = g.raw.ready()?;
-            for m in &rd.messages {
-                self.transport.send(id, m.clone());
-            }
-            if let Some(w) = GroupWrite::from_ready(id, &rd) {
-                batch.push(w);
-            }
-            readies.push((id, rd));
-        }
-        if readies.is_empty() {
-            return Ok(());
-        }
-        if !batch.is_empty() {
-            self.store.write(&batch)?;
-            self.stats.lock().writes += 1;
-        }
-        let mut applied = 0;
-        let mut snaps = Vec::new();
-        for (id, rd) in readies {
-            let Some(g) = self.groups.get_mut(&id) else {
-                continue;
-            };
-            for m in &rd.persisted_messages {
-                self.transport.send(id, m.clone());
-            }
-            g.apply(&rd);
-            applied += rd.committed_entries.len() as u64;
-            g.raw.advance();
-            g.answer_reads(&rd);
-            if let Some(s) = g.maybe_snapshot() {
-                snaps.push(s);
-            }
-        }
-        self.stats.lock().applied += applied;
-        if !snaps.is_empty() {
-            let writes: Vec<GroupWrite> = snaps.iter().map(|(w, _)| w.clone()).collect();
-            self.store.write(&writes)?;
-            for (w, s) in snaps {
-                if let Some(g) = self.groups.get_mut(&w.group) {
-                    g.raw.compact(s)?;
-                }
-            }
-        }
-        Ok(())
     }
 }

@@ -309,3 +309,48 @@ pub fn ents(log: &[(u64, u64)]) -> Vec<Entry> {
         })
         .collect()
 }
+
+pub fn append(prev: (u64, u64), entries: &[(u64, u64)], commit: u64) -> MessageKind {
+    MessageKind::Append {
+        prev_index: prev.0,
+        prev_term: prev.1,
+        entries: ents(entries),
+        commit,
+    }
+}
+
+pub fn append_resp(rd: &Ready) -> Vec<(u64, bool, u64)> {
+    rd.persisted_messages
+        .iter()
+        .chain(rd.messages.iter())
+        .filter_map(|m| match m.kind {
+            MessageKind::AppendResp {
+                index,
+                reject,
+                hint,
+            } => Some((index, reject, hint)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Direct campaigns in tests need voters without a leader lease.
+pub fn no_lease(c: &mut Config) {
+    c.pre_vote = false;
+    c.check_quorum = false;
+}
+
+pub fn compact_leader(net: &mut Net, id: u64) {
+    let n = net.node(id);
+    let idx = n.applied();
+    let snap = Snapshot {
+        meta: SnapshotMeta {
+            index: idx,
+            term: n.term_at(idx).unwrap(),
+            conf: n.conf().clone(),
+        },
+        data: Bytes::from(format!("state@{idx}")),
+    };
+    net.node_mut(id).compact(snap).unwrap();
+    assert_eq!(net.node(id).snapshot_index(), idx);
+}
