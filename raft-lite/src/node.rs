@@ -43,12 +43,12 @@ pub struct NodeStats {
 
 /// The Raft core of one node of one group, in the shape of raft-rs's `RawNode`: no threads,
 /// clocks or files. The caller calls [`RawNode::tick`] at a fixed interval, feeds received
-/// messages to [`RawNode::step`], and runs the [`Ready`] cycle.
+/// messages to [`RawNode::step`], and runs the [`crate::Ready`] cycle.
 ///
 /// Invariants: between [`RawNode::ready`] and [`RawNode::advance`], every mutating call
 /// returns [`Error::ReadyOutstanding`]; a node never sends a vote or an append acknowledgement
 /// before the state it depends on was handed out for persisting (it goes in
-/// [`Ready::persisted_messages`]); the leader counts its own log in the quorum only up to
+/// [`crate::Ready::persisted_messages`]); the leader counts its own log in the quorum only up to
 /// what was persisted.
 #[derive(Debug)]
 pub struct RawNode {

@@ -24,7 +24,7 @@ impl RawNode {
     /// for what to do with it.
     ///
     /// # Errors
-    /// [`Error::ReadyOutstanding`] if the previous Ready was not advanced.
+    /// [`crate::Error::ReadyOutstanding`] if the previous Ready was not advanced.
     pub fn ready(&mut self) -> Result<Ready> {
         self.check_idle()?;
         if self.pending_bcast {

@@ -126,7 +126,7 @@ impl RawNode {
     }
 
     /// Requests a linearizable read point (ReadIndex, thesis §6.4). Once a quorum confirms
-    /// this node is still leader, a [`ReadState`] with `ctx` appears in a [`Ready`].
+    /// this node is still leader, a [`ReadState`] with `ctx` appears in a [`crate::Ready`].
     ///
     /// # Errors
     /// [`Error::NotLeader`]; [`Error::LeaderNotReady`] until the leader committed an entry

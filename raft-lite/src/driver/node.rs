@@ -214,7 +214,7 @@ impl Node {
     /// Starts a leader transfer of `group` to `to`.
     ///
     /// # Errors
-    /// As [`RawNode::transfer_leader`], plus [`Error::UnknownGroup`], [`Error::Stopped`].
+    /// As [`crate::RawNode::transfer_leader`], plus [`Error::UnknownGroup`], [`Error::Stopped`].
     pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<()> {
         self.call(|tx| Input::Transfer(group, to, tx))
     }
