@@ -9,8 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventBody};
 use crate::header::ChecksumAlg;
-use crate::kv::{KV_MAX_KEY_LEN, ROWS_EVENT_TARGET_SIZE, kv_columns, kv_table_map, put_kv_image};
-use crate::rows::{ROWS_FLAG_STMT_END, RowsEvent, RowsKind};
 
 /// Prefix of cache file names in `#binlog_cache_files/`; recovery deletes every such file.
 pub const CACHE_FILE_PREFIX: &str = "ML_";
@@ -19,7 +17,7 @@ pub const CACHE_DIR_NAME: &str = "#binlog_cache_files";
 /// Table id used for `surgedb`.`kv` in the row events.
 pub const KV_TABLE_ID: u64 = 1;
 /// Largest event a cache accepts (the header's 32-bit size field).
-const MAX_EVENT_LEN: usize = u32::MAX as usize;
+pub(crate) const MAX_EVENT_LEN: usize = u32::MAX as usize;
 
 /// What every cache of one binlog shares with it.
 #[derive(Debug)]
@@ -171,76 +169,6 @@ impl TxnCache {
     /// As [`TxnCache::push`].
     pub fn annotate(&mut self, sql: &str) -> Result<()> {
         self.push(EventBody::AnnotateRows(sql.as_bytes().to_vec()))
-    }
-
-    /// Adds `INSERT INTO surgedb.kv VALUES (key, value)`: Table_map + Write_rows.
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] for a key over 3072 bytes or a value over 4 GiB; I/O errors.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put_many([(key, value)])
-    }
-
-    /// Adds one statement inserting several rows (Write_rows events of about 8 KiB).
-    ///
-    /// # Errors
-    /// As [`TxnCache::put`].
-    pub fn put_many<'a>(
-        &mut self,
-        rows: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> Result<()> {
-        let rows: Vec<(&[u8], Option<&[u8]>)> =
-            rows.into_iter().map(|(k, v)| (k, Some(v))).collect();
-        self.statement(RowsKind::Write, &rows)
-    }
-
-    /// Adds `DELETE FROM surgedb.kv WHERE k = key`: Table_map + Delete_rows with the key as
-    /// the (minimal) before image.
-    ///
-    /// # Errors
-    /// As [`TxnCache::put`].
-    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.statement(RowsKind::Delete, &[(key, None)])
-    }
-
-    fn statement(&mut self, kind: RowsKind, rows: &[(&[u8], Option<&[u8]>)]) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        for (k, v) in rows {
-            if k.len() > KV_MAX_KEY_LEN {
-                return Err(Error::Invalid {
-                    what: "key",
-                    detail: format!("{} bytes, VARBINARY(3072) holds 3072", k.len()),
-                });
-            }
-            if v.is_some_and(|v| v.len() > MAX_EVENT_LEN - 64) {
-                return Err(Error::Invalid {
-                    what: "value",
-                    detail: "larger than one 4 GiB event can hold".to_string(),
-                });
-            }
-        }
-        let with_value = rows[0].1.is_some();
-        self.push(EventBody::TableMap(kv_table_map(KV_TABLE_ID)))?;
-        let mut images = Vec::new();
-        for (i, (k, v)) in rows.iter().enumerate() {
-            put_kv_image(&mut images, k, *v);
-            let last = i + 1 == rows.len();
-            if last || images.len() >= ROWS_EVENT_TARGET_SIZE {
-                let ev = RowsEvent {
-                    kind,
-                    table_id: KV_TABLE_ID,
-                    flags: if last { ROWS_FLAG_STMT_END } else { 0 },
-                    column_count: 2,
-                    columns_present: vec![kv_columns(with_value)],
-                    columns_after: None,
-                    rows: std::mem::take(&mut images),
-                };
-                self.push(EventBody::Rows(ev))?;
-            }
-        }
-        Ok(())
     }
 
     /// Marks the current end, to roll back to later.
