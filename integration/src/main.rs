@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use surgedb::scenarios;
@@ -40,5 +41,10 @@ fn demo() -> Result<(), scenarios::ScenarioError> {
     println!();
     println!("== seed 000: in-memory pessimistic locks (surge-lock-table) ==");
     println!("{}", scenarios::run_locks()?);
+    println!();
+    println!("== seed 004: hot-row group commit, every update fdatasynced (surge-hotspot) ==");
+    let dir = tempfile::tempdir()?;
+    let report = scenarios::run_hot_row(dir.path(), &[1, 64], Duration::from_secs(1))?;
+    println!("{report}");
     Ok(())
 }

@@ -10,6 +10,12 @@ pub enum ScenarioError {
     /// The deadlock detector refused a wait that the scenario expected to be accepted.
     #[error("unexpected {0}")]
     Deadlock(#[from] surge_lock_table::Deadlock),
+    /// The hot-row coordinator refused its configuration.
+    #[error("hotspot: {0}")]
+    HotspotConfig(#[from] surge_hotspot::ConfigError),
+    /// A file of the scenario could not be created, written or removed.
+    #[error("scenario file: {0}")]
+    Io(#[from] std::io::Error),
     /// A component did not behave as the seed describes; the message says what.
     #[error("scenario went wrong: {0}")]
     Unexpected(&'static str),

@@ -2,7 +2,9 @@
 //! shows and that the integration tests check.
 
 mod error;
+mod hot_row;
 mod locks;
 
 pub use error::ScenarioError;
+pub use hot_row::{HotRowPoint, HotRowReport, run as run_hot_row};
 pub use locks::{LocksReport, run as run_locks};

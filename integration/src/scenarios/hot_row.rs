@@ -1,0 +1,216 @@
+//! Seed 004: one hot row updated by many clients, with group commit off and on.
+//!
+//! The row is a stock counter whose every committed update is appended to a file and
+//! `fdatasync`ed, so "durable" is real: with the switch off each update pays one flush, with it
+//! on a whole group pays one.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use surge_hotspot::{Applied, Config, Coordinator, GroupExecutor, Hints};
+
+use super::ScenarioError;
+
+/// A durable stock counter: each group's records go to the file in one write and one flush.
+#[derive(Debug)]
+struct DurableCounter {
+    state: Mutex<(File, i64)>,
+}
+
+impl GroupExecutor for DurableCounter {
+    type Key = u64;
+    type Op = i64;
+    type Output = i64;
+    type Change = i64;
+    type Reject = &'static str;
+    type Error = std::io::Error;
+    /// The row image and the group's log records.
+    type Group = (i64, Vec<u8>);
+
+    fn begin(&self, _key: &u64) -> std::io::Result<(i64, Vec<u8>)> {
+        let value = self.state.lock().map_err(|_| poisoned())?.1;
+        Ok((value, Vec::new()))
+    }
+
+    fn apply(
+        &self,
+        group: &(i64, Vec<u8>),
+        delta: &i64,
+    ) -> Result<Applied<i64, i64>, &'static str> {
+        let next = group.0.checked_add(*delta).ok_or("overflow")?;
+        if next < 0 {
+            return Err("out of stock");
+        }
+        Ok(Applied::one_row(next, next))
+    }
+
+    fn accept(&self, group: &mut (i64, Vec<u8>), next: i64) {
+        group.0 = next;
+        group.1.extend_from_slice(&next.to_le_bytes());
+    }
+
+    fn commit(&self, _key: &u64, group: (i64, Vec<u8>)) -> std::io::Result<()> {
+        let mut state = self.state.lock().map_err(|_| poisoned())?;
+        state.0.write_all(&group.1)?;
+        state.0.sync_data()?;
+        state.1 = group.0;
+        Ok(())
+    }
+}
+
+fn poisoned() -> std::io::Error {
+    std::io::Error::other("counter mutex poisoned by a panic")
+}
+
+/// One measured point: `threads` clients for a fixed time with the switch `on` or off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HotRowPoint {
+    /// Concurrent clients.
+    pub threads: usize,
+    /// Whether hot-row grouping was on.
+    pub on: bool,
+    /// Committed updates per second.
+    pub tps: f64,
+    /// Mean members per durable group (1 when off).
+    pub mean_group: f64,
+}
+
+/// What the hot-row scenario measured, and the check that nothing was lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HotRowReport {
+    /// Every point, off and on side by side for each thread count.
+    pub points: Vec<HotRowPoint>,
+    /// Whether, for every point, the counter's final value equals its start minus the number
+    /// of successful decrements.
+    pub no_lost_update: bool,
+}
+
+impl HotRowReport {
+    /// `on` / `off` throughput at `threads`, if both were measured.
+    pub fn ratio(&self, threads: usize) -> Option<f64> {
+        let tps = |on| {
+            self.points
+                .iter()
+                .find(|p| p.threads == threads && p.on == on)
+                .map(|p| p.tps)
+        };
+        Some(tps(true)? / tps(false)?)
+    }
+}
+
+/// Runs each thread count for `per_point` with the switch off, then on, in `dir`.
+///
+/// # Errors
+/// [`ScenarioError::Io`] if the log file cannot be created or removed, or
+/// [`ScenarioError::Unexpected`] if an update fails (a durable step failed).
+pub fn run(
+    dir: &Path,
+    threads: &[usize],
+    per_point: Duration,
+) -> Result<HotRowReport, ScenarioError> {
+    let mut points = Vec::new();
+    let mut no_lost_update = true;
+    for &n in threads {
+        for on in [false, true] {
+            let (point, consistent) = measure(dir, n, on, per_point)?;
+            points.push(point);
+            no_lost_update &= consistent;
+        }
+    }
+    Ok(HotRowReport {
+        points,
+        no_lost_update,
+    })
+}
+
+fn measure(
+    dir: &Path,
+    threads: usize,
+    on: bool,
+    per_point: Duration,
+) -> Result<(HotRowPoint, bool), ScenarioError> {
+    const START: i64 = i64::MAX / 2;
+    let path = dir.join(format!("hot_row_{threads}_{on}.log"));
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    let counter = DurableCounter {
+        state: Mutex::new((file, START)),
+    };
+    let hot = Coordinator::new(counter, Config::default())?;
+    hot.set_hotspot(on);
+    let stop = AtomicBool::new(false);
+    let done = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    match hot.execute(&1, -1, Hints::hot_update()) {
+                        Ok(_) => {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) => failed.store(true, Ordering::Relaxed),
+                    }
+                }
+            });
+        }
+        std::thread::sleep(per_point);
+        stop.store(true, Ordering::Relaxed);
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    if failed.load(Ordering::Relaxed) {
+        return Err(ScenarioError::Unexpected("a hot-row update failed"));
+    }
+    let committed = done.load(Ordering::Relaxed);
+    let stats = hot.stats();
+    let value = hot.executor().state.lock().map_err(|_| poisoned())?.1;
+    drop(hot);
+    std::fs::remove_file(&path)?;
+    let point = HotRowPoint {
+        threads,
+        on,
+        tps: committed as f64 / elapsed,
+        mean_group: if on { stats.mean_group_size() } else { 1.0 },
+    };
+    Ok((point, START - value == committed as i64))
+}
+
+impl fmt::Display for HotRowReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:>8} {:>12} {:>12} {:>8} {:>10}",
+            "threads", "off tps", "on tps", "on/off", "mean group"
+        )?;
+        let mut threads: Vec<usize> = self.points.iter().map(|p| p.threads).collect();
+        threads.dedup();
+        for n in threads {
+            let get = |on| self.points.iter().find(|p| p.threads == n && p.on == on);
+            if let (Some(off), Some(on)) = (get(false), get(true)) {
+                writeln!(
+                    f,
+                    "{:>8} {:>12.0} {:>12.0} {:>7.1}x {:>10.1}",
+                    n,
+                    off.tps,
+                    on.tps,
+                    on.tps / off.tps,
+                    on.mean_group
+                )?;
+            }
+        }
+        write!(
+            f,
+            "every committed update is in the counter, none twice: {}",
+            self.no_lost_update
+        )
+    }
+}
