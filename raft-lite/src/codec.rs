@@ -115,15 +115,24 @@ pub(crate) fn put_conf_state(out: &mut Vec<u8>, cs: &ConfState) {
 
 pub(crate) fn get_conf_state(r: &mut Reader<'_>) -> Result<ConfState> {
     let mut cs = ConfState::default();
+    // Ids must be strictly increasing: one encoding per configuration, so whatever
+    // decodes re-encodes to the same bytes.
     let n = r.count(8)?;
     for _ in 0..n {
-        cs.voters.insert(r.u64()?);
+        let id = r.u64()?;
+        if cs.voters.last().is_some_and(|last| *last >= id) {
+            return Err(r.err("voter ids are not strictly increasing"));
+        }
+        cs.voters.insert(id);
     }
     let n = r.count(8)?;
     for _ in 0..n {
         let id = r.u64()?;
         if cs.voters.contains(&id) {
             return Err(r.err("node is both voter and learner"));
+        }
+        if cs.learners.last().is_some_and(|last| *last >= id) {
+            return Err(r.err("learner ids are not strictly increasing"));
         }
         cs.learners.insert(id);
     }

@@ -125,7 +125,13 @@ proptest! {
         prop_assert!(decode_message(&buf[..cut]).is_err(), "a strict prefix never decodes");
         let i = flip % buf.len();
         buf[i] ^= 0x80;
-        let _ = decode_message(&buf); // may decode to another valid message, must not panic
+        // May decode to another valid message (never panics); if so, its encoding is
+        // exactly these bytes (one encoding per message, as the fuzz target asserts).
+        if let Ok((g, m)) = decode_message(&buf) {
+            let mut again = Vec::new();
+            encode_message(g, &m, &mut again);
+            prop_assert_eq!(again, buf);
+        }
     }
 
     #[test]
@@ -191,4 +197,28 @@ fn malformed_messages_name_what_and_where() {
             ..
         })
     ));
+}
+
+#[test]
+fn conf_state_has_one_encoding() {
+    let mut b = 2u32.to_le_bytes().to_vec();
+    b.extend_from_slice(&5u64.to_le_bytes());
+    b.extend_from_slice(&3u64.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    assert!(matches!(
+        decode_conf_state(&b),
+        Err(Error::Decode {
+            reason: "voter ids are not strictly increasing",
+            offset: 20,
+            ..
+        })
+    ));
+    let mut dup = 1u32.to_le_bytes().to_vec();
+    dup.extend_from_slice(&5u64.to_le_bytes());
+    dup.extend_from_slice(&1u32.to_le_bytes());
+    dup.extend_from_slice(&5u64.to_le_bytes());
+    assert!(
+        decode_conf_state(&dup).is_err(),
+        "a voter cannot also be a learner"
+    );
 }

@@ -81,6 +81,7 @@ pub(crate) enum Input {
     AddGroup(u64, ConfState, Box<dyn StateMachine>, Sender<Result<()>>),
     Status(u64, Sender<Result<GroupStatus>>),
     ReadIndex(u64, Sender<Result<u64>>),
+    RemoveGroup(u64, Sender<Result<()>>),
     Stop,
 }
 
@@ -183,6 +184,15 @@ impl Node {
         sm: Box<dyn StateMachine>,
     ) -> Result<()> {
         self.call(|tx| Input::AddGroup(group, bootstrap, sm, tx))
+    }
+
+    /// Stops hosting `group` (after a merge or when the node was removed from it). Its
+    /// waiting proposals fail with [`Error::Stopped`]; its durable state stays in the store.
+    ///
+    /// # Errors
+    /// [`Error::UnknownGroup`], [`Error::Stopped`].
+    pub fn remove_group(&self, group: u64) -> Result<()> {
+        self.call(|tx| Input::RemoveGroup(group, tx))
     }
 
     /// Proposes `data` to `group`. Never blocks; wait on the returned handle.

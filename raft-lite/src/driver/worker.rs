@@ -96,6 +96,9 @@ impl Worker {
                 Input::ReadIndex(_, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
                 }
+                Input::RemoveGroup(_, tx) => {
+                    let _ = tx.send(Err(Error::Stopped));
+                }
                 Input::Msg(..) | Input::Stop => {}
             }
         }
@@ -180,6 +183,16 @@ impl Worker {
                     let _ = tx.send(Err(Error::UnknownGroup { group }));
                 }
             },
+            Input::RemoveGroup(group, tx) => {
+                let r = match self.groups.remove(&group) {
+                    Some(mut g) => {
+                        g.fail_all(&Error::Stopped);
+                        Ok(())
+                    }
+                    None => Err(Error::UnknownGroup { group }),
+                };
+                let _ = tx.send(r);
+            }
             Input::Stop => return true,
         }
         false
