@@ -24,6 +24,9 @@ use crate::recovery::{RecoveryReport, recover};
 use crate::rename::commit_by_rename;
 use crate::stats::{BinlogStats, Counters};
 
+/// How long [`Binlog::open`] waits for the directory lock before [`Error::Locked`].
+const LOCK_WAIT: Duration = Duration::from_millis(1000);
+
 /// How a transaction's events reached the binlog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CommitMethod {
@@ -197,8 +200,8 @@ impl Binlog {
     /// starts a new file.
     ///
     /// # Errors
-    /// [`Error::Config`] for bad settings, [`Error::Locked`] if another writer has the
-    /// directory, [`Error::Corrupt`] for damage recovery must not repair (anything but a
+    /// [`Error::Config`] for bad settings, [`Error::Locked`] if another writer still has
+    /// the directory after 1 s, [`Error::Corrupt`] for damage recovery must not repair (anything but a
     /// torn last event of a file left in use), [`Error::Io`].
     pub fn open(cfg: BinlogConfig) -> Result<Binlog> {
         cfg.validate()?;
@@ -210,8 +213,15 @@ impl Binlog {
             .write(true)
             .open(&lock_path)
             .map_err(|e| Error::io("open", &lock_path, e))?;
-        lock.try_lock_exclusive()
-            .map_err(|_| Error::Locked { path: lock_path })?;
+        // Retry briefly: a writer that just closed may still have its lock's file
+        // description alive in a child process forked (not yet exec'd) meanwhile.
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        while lock.try_lock_exclusive().is_err() {
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::Locked { path: lock_path });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let cache_dir = cfg.dir.join(CACHE_DIR_NAME);
         let rec = recover(&cfg.dir, &cfg.base_name, &cache_dir)?;
         let no = rec.last_no + 1;
