@@ -343,3 +343,53 @@ fn failed_fsync_poisons_the_log() {
     let wal = Wal::open_with(std::sync::Arc::new(fs), "/p", WalOptions::default()).unwrap();
     assert_eq!(wal.load(1).unwrap(), None, "the unsynced write is gone");
 }
+
+/// Found by the SIGKILL cluster test: retiring old segments oldest-first and dying midway
+/// left a later segment without its predecessors, and the log refused to open.
+#[test]
+fn regression_partial_segment_retirement_still_opens() {
+    for allowed in 0..4 {
+        let fs = MemFs::new();
+        let opts = WalOptions {
+            max_segment_bytes: 2048,
+        };
+        let open = || Wal::open_with(std::sync::Arc::new(fs.clone()), "/r", opts.clone());
+        let big = "y".repeat(300);
+        let mut wal = open().unwrap();
+        // Large live data: segments pile up without checkpoints.
+        for i in 1..=20u64 {
+            wal.write(&[w(1, vec![e(i, 1, &big)], Some((1, 0, i)))])
+                .unwrap();
+        }
+        // A snapshot makes the live data small: the next rotation checkpoints and retires
+        // every older segment; the process dies after `allowed` removals.
+        let snap = Snapshot {
+            meta: SnapshotMeta {
+                index: 20,
+                term: 1,
+                conf: ConfState::with_voters([1]),
+            },
+            data: Bytes::from_static(b"s20"),
+        };
+        wal.write(&[GroupWrite {
+            group: 1,
+            snapshot: Some(snap),
+            ..Default::default()
+        }])
+        .unwrap();
+        fs.fail_removes_after(allowed);
+        let mut i = 21u64;
+        // Hard-state writes fill the segment without adding live data.
+        while wal.write(&[w(1, vec![], Some((2, 0, i)))]).is_ok() {
+            i += 1;
+            assert!(i < 500, "no rotation happened");
+        }
+        drop(wal);
+        fs.crash(Path::new("/r"), |u| u);
+        let wal = open().unwrap_or_else(|e| panic!("after {allowed} removals: {e}"));
+        let st = wal.load(1).unwrap().unwrap();
+        assert_eq!(st.snapshot.as_ref().unwrap().meta.index, 20);
+        assert_eq!(st.last_index(), 20);
+        assert_eq!(st.hard_state.term, 2, "acknowledged hard state kept");
+    }
+}

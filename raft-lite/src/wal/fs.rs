@@ -164,6 +164,8 @@ struct MemState {
     files: BTreeMap<PathBuf, MemFile>,
     locks: BTreeSet<PathBuf>,
     fail_next_sync: bool,
+    /// Removals allowed before removals start failing (a crash in the middle of them).
+    removes_left: Option<usize>,
 }
 
 /// A simulated disk for tests: appended bytes are volatile until synced;
@@ -220,11 +222,18 @@ impl MemFs {
         }
         s.locks.retain(|l| !l.starts_with(dir));
         s.fail_next_sync = false;
+        s.removes_left = None;
     }
 
     /// Makes the next sync fail (the caller should then crash).
     pub fn fail_next_sync(&self) {
         self.state.lock().fail_next_sync = true;
+    }
+
+    /// Lets `n` more file removals succeed, then fails every further one (the caller
+    /// should then crash), as a process dying in the middle of deleting files.
+    pub fn fail_removes_after(&self, n: usize) {
+        self.state.lock().removes_left = Some(n);
     }
 }
 
@@ -303,9 +312,13 @@ impl WalFs for MemFs {
         Ok(())
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.state
-            .lock()
-            .files
+        let mut s = self.state.lock();
+        match s.removes_left {
+            Some(0) => return Err(io::Error::other("simulated crash while removing")),
+            Some(n) => s.removes_left = Some(n - 1),
+            None => {}
+        }
+        s.files
             .remove(path)
             .map(|_| ())
             .ok_or_else(|| not_found(path))

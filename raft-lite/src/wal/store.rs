@@ -350,8 +350,13 @@ impl Wal {
                 segment::frame(&mut self.buf, seq, &self.payload);
             }
             self.append_sync()?;
-            for old in self.segments.drain(..self.segments.len() - 1) {
-                let p = segment::path(&self.dir, old);
+            // Newest first: if we die midway, what remains is a prefix of the log (the
+            // oldest segments) followed by the checkpoint, which replays consistently.
+            // Oldest first would leave a later segment without its predecessors: a hole
+            // (found by the SIGKILL cluster test).
+            let old: Vec<u64> = self.segments.drain(..self.segments.len() - 1).collect();
+            for seq in old.into_iter().rev() {
+                let p = segment::path(&self.dir, seq);
                 self.fs.remove(&p).map_err(|e| Error::io(&p, e))?;
             }
             sync_dir(&*self.fs, &self.dir)?;
