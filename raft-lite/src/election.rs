@@ -215,6 +215,14 @@ impl RawNode {
     }
 
     pub(crate) fn become_follower(&mut self, term: u64, leader: Option<NodeId>) {
+        if self.role == Role::Leader {
+            tracing::debug!(
+                node = self.id,
+                term = self.term,
+                new_term = term,
+                "stepped down"
+            );
+        }
         if term > self.term {
             self.term = term;
             self.vote = 0;
@@ -238,6 +246,7 @@ impl RawNode {
     }
 
     fn become_leader(&mut self) {
+        tracing::debug!(node = self.id, term = self.term, "became leader");
         self.stats.became_leader += 1;
         self.role = Role::Leader;
         self.leader = Some(self.id);

@@ -201,6 +201,12 @@ impl Wal {
                 }
                 // The torn tail of the last segment was never acknowledged: cut it.
                 stats.truncated_tail_bytes = bytes.len() as u64 - stop.offset;
+                tracing::info!(
+                    path = %path.display(),
+                    offset = stop.offset,
+                    reason = stop.reason,
+                    "wal: truncating torn tail"
+                );
                 if stop.offset < segment::HEADER_LEN as u64 {
                     fs.remove(&path).map_err(|e| Error::io(&path, e))?;
                     sync_dir(&*fs, &dir)?;
