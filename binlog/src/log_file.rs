@@ -79,6 +79,7 @@ impl LogFile {
         file.write_all_at(header, 0)
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::io("write", &path, e))?;
+        crate::iotrace::note("create+fsync", &path);
         Ok(LogFile {
             file,
             path,

@@ -329,3 +329,38 @@ fn reopen_continues_gtids_in_a_new_file() {
     assert_eq!(info.gtid.seq_no, 2);
     assert_eq!(info.file, "surge-bin.000002");
 }
+
+#[test]
+fn group_commit_and_rotation_steps_happen_in_a_durable_order() {
+    surge_binlog::__iotrace::start();
+    let trace = |dir: &std::path::Path| surge_binlog::__iotrace::steps_under(dir);
+    for (policy, expect) in [
+        (
+            SyncPolicy::EveryGroup,
+            vec!["append surge-bin.000001", "fdatasync surge-bin.000001"],
+        ),
+        (SyncPolicy::Never, vec!["append surge-bin.000001"]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Binlog::open(test_config(dir.path()).with_sync(policy)).unwrap();
+        let n = trace(dir.path()).len();
+        let mut c = log.new_cache();
+        c.put(b"k", b"v").unwrap();
+        log.commit(c, 1).unwrap();
+        assert_eq!(trace(dir.path())[n..], expect, "{policy:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    let n = trace(dir.path()).len();
+    log.rotate().unwrap();
+    let expect = [
+        "append surge-bin.000001",       // Rotate event
+        "create+fsync surge-bin.000002", // new file with its header, durable
+        "fsync-dir .",                   // its name durable
+        "append surge-bin.index",        // then listed
+        "fdatasync surge-bin.index",
+        "clear-in-use surge-bin.000001", // only then the old one is closed
+        "fdatasync surge-bin.000001",
+    ];
+    assert_eq!(trace(dir.path())[n..], expect);
+}
