@@ -8,7 +8,7 @@ use surge_binlog::{
     SyncPolicy,
 };
 
-use crate::common::{all_events, fresh, groups, test_config};
+use crate::common::{all_events, fresh, groups, test_config, verify_all};
 
 #[test]
 fn one_commit_reads_back_as_gtid_rows_xid() {
@@ -72,6 +72,8 @@ fn one_commit_reads_back_as_gtid_rows_xid() {
         )
     );
     assert_eq!(log.stats().commits, 1);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -114,6 +116,8 @@ fn concurrent_commits_are_grouped_unique_and_in_gtid_order() {
     assert_eq!(s.commits, 320);
     assert!(s.groups <= 320 && s.groups >= 1);
     assert_eq!(s.syncs, s.groups, "EveryGroup syncs once per group");
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -170,6 +174,8 @@ fn rotation_at_max_size_keeps_every_transaction_readable() {
     };
     assert_eq!(l.gtids.len(), 1);
     assert!(l.gtids[0].seq_no >= 1);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -199,6 +205,8 @@ fn savepoints_roll_back_in_memory_and_spilled() {
         })
         .collect();
     assert_eq!(keys, vec![b"keep".to_vec(), b"after".to_vec()]);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -234,6 +242,8 @@ fn spilled_small_cache_is_copied_and_its_file_removed() {
     assert!(!path.exists());
     let (complete, _) = groups(&all_events(dir.path()).unwrap());
     assert_eq!(complete, vec![(1, 9)]);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -298,6 +308,8 @@ fn purge_to_deletes_older_files_only() {
     assert!(log.purge_to("surge-bin.000099").is_err());
     let (complete, _) = groups(&all_events(dir.path()).unwrap());
     assert_eq!(complete, vec![(3, 2)]);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -328,6 +340,8 @@ fn reopen_continues_gtids_in_a_new_file() {
     let info = log.commit(log.new_cache(), 2).unwrap();
     assert_eq!(info.gtid.seq_no, 2);
     assert_eq!(info.file, "surge-bin.000002");
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]

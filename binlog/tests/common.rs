@@ -126,3 +126,12 @@ pub fn verify_with_mariadb(file: &Path) -> Option<String> {
     );
     Some(text)
 }
+
+/// Reads every file of the log in `dir` with our reader and with mariadb-binlog (when
+/// installed). Call after the log was closed or dropped.
+pub fn verify_all(dir: &Path) {
+    for f in binlog_files(dir) {
+        surge_binlog::read_file_events(&f).unwrap();
+        verify_with_mariadb(&f);
+    }
+}

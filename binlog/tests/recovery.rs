@@ -5,7 +5,7 @@ use std::io::Write;
 
 use surge_binlog::{Binlog, CACHE_DIR_NAME, Error, FLAG_BINLOG_IN_USE, read_file_events};
 
-use crate::common::{all_events, groups, test_config, verify_with_mariadb};
+use crate::common::{all_events, groups, test_config, verify_all, verify_with_mariadb};
 
 fn crashed_log_with(n: u64) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -49,6 +49,8 @@ fn in_use_file_is_scanned_and_flag_cleared() {
     assert_eq!(ev[0].1.header.flags & FLAG_BINLOG_IN_USE, 0);
     assert_eq!(log.commit(log.new_cache(), 9).unwrap().gtid.seq_no, 4);
     assert_ne!(log.current_position().file, file, "continues in a new file");
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -89,6 +91,8 @@ fn garbage_tail_is_cut() {
     let log = Binlog::open(test_config(dir.path())).unwrap();
     assert_eq!(log.recovery_report().truncated[0].offset, len);
     assert_eq!(log.recovery_report().complete.len(), 2);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -122,6 +126,8 @@ fn leftover_cache_files_are_deleted_and_foreign_ones_reported() {
     assert_eq!(r.foreign_cache_files, vec![cache_dir.join("notes.txt")]);
     assert!(!cache_dir.join("ML_7").exists());
     assert!(cache_dir.join("notes.txt").exists());
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use surge_binlog::{Binlog, CommitMethod, EventBody, TxnCache, read_file_events};
 
-use crate::common::{all_events, groups, mariadb_binlog, test_config, verify_with_mariadb};
+use crate::common::{all_events, groups, test_config, verify_all, verify_with_mariadb};
 
 /// Fills a cache with about `mib` MiB of kv rows.
 fn big_cache(c: &mut TxnCache, mib: usize, tag: u8) {
@@ -77,6 +77,8 @@ fn below_threshold_or_disabled_copies() {
     assert_eq!(info.method, CommitMethod::Copied);
     assert_eq!(log.stats().renames, 0);
     assert_eq!(log.files().len(), 1);
+    drop(log);
+    verify_all(dir.path());
 }
 
 #[test]
@@ -107,7 +109,7 @@ fn too_small_reservation_falls_back_to_copy_then_grows() {
     let (off, g) = &events[3];
     assert_eq!(off + u64::from(g.header.event_size), 8192);
     drop(log);
-    verify_with_mariadb(&dir.path().join(&info.file));
+    verify_all(dir.path());
 }
 
 #[test]
@@ -134,7 +136,7 @@ fn renamed_then_rolled_back_part_is_absent() {
     assert_eq!(values.last(), Some(&b'r'));
     assert_eq!(events.last().unwrap().1.body, EventBody::Xid(77));
     drop(log);
-    mariadb_binlog(&dir.path().join(&info.file));
+    verify_all(dir.path());
 }
 
 #[test]
@@ -175,4 +177,6 @@ fn rename_steps_happen_in_a_durable_order() {
     .into_iter()
     .collect();
     assert_eq!(steps, expect);
+    drop(log);
+    verify_all(dir.path());
 }
