@@ -443,3 +443,96 @@ fn many_groups_share_log_writes() {
         "400 proposals over 8 groups took {writes} log writes"
     );
 }
+
+#[test]
+fn tcp_peers_reconnect_after_a_node_restarts() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let addrs: Vec<std::net::SocketAddr> = (0..3)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+        })
+        .collect();
+    let boot = |id: u64, kv: &Kv| {
+        let peers: HashMap<u64, std::net::SocketAddr> = (1..=3u64)
+            .filter(|p| *p != id)
+            .map(|p| (p, addrs[p as usize - 1]))
+            .collect();
+        let t0 = Instant::now();
+        let t = loop {
+            match TcpTransport::bind(id, addrs[id as usize - 1], peers.clone()) {
+                Ok(t) => break t,
+                Err(e) => {
+                    assert!(t0.elapsed() < Duration::from_secs(10), "rebind: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        };
+        let wal = Wal::open(dirs[id as usize - 1].path(), WalOptions::default()).unwrap();
+        let node = Node::start(opts(id), Box::new(wal), t.clone()).unwrap();
+        t.serve(node.mailbox()).unwrap();
+        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(kv.clone()))
+            .unwrap();
+        (node, t)
+    };
+    let sms: Vec<Kv> = (0..3).map(|_| Kv::default()).collect();
+    let mut parts: Vec<(Node, Arc<TcpTransport>)> = (1..=3u64)
+        .map(|id| boot(id, &sms[id as usize - 1]))
+        .collect();
+    // Make node 1 the leader so that node 3 can go away without an election.
+    parts[0].0.campaign(1).unwrap();
+    let (nodes, transports): (Vec<Node>, Vec<Arc<TcpTransport>>) = parts.drain(..).unzip();
+    let c = Cluster {
+        net: MemNetwork::new(0),
+        nodes,
+        sms: sms.clone(),
+    };
+    for i in 0..10 {
+        put(&c, &format!("a{i}"), "v");
+    }
+    let Cluster { mut nodes, .. } = c;
+    let mut transports = transports;
+    // Node 3 goes down: its connections close.
+    let mut n3 = nodes.pop().unwrap();
+    n3.stop();
+    transports[2].shutdown();
+    drop(n3);
+    let old3 = transports.pop().unwrap();
+    let connects_before = transports[0].stats().connects + transports[1].stats().connects;
+    let c = Cluster {
+        net: MemNetwork::new(0),
+        nodes,
+        sms: sms[..2].to_vec(),
+    };
+    for i in 0..10 {
+        put(&c, &format!("b{i}"), "v");
+    }
+    // Node 3 comes back on the same address with its WAL; peers reconnect to it.
+    let fresh = Kv::default();
+    let (n3, t3) = boot(3, &fresh);
+    let Cluster { mut nodes, .. } = c;
+    nodes.push(n3);
+    transports.push(t3);
+    let c = Cluster {
+        net: MemNetwork::new(0),
+        nodes,
+        sms: vec![sms[0].clone(), sms[1].clone(), fresh.clone()],
+    };
+    put(&c, "c", "v");
+    let t0 = Instant::now();
+    while fresh.inner.lock().map.len() < 21 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "node 3 did not catch up: {}",
+            fresh.inner.lock().map.len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let connects_after = transports[0].stats().connects + transports[1].stats().connects;
+    assert!(connects_after > connects_before, "peers reconnected");
+    for t in transports.iter().chain(std::iter::once(&old3)) {
+        t.shutdown();
+    }
+}

@@ -67,6 +67,8 @@ pub struct TcpTransport {
     rxs: Mutex<HashMap<NodeId, Receiver<(u64, Message)>>>,
     counters: Arc<Counters>,
     stopped: Arc<AtomicBool>,
+    /// Every connection opened, to close them at shutdown.
+    conns: Mutex<Vec<TcpStream>>,
 }
 
 impl std::fmt::Debug for TcpTransport {
@@ -115,6 +117,7 @@ impl TcpTransport {
             rxs: Mutex::new(rxs),
             counters: Arc::new(Counters::default()),
             stopped: Arc::new(AtomicBool::new(false)),
+            conns: Mutex::new(Vec::new()),
         }))
     }
 
@@ -153,9 +156,12 @@ impl TcpTransport {
         }
     }
 
-    /// Stops the threads (they notice within about a second).
+    /// Closes every connection and stops the threads (they notice within about a second).
     pub fn shutdown(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+        for c in self.conns.lock().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
         let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(100));
         for p in self.peers.values() {
             p.cv.notify_all();
@@ -167,33 +173,53 @@ impl TcpTransport {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
-            let Ok(mut s) = conn else { continue };
-            let _ = s.set_nodelay(true);
-            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut hello = [0u8; 12];
-            if s.read_exact(&mut hello).is_err() {
-                continue;
-            }
-            let magic = u32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]]);
-            let mut idb = [0u8; 8];
-            idb.copy_from_slice(&hello[4..12]);
-            let from = u64::from_le_bytes(idb);
-            let Some(peer) = self.peers.get(&from).filter(|_| magic == HELLO_MAGIC) else {
-                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-                continue;
-            };
-            let _ = s.set_read_timeout(None);
-            self.counters.connects.fetch_add(1, Ordering::Relaxed);
-            if let Ok(w) = s.try_clone() {
-                let mut slot = peer.accepted.lock();
-                if let Some(old) = slot.replace(w) {
-                    let _ = old.shutdown(Shutdown::Both);
-                }
-                peer.cv.notify_all();
-            }
+            let Ok(s) = conn else { continue };
+            // The handshake runs on the connection's own thread: a slow or silent client
+            // cannot hold up accepting others.
             let me = self.clone();
             let mb = mailbox.clone();
-            let _ = spawn("raft-tcp-reader", move || me.read_loop(s, mb));
+            let _ = spawn("raft-tcp-reader", move || me.serve_accepted(s, mb));
+        }
+    }
+
+    fn serve_accepted(&self, mut s: TcpStream, mailbox: Mailbox) {
+        let _ = s.set_nodelay(true);
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut hello = [0u8; 12];
+        if s.read_exact(&mut hello).is_err() {
+            return;
+        }
+        let magic = u32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]]);
+        let mut idb = [0u8; 8];
+        idb.copy_from_slice(&hello[4..12]);
+        let from = u64::from_le_bytes(idb);
+        let Some(peer) = self.peers.get(&from).filter(|_| magic == HELLO_MAGIC) else {
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let _ = s.set_read_timeout(None);
+        self.counters.connects.fetch_add(1, Ordering::Relaxed);
+        self.track(&s);
+        if let Ok(w) = s.try_clone() {
+            let mut slot = peer.accepted.lock();
+            if let Some(old) = slot.replace(w) {
+                let _ = old.shutdown(Shutdown::Both);
+            }
+            peer.cv.notify_all();
+        }
+        self.read_loop(s, mailbox);
+    }
+
+    /// Remembers a connection so that `shutdown` can close it (peers then notice at once
+    /// and reconnect to whoever binds the address next).
+    fn track(&self, s: &TcpStream) {
+        if let Ok(c) = s.try_clone() {
+            let mut conns = self.conns.lock();
+            if self.stopped.load(Ordering::SeqCst) {
+                let _ = c.shutdown(Shutdown::Both);
+                return;
+            }
+            conns.push(c);
         }
     }
 
@@ -261,6 +287,7 @@ impl TcpTransport {
                     }
                     let _ = s.set_nodelay(true);
                     self.counters.connects.fetch_add(1, Ordering::Relaxed);
+                    self.track(&s);
                     if let Ok(r) = s.try_clone() {
                         let mb = mailbox.clone();
                         let me = TcpReaderHandle {
