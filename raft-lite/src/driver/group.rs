@@ -24,6 +24,8 @@ pub(crate) struct Group {
     /// Confirmed reads waiting for `applied >= index`.
     pub(crate) reads_confirmed: Vec<(u64, Sender<crate::Result<u64>>)>,
     pub(crate) next_read_ctx: u64,
+    /// Waiters up to this index were told their entry committed.
+    pub(crate) commit_marked: u64,
 }
 
 impl std::fmt::Debug for Group {
@@ -91,6 +93,20 @@ impl Group {
                 }
             }
         }
+    }
+
+    /// Tells waiters whose entry is now committed (before it is applied).
+    pub(crate) fn mark_committed(&mut self) {
+        let committed = self.raw.committed();
+        if committed <= self.commit_marked {
+            return;
+        }
+        for (&idx, (term, p)) in self.waiting.range(self.commit_marked + 1..=committed) {
+            if self.raw.term_at(idx) == Some(*term) {
+                p.commit();
+            }
+        }
+        self.commit_marked = committed;
     }
 
     /// Answers ReadIndex requests: confirmed ones once applied has reached their index,

@@ -50,6 +50,14 @@ impl Proposal {
         }
     }
 
+    pub(crate) fn commit(&self) {
+        let mut s = self.shared.stage.lock();
+        s.committed = true;
+        if s.waiting_for == 2 {
+            self.shared.cv.notify_all();
+        }
+    }
+
     pub(crate) fn apply(&self, result: Bytes) {
         let mut s = self.shared.stage.lock();
         s.committed = true;

@@ -227,6 +227,7 @@ impl Worker {
                 reads: HashMap::new(),
                 reads_confirmed: Vec::new(),
                 next_read_ctx: 0,
+                commit_marked: 0,
             },
         );
         Ok(())
@@ -241,6 +242,7 @@ impl Worker {
             if !g.raw.has_ready() {
                 continue;
             }
+            g.mark_committed();
             let rd = g.raw.ready()?;
             for m in &rd.messages {
                 self.transport.send(id, m.clone());
