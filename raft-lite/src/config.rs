@@ -31,6 +31,27 @@ pub struct Config {
 }
 
 impl Config {
+    /// Checks the values.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidConfig`] naming the first bad field.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |field, reason| Err(crate::Error::InvalidConfig { field, reason });
+        if self.id == 0 {
+            return bad("id", "node id 0 is reserved");
+        }
+        if self.heartbeat_tick == 0 {
+            return bad("heartbeat_tick", "must be at least 1");
+        }
+        if self.election_tick <= self.heartbeat_tick {
+            return bad("election_tick", "must be greater than heartbeat_tick");
+        }
+        if self.max_inflight_msgs == 0 {
+            return bad("max_inflight_msgs", "must be at least 1");
+        }
+        Ok(())
+    }
+
     /// Defaults for node `id`.
     pub fn new(id: NodeId) -> Config {
         Config {

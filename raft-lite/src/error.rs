@@ -58,6 +58,14 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// A configuration value is out of range.
+    #[error("raft: invalid config field {field}: {reason}")]
+    InvalidConfig {
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// `step`, `tick` or `propose` was called between `ready()` and `advance()`.
     #[error("raft: a Ready is outstanding; call advance() first")]
     ReadyOutstanding,
@@ -162,6 +170,7 @@ impl Error {
             },
             Error::InvalidTransfer { to, reason } => Error::InvalidTransfer { to: *to, reason },
             Error::ReadyOutstanding => Error::ReadyOutstanding,
+            Error::InvalidConfig { field, reason } => Error::InvalidConfig { field, reason },
             Error::OutcomeUnknown => Error::OutcomeUnknown,
             Error::ProposalTooLarge { size, limit } => Error::ProposalTooLarge {
                 size: *size,

@@ -15,7 +15,8 @@
 //! - [`LogStore`]: durable storage behind a trait, with [`MemLogStore`] and [`Wal`], one
 //!   write-ahead log per node shared by all its groups (one `fdatasync` per batch of many
 //!   groups), with checksummed segments, torn-tail truncation, corruption refused at open,
-//!   compaction after durable snapshots and a locked data directory.
+//!   compaction after durable snapshots and a locked data directory. Its file system is a
+//!   trait ([`WalFs`]): [`StdFs`], or [`MemFs`], a simulated disk for crash tests.
 //! - [`Node`]: a driver thread that hosts many groups, persists with group commit, applies
 //!   to a user [`StateMachine`] and lets a proposer wait for each stage ([`Proposal`]).
 //! - [`Transport`]: [`MemNetwork`] (in process, with drop, delay, reorder, duplicate and

@@ -91,15 +91,10 @@ impl RawNode {
     /// Creates a node from its recovered durable state.
     ///
     /// # Errors
-    /// [`Error::InvalidConfChange`] if `cfg.id` is 0; [`Error::Decode`] if the recovered
-    /// entries are not consecutive after the snapshot.
+    /// [`Error::InvalidConfig`] (see [`Config::validate`]); [`Error::Decode`] if the
+    /// recovered entries are not consecutive after the snapshot.
     pub fn new(cfg: Config, state: RaftState) -> Result<RawNode> {
-        if cfg.id == 0 {
-            return Err(Error::InvalidConfChange {
-                node: 0,
-                reason: "node id 0 is reserved",
-            });
-        }
+        cfg.validate()?;
         let (snap_index, snap_term, snap_conf) = match &state.snapshot {
             Some(s) => (s.meta.index, s.meta.term, s.meta.conf.clone()),
             None => (0, 0, state.conf.clone()),

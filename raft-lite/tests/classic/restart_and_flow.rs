@@ -61,3 +61,21 @@ fn test_flow_control_window() {
     net.tick_all(3);
     assert_eq!(net.applied_data(2).len(), 10);
 }
+
+#[test]
+fn test_invalid_config_is_refused() {
+    let cases: [(&str, fn(&mut Config)); 4] = [
+        ("id", |c| c.id = 0),
+        ("heartbeat_tick", |c| c.heartbeat_tick = 0),
+        ("election_tick", |c| c.election_tick = c.heartbeat_tick),
+        ("max_inflight_msgs", |c| c.max_inflight_msgs = 0),
+    ];
+    for (field, tweak) in cases {
+        let mut c = cfg(1);
+        tweak(&mut c);
+        match RawNode::new(c, RaftState::bootstrap([1])) {
+            Err(Error::InvalidConfig { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+}
