@@ -148,19 +148,22 @@ impl Shared {
         log.cur.append(&buf)
     }
 
-    /// Size rotation: Rotate to the old file, new file with header (fsynced), directory
-    /// fsync, index, then the old file's in-use flag cleared and fsynced.
+    /// Size rotation: Rotate to the old file and fsync it, new file with header (fsynced),
+    /// directory fsync, index (fsynced), then the old file's in-use flag cleared.
     pub(crate) fn rotate(&self, log: &mut LogState) -> Result<()> {
         let no = log.cur.no + 1;
         let name = file_name(&self.cfg.base_name, no);
         self.write_rotate(log, &name)?;
+        // The old file is complete (Rotate included) on disk before anything says it is
+        // closed: its in-use flag is cleared last, and that flag need not be durable (if
+        // lost, recovery just scans the file).
+        log.cur.sync()?;
         let header = build_header(&name, &log.gtid, self.cfg.server_id, 0);
         let new = LogFile::create(&self.cfg.dir, name.clone(), no, &header)?;
         sync_dir(&self.cfg.dir)?;
         log.index.append(&name)?;
         let old = std::mem::replace(&mut log.cur, new);
         old.clear_in_use()?;
-        old.sync()?;
         self.cache_ctx
             .reserved
             .store(reservation_for(log.cur.header_len), Ordering::Release);

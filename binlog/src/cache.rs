@@ -280,10 +280,11 @@ impl TxnCache {
             s.file
                 .set_len(s.reserved + s.flushed)
                 .map_err(|e| Error::io("truncate", &s.path, e))?;
+            let len = crate::iotrace::len_before_sync(&s.path);
             s.file
                 .sync_all()
                 .map_err(|e| Error::io("fsync", &s.path, e))?;
-            crate::iotrace::note("fsync", &s.path);
+            crate::iotrace::note_sync("fsync", &s.path, len);
         }
         Ok(())
     }

@@ -33,10 +33,11 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Fsyncs a file by path (data and size).
 pub(crate) fn sync_file(path: &Path) -> Result<()> {
+    let len = crate::iotrace::len_before_sync(path);
     File::open(path)
         .and_then(|f| f.sync_data())
         .map_err(|e| Error::io("fsync", path, e))?;
-    crate::iotrace::note("fdatasync", path);
+    crate::iotrace::note_sync("fdatasync", path, len);
     Ok(())
 }
 

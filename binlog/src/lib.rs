@@ -109,7 +109,7 @@ pub use stats::BinlogStats;
 /// Test hooks: a trace of writes, fsyncs, renames and the log lock, to check their order.
 #[doc(hidden)]
 pub mod __iotrace {
-    pub use crate::iotrace::{start, steps_under};
+    pub use crate::iotrace::{Step, mark, records_under, start, steps_under};
 }
 
 /// The README's example, compiled and run as a doctest.

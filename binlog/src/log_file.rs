@@ -79,7 +79,7 @@ impl LogFile {
         file.write_all_at(header, 0)
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::io("write", &path, e))?;
-        crate::iotrace::note("create+fsync", &path);
+        crate::iotrace::note_sync("create+fsync", &path, Some(header.len() as u64));
         Ok(LogFile {
             file,
             path,
@@ -102,10 +102,11 @@ impl LogFile {
 
     /// fdatasync (data and size).
     pub(crate) fn sync(&self) -> Result<()> {
+        let len = crate::iotrace::len_before_sync(&self.path);
         self.file
             .sync_data()
             .map_err(|e| Error::io("fsync", &self.path, e))?;
-        crate::iotrace::note("fdatasync", &self.path);
+        crate::iotrace::note_sync("fdatasync", &self.path, len);
         Ok(())
     }
 

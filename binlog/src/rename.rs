@@ -15,7 +15,7 @@ use crate::event::{Event, EventBody};
 use crate::gtid::{GTID_MAX_EVENT_LEN, GtidEvent};
 use crate::header::{CHECKSUM_LEN, ChecksumAlg};
 use crate::index::{file_name, sync_dir, sync_file};
-use crate::iotrace::note;
+use crate::iotrace::{len_before_sync, note, note_rename, note_sync};
 use crate::log_file::{LogFile, build_header, reservation_for};
 use crate::stats::Counters;
 
@@ -25,8 +25,8 @@ use crate::stats::Counters;
 /// Steps, as in MariaDB: (outside the lock) flush and fsync the cache file; (under the
 /// lock) Rotate into the old file, new header + GTID padded to the reservation written at
 /// offset 0 of the cache file, rename it to the next binlog name, fsync file and
-/// directory, add it to the index, clear the old file's in-use flag, append the Xid;
-/// (after the lock) fsync the index and, per policy, the Xid.
+/// directory, add it to the index, append the Xid; (after the lock) fsync the index and,
+/// per policy, the Xid, then fsync the old file and clear its in-use flag.
 pub(crate) fn commit_by_rename(
     sh: &Shared,
     mut cache: TxnCache,
@@ -52,7 +52,11 @@ pub(crate) fn commit_by_rename(
         Counters::add(&sh.stats.rename_fallbacks, 1);
         return Ok(Err(cache));
     }
-    let (mut info, after) = match renamed(sh, &mut log, cache, xid, no, name, header, reserved) {
+    let After {
+        mut info,
+        xid_sync,
+        old,
+    } = match renamed(sh, &mut log, cache, xid, no, name, header, reserved) {
         Ok(r) => r,
         Err(e) => {
             let reason = log.poison(&e);
@@ -67,23 +71,37 @@ pub(crate) fn commit_by_rename(
     // Durability of the index entry and of the Xid, outside the lock: small commits go on
     // meanwhile (their own group fsyncs cover their bytes). The rename and the header were
     // made durable under the lock, before any later commit could land in the new file.
-    let synced = sync_file(&index_path).and_then(|()| match &after {
+    let synced = sync_file(&index_path).and_then(|()| match &xid_sync {
         Some(f) => {
             let path = sh.cfg.dir.join(&info.file);
+            let len = len_before_sync(&path);
             f.sync_data().map_err(|e| Error::io("fsync", &path, e))?;
-            note("fdatasync", &path);
+            note_sync("fdatasync", &path, len);
             Ok(())
         }
         None => Ok(()),
     });
+    let synced = synced
+        .and_then(|()| old.sync())
+        .and_then(|()| old.clear_in_use());
+    drop(old);
     if let Err(e) = synced {
         let reason = sh.log.lock().poison(&e);
         return Err(Error::Poisoned { reason });
     }
-    if after.is_some() {
+    if xid_sync.is_some() {
         Counters::add(&sh.stats.syncs, 1);
     }
     Ok(Ok(info))
+}
+
+/// What the rename leaves to do after the log lock is released.
+struct After {
+    info: CommitInfo,
+    /// A handle to fsync for the Xid, when the sync policy says this group syncs.
+    xid_sync: Option<File>,
+    /// The previous file: fsync (its Rotate), then clear its in-use flag.
+    old: LogFile,
 }
 
 #[allow(clippy::too_many_arguments)] // One call site; the values are the rename's inputs.
@@ -96,7 +114,7 @@ fn renamed(
     name: String,
     mut header: Vec<u8>,
     reserved: u64,
-) -> Result<(CommitInfo, Option<File>)> {
+) -> Result<After> {
     let server_id = sh.cfg.server_id;
     let logical = cache.len();
     let domain = cache.domain_id();
@@ -132,16 +150,17 @@ fn renamed(
     note("write-header", &spill.path);
     let path = sh.cfg.dir.join(&name);
     std::fs::rename(&spill.path, &path).map_err(|e| Error::io("rename", &spill.path, e))?;
-    note("rename-to", &path);
+    note_rename(&spill.path, &path);
     crash_point(crash_points::RENAME_AFTER_RENAME);
 
     // The size was made durable by the fsync outside the lock; only the header page is new
     // (fdatasync), and the rename is made durable by the directory fsync.
+    let len = len_before_sync(&path);
     spill
         .file
         .sync_data()
         .map_err(|e| Error::io("fsync", &path, e))?;
-    note("fdatasync", &path);
+    note_sync("fdatasync", &path, len);
     sync_dir(&sh.cfg.dir)?;
     log.index.append_unsynced(&name)?;
     let end = reserved + spill.flushed;
@@ -153,11 +172,10 @@ fn renamed(
         pos: end,
         header_len,
     };
+    // The old file (its Rotate) is fsynced and then marked closed after the lock is
+    // released: the flag must not reach the disk before the Rotate does, and neither is
+    // needed by later commits (recovery scans a file left in use).
     let old = std::mem::replace(&mut log.cur, new);
-    // No fsync of the old file here: if the flag change (or the Rotate) is lost, recovery
-    // finds the file in use and scans it, which is harmless. Keeps the lock hold short.
-    old.clear_in_use()?;
-    drop(old);
     sh.cache_ctx
         .reserved
         .store(reservation_for(header_len), Ordering::Release);
@@ -194,5 +212,9 @@ fn renamed(
         method: CommitMethod::Renamed,
         lock_hold: Default::default(),
     };
-    Ok((info, sync))
+    Ok(After {
+        info,
+        xid_sync: sync,
+        old,
+    })
 }

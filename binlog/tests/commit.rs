@@ -369,12 +369,12 @@ fn group_commit_and_rotation_steps_happen_in_a_durable_order() {
     log.rotate().unwrap();
     let expect = [
         "append surge-bin.000001",       // Rotate event
+        "fdatasync surge-bin.000001",    // durable before anything says the file is done
         "create+fsync surge-bin.000002", // new file with its header, durable
         "fsync-dir .",                   // its name durable
         "append surge-bin.index",        // then listed
         "fdatasync surge-bin.index",
-        "clear-in-use surge-bin.000001", // only then the old one is closed
-        "fdatasync surge-bin.000001",
+        "clear-in-use surge-bin.000001", // only then the old one is marked closed
     ];
     assert_eq!(trace(dir.path())[n..], expect);
 }

@@ -233,7 +233,14 @@ fn crash_rename_before_xid() {
     assert!(r.adopted_files.is_empty());
     assert_eq!(r.incomplete.len(), 1);
     assert_eq!(r.incomplete[0].file, "surge-bin.000002");
-    assert_eq!(r.in_use_files, vec!["surge-bin.000002".to_string()]);
+    // The old file is marked closed only after the commit's lock is released.
+    assert_eq!(
+        r.in_use_files,
+        vec![
+            "surge-bin.000001".to_string(),
+            "surge-bin.000002".to_string()
+        ]
+    );
 }
 
 /// Kills a child running 4 committing threads after a seeded number of acknowledged commits.

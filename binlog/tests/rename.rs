@@ -168,11 +168,12 @@ fn rename_steps_happen_in_a_durable_order() {
         format!("fdatasync {new}"),
         "fsync-dir .".to_string(),
         "append surge-bin.index".to_string(),
-        "clear-in-use surge-bin.000001".to_string(),
         format!("append {new}"), // the Xid
         "unlock #log".to_string(),
         "fdatasync surge-bin.index".to_string(),
         format!("fdatasync {new}"), // the Xid is durable before commit returns
+        "fdatasync surge-bin.000001".to_string(), // the old file's Rotate, then
+        "clear-in-use surge-bin.000001".to_string(), // it is marked closed
     ]
     .into_iter()
     .collect();
