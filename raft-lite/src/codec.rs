@@ -202,7 +202,7 @@ pub(crate) fn get_entries(r: &mut Reader<'_>) -> Result<Vec<Entry>> {
     for _ in 0..n {
         let e = get_entry(r)?;
         if let Some(prev) = v.last()
-            && e.index != prev.index + 1
+            && Some(e.index) != prev.index.checked_add(1)
         {
             return Err(r.err("entry indexes are not consecutive"));
         }
@@ -350,7 +350,10 @@ pub fn decode_message(buf: &[u8]) -> Result<(u64, Message)> {
             let prev_term = r.u64()?;
             let commit = r.u64()?;
             let entries = get_entries(&mut r)?;
-            if entries.first().is_some_and(|e| e.index != prev_index + 1) {
+            if entries
+                .first()
+                .is_some_and(|e| Some(e.index) != prev_index.checked_add(1))
+            {
                 return Err(r.err("first entry does not follow prev_index"));
             }
             MessageKind::Append {

@@ -98,7 +98,7 @@ pub use driver::{
     GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot, Proposal, StateMachine,
 };
 pub use error::{Error, Result};
-pub use message::{Message, MessageKind};
+pub use message::{MAX_TERM_OR_INDEX, Message, MessageKind};
 pub use node::{NodeStats, RawNode};
 pub use ready::{ReadState, Ready, Role, SoftState};
 pub use storage::{GroupWrite, LogStore, MemLogStore, RaftState};

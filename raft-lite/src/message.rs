@@ -85,6 +85,52 @@ pub enum MessageKind {
     TimeoutNow,
 }
 
+/// Terms and indexes at or above this bound are refused: no real group reaches them, and
+/// keeping far below `u64::MAX` rules out overflow in the core's arithmetic.
+pub const MAX_TERM_OR_INDEX: u64 = 1 << 62;
+
+impl Message {
+    /// True if every term and index in the message is below [`MAX_TERM_OR_INDEX`] and an
+    /// append's entries follow its `prev_index`.
+    pub fn is_sane(&self) -> bool {
+        let ok = |v: u64| v < MAX_TERM_OR_INDEX;
+        if !ok(self.term) {
+            return false;
+        }
+        match &self.kind {
+            MessageKind::PreVote {
+                last_index,
+                last_term,
+            }
+            | MessageKind::Vote {
+                last_index,
+                last_term,
+                ..
+            } => ok(*last_index) && ok(*last_term),
+            MessageKind::Append {
+                prev_index,
+                prev_term,
+                entries,
+                commit,
+            } => {
+                ok(*prev_index)
+                    && ok(*prev_term)
+                    && ok(*commit)
+                    && entries.iter().enumerate().all(|(i, e)| {
+                        ok(e.term) && ok(e.index) && e.index == prev_index + 1 + i as u64
+                    })
+            }
+            MessageKind::AppendResp { index, hint, .. } => ok(*index) && ok(*hint),
+            MessageKind::Heartbeat { commit, read_seq } => ok(*commit) && ok(*read_seq),
+            MessageKind::HeartbeatResp { read_seq } => ok(*read_seq),
+            MessageKind::Snapshot { snapshot } => ok(snapshot.meta.index) && ok(snapshot.meta.term),
+            MessageKind::PreVoteResp { .. }
+            | MessageKind::VoteResp { .. }
+            | MessageKind::TimeoutNow => true,
+        }
+    }
+}
+
 impl MessageKind {
     /// A short name of the message type, for logs and counters.
     pub fn name(&self) -> &'static str {

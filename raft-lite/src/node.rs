@@ -351,10 +351,10 @@ impl RawNode {
     ///
     /// # Errors
     /// [`Error::ReadyOutstanding`] between `ready()` and `advance()`. Messages not meant for
-    /// this node, or from id 0, are ignored and counted.
+    /// this node, from id 0, or failing [`Message::is_sane`] are ignored and counted.
     pub fn step(&mut self, m: Message) -> Result<()> {
         self.check_idle()?;
-        if m.to != self.id || m.from == 0 || m.from == self.id {
+        if m.to != self.id || m.from == 0 || m.from == self.id || !m.is_sane() {
             self.stats.messages_ignored += 1;
             return Ok(());
         }

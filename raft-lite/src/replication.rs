@@ -156,6 +156,11 @@ impl RawNode {
 
     fn handle_append_resp(&mut self, from: NodeId, index: u64, reject: bool, hint: u64) {
         let last = self.log.last_index();
+        if !reject && index > last {
+            // Nobody can hold entries of our term that we never had: a bogus answer.
+            self.stats.messages_ignored += 1;
+            return;
+        }
         let Some(pr) = self.progress.get_mut(&from) else {
             return;
         };
