@@ -89,9 +89,11 @@ impl RawNode {
     /// to campaign at once. Proposals are refused meanwhile; the transfer is abandoned after
     /// an election timeout.
     ///
+    /// Transferring to this node itself cancels a pending transfer.
+    ///
     /// # Errors
-    /// [`Error::NotLeader`], [`Error::InvalidTransfer`] (self, learner or non-member),
-    /// [`Error::ReadyOutstanding`].
+    /// [`Error::NotLeader`], [`Error::InvalidTransfer`] (self without a pending transfer,
+    /// learner or non-member), [`Error::ReadyOutstanding`].
     pub fn transfer_leader(&mut self, to: NodeId) -> Result<()> {
         self.check_idle()?;
         if self.role != Role::Leader {
@@ -100,6 +102,10 @@ impl RawNode {
             });
         }
         if to == self.id {
+            if self.transferee.take().is_some() {
+                // Transferring back to ourselves cancels the pending transfer.
+                return Ok(());
+            }
             return Err(Error::InvalidTransfer {
                 to,
                 reason: "already leader",

@@ -111,3 +111,48 @@ fn test_leader_transfer_after_snapshot() {
     assert_eq!(net.leaders(), vec![3]);
     assert!(net.nodes[&3].snapshot_installed.is_some());
 }
+
+#[test]
+fn test_leader_transfer_back_cancels() {
+    let mut net = Net::new(&[1, 2, 3]);
+    net.campaign(1);
+    net.isolate(3);
+    net.node_mut(1).transfer_leader(3).unwrap();
+    net.settle();
+    net.node_mut(1).transfer_leader(1).unwrap();
+    assert_eq!(net.node(1).transferee(), None);
+    net.propose(1, b"accepted again").unwrap();
+    net.recover();
+    net.tick_all(3);
+    assert_eq!(net.leaders(), vec![1]);
+}
+
+#[test]
+fn test_leader_transfer_second_transfer_to_another_node() {
+    let mut net = Net::new(&[1, 2, 3]);
+    net.campaign(1);
+    net.isolate(3);
+    net.node_mut(1).transfer_leader(3).unwrap();
+    net.settle();
+    // Re-targeting while the first transfer is stuck goes to the new target.
+    net.node_mut(1).transfer_leader(2).unwrap();
+    net.settle();
+    assert_eq!(net.leaders(), vec![2]);
+}
+
+#[test]
+fn test_leader_transfer_to_follower_that_lost_entries_catches_it_up() {
+    let mut net = Net::new(&[1, 2, 3]);
+    net.campaign(1);
+    net.isolate(2);
+    for i in 0..5u8 {
+        net.propose(1, &[i]).unwrap();
+    }
+    net.recover();
+    // The target is behind by five entries; the transfer completes only once it has them.
+    net.node_mut(1).transfer_leader(2).unwrap();
+    net.settle();
+    assert_eq!(net.leaders(), vec![2]);
+    assert_eq!(net.applied_data(2).len(), 5);
+    assert!(net.node(2).term() > 1);
+}
