@@ -47,6 +47,8 @@ pub(crate) struct Index {
     path: PathBuf,
     dir: PathBuf,
     pub(crate) files: Vec<String>,
+    /// The file had a torn or zeroed line: it must be rewritten before appending.
+    pub(crate) damaged: bool,
 }
 
 impl Index {
@@ -61,16 +63,22 @@ impl Index {
     pub(crate) fn load(dir: &Path, base: &str) -> Result<Index> {
         let path = dir.join(format!("{base}.index"));
         let mut files = Vec::new();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                // A power cut can leave an appended line as zeros: skip such lines (the
-                // file they named, if any, is adopted by recovery).
-                let lines = text
-                    .lines()
-                    .map(|l| l.trim_matches(|c: char| c == '\0' || c.is_whitespace()))
-                    .filter(|l| !l.is_empty());
-                for line in lines {
-                    let name = line.trim().trim_start_matches("./");
+        let mut damaged = false;
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                // A power cut can leave the last appended line cut short (no newline) or
+                // as zeros: such a line is skipped and the index marked damaged, so
+                // recovery rewrites it (the file it named, if any, is adopted).
+                let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                damaged = bytes[complete..].iter().any(|&b| b != 0);
+                let text = String::from_utf8_lossy(&bytes[..complete]);
+                for raw in text.lines() {
+                    let line = raw.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+                    if line.is_empty() {
+                        damaged |= !raw.is_empty();
+                        continue;
+                    }
+                    let name = line.trim_start_matches("./");
                     let name = name.rsplit('/').next().unwrap_or(name);
                     if file_number(base, name).is_none() {
                         return Err(Error::Invalid {
@@ -87,10 +95,14 @@ impl Index {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("read", &path, e)),
         }
+        if damaged {
+            tracing::warn!("{}: skipping a torn last line", path.display());
+        }
         Ok(Index {
             path,
             dir: dir.to_path_buf(),
             files,
+            damaged,
         })
     }
 
@@ -110,7 +122,8 @@ impl Index {
             .map_err(|e| Error::io("open", &self.path, e))?;
         f.write_all(format!("./{name}\n").as_bytes())
             .map_err(|e| Error::io("write", &self.path, e))?;
-        crate::iotrace::note("append", &self.path);
+        let len = crate::iotrace::len_before_sync(&self.path);
+        crate::iotrace::note_sync("append", &self.path, len);
         self.files.push(name.to_string());
         Ok(())
     }
@@ -136,6 +149,7 @@ impl Index {
         std::fs::rename(&tmp, &self.path).map_err(|e| Error::io("rename", &tmp, e))?;
         sync_dir(&self.dir)?;
         self.files = files;
+        self.damaged = false;
         Ok(())
     }
 }

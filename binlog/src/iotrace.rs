@@ -89,7 +89,8 @@ pub(crate) fn len_before_sync(path: &Path) -> Option<u64> {
     }
 }
 
-/// Records a sync of `path` that covered at least `len` bytes.
+/// Records a sync of `path` that covered at least `len` bytes (or, for `append`, the
+/// file's length after it).
 pub(crate) fn note_sync(op: &str, path: &Path, len: Option<u64>) {
     if ON.load(Ordering::Relaxed) {
         record(op, path, len, None);

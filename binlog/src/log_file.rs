@@ -95,8 +95,8 @@ impl LogFile {
         self.file
             .write_all_at(bytes, self.pos)
             .map_err(|e| Error::io("write", &self.path, e))?;
-        crate::iotrace::note("append", &self.path);
         self.pos += bytes.len() as u64;
+        crate::iotrace::note_sync("append", &self.path, Some(self.pos));
         Ok(())
     }
 

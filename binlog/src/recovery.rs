@@ -114,7 +114,7 @@ fn reconcile_index(
         .filter(|f| dir.join(f).exists())
         .cloned()
         .collect();
-    let mut changed = files.len() != index.files.len();
+    let mut changed = files.len() != index.files.len() || index.damaged;
     let last = files
         .iter()
         .filter_map(|f| file_number(base, f))

@@ -9,5 +9,6 @@ mod commit;
 mod crash;
 mod fixtures;
 mod mariadb_tool;
+mod power_loss;
 mod recovery;
 mod rename;
