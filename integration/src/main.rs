@@ -42,8 +42,11 @@ fn demo() -> Result<(), scenarios::ScenarioError> {
     println!("== seed 000: in-memory pessimistic locks (surge-lock-table) ==");
     println!("{}", scenarios::run_locks()?);
     println!();
-    println!("== seed 004: hot-row group commit, every update fdatasynced (surge-hotspot) ==");
     let dir = tempfile::tempdir()?;
+    println!("== seed 003: a 64 MiB transaction commits by copy, then by rename (surge-binlog) ==");
+    println!("{}", scenarios::run_big_txn(dir.path(), 64)?);
+    println!();
+    println!("== seed 004: hot-row group commit, every update fdatasynced (surge-hotspot) ==");
     let report = scenarios::run_hot_row(dir.path(), &[1, 64], Duration::from_secs(1))?;
     println!("{report}");
     Ok(())

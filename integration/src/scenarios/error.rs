@@ -10,6 +10,9 @@ pub enum ScenarioError {
     /// The deadlock detector refused a wait that the scenario expected to be accepted.
     #[error("unexpected {0}")]
     Deadlock(#[from] surge_lock_table::Deadlock),
+    /// The binlog failed.
+    #[error("binlog: {0}")]
+    Binlog(#[from] surge_binlog::Error),
     /// The hot-row coordinator refused its configuration.
     #[error("hotspot: {0}")]
     HotspotConfig(#[from] surge_hotspot::ConfigError),

@@ -103,7 +103,9 @@ impl HotRowReport {
     }
 }
 
-/// Runs each thread count for `per_point` with the switch off, then on, in `dir`.
+/// Runs each thread count for `per_point` with the switch off and for `per_point` with it
+/// on, in `dir`. The two modes alternate in four rounds (off, on, on, off) so that a disk
+/// whose flush latency drifts during the run weighs on both alike.
 ///
 /// # Errors
 /// [`ScenarioError::Io`] if the log file cannot be created or removed, or
@@ -115,11 +117,29 @@ pub fn run(
 ) -> Result<HotRowReport, ScenarioError> {
     let mut points = Vec::new();
     let mut no_lost_update = true;
+    let round = per_point / 2;
     for &n in threads {
-        for on in [false, true] {
-            let (point, consistent) = measure(dir, n, on, per_point)?;
-            points.push(point);
-            no_lost_update &= consistent;
+        let mut totals = [Totals::default(), Totals::default()];
+        for on in [false, true, true, false] {
+            let measured = measure(dir, n, on, round)?;
+            no_lost_update &= measured.consistent;
+            let t = &mut totals[usize::from(on)];
+            t.committed += measured.committed;
+            t.elapsed += measured.elapsed;
+            t.grouped_members += measured.grouped_members;
+            t.groups += measured.groups;
+        }
+        for (on, t) in [(false, &totals[0]), (true, &totals[1])] {
+            points.push(HotRowPoint {
+                threads: n,
+                on,
+                tps: t.committed as f64 / t.elapsed.as_secs_f64(),
+                mean_group: if t.groups == 0 {
+                    1.0
+                } else {
+                    t.grouped_members as f64 / t.groups as f64
+                },
+            });
         }
     }
     Ok(HotRowReport {
@@ -128,12 +148,31 @@ pub fn run(
     })
 }
 
+#[derive(Debug, Default)]
+struct Totals {
+    committed: u64,
+    elapsed: Duration,
+    grouped_members: u64,
+    groups: u64,
+}
+
+/// One round of one mode.
+#[derive(Debug)]
+struct Measured {
+    committed: u64,
+    elapsed: Duration,
+    grouped_members: u64,
+    groups: u64,
+    /// The counter's final value equals its start minus the acknowledged decrements.
+    consistent: bool,
+}
+
 fn measure(
     dir: &Path,
     threads: usize,
     on: bool,
-    per_point: Duration,
-) -> Result<(HotRowPoint, bool), ScenarioError> {
+    time: Duration,
+) -> Result<Measured, ScenarioError> {
     const START: i64 = i64::MAX / 2;
     let path = dir.join(format!("hot_row_{threads}_{on}.log"));
     let file = OpenOptions::new()
@@ -163,10 +202,10 @@ fn measure(
                 }
             });
         }
-        std::thread::sleep(per_point);
+        std::thread::sleep(time);
         stop.store(true, Ordering::Relaxed);
     });
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = started.elapsed();
     if failed.load(Ordering::Relaxed) {
         return Err(ScenarioError::Unexpected("a hot-row update failed"));
     }
@@ -175,13 +214,21 @@ fn measure(
     let value = hot.executor().state.lock().map_err(|_| poisoned())?.1;
     drop(hot);
     std::fs::remove_file(&path)?;
-    let point = HotRowPoint {
-        threads,
-        on,
-        tps: committed as f64 / elapsed,
-        mean_group: if on { stats.mean_group_size() } else { 1.0 },
+    let (grouped_members, groups) = if on {
+        (
+            stats.leader_count + stats.follower_count,
+            stats.leader_count,
+        )
+    } else {
+        (0, 0)
     };
-    Ok((point, START - value == committed as i64))
+    Ok(Measured {
+        committed,
+        elapsed,
+        grouped_members,
+        groups,
+        consistent: START - value == committed as i64,
+    })
 }
 
 impl fmt::Display for HotRowReport {

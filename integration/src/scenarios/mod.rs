@@ -1,10 +1,12 @@
 //! The seed scenarios that `surgedb demo` runs, each returning a report that prints what it
 //! shows and that the integration tests check.
 
+mod big_txn;
 mod error;
 mod hot_row;
 mod locks;
 
+pub use big_txn::{BigTxnReport, BigTxnRun, run as run_big_txn, verify_with_mariadb};
 pub use error::ScenarioError;
 pub use hot_row::{HotRowPoint, HotRowReport, run as run_hot_row};
 pub use locks::{LocksReport, run as run_locks};

@@ -1,0 +1,202 @@
+//! Seed 003: small transactions committing while one big transaction commits, once by copying
+//! its cache into the binlog and once by renaming its cache file into the next binlog file.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use surge_binlog::{Binlog, BinlogConfig, CommitMethod, EventBody, LogReader};
+
+use super::ScenarioError;
+
+/// One run: the big transaction's commit and the small commits around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BigTxnRun {
+    /// How the big transaction reached the binlog.
+    pub method: CommitMethod,
+    /// Size of the big transaction's cache, in bytes.
+    pub big_bytes: u64,
+    /// Wall time of the big commit call.
+    pub big_commit: Duration,
+    /// How long the big commit held the log lock.
+    pub lock_hold: Duration,
+    /// Small commits that returned during the run.
+    pub small_commits: u64,
+    /// The slowest small commit that overlapped the big commit.
+    pub small_max_beside_big: Duration,
+    /// Transactions (Xid events) our reader found in the files, every checksum verified.
+    pub xids_read_back: u64,
+    /// Binlog files written.
+    pub files: usize,
+    /// `Some(true)` if `mariadb-binlog --verify-binlog-checksum` read every file with exit 0,
+    /// `None` if it is not installed.
+    pub mariadb_binlog_ok: Option<bool>,
+}
+
+/// Both runs of the scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BigTxnReport {
+    /// The copy run, then the rename run.
+    pub runs: Vec<BigTxnRun>,
+}
+
+/// Runs the scenario in `dir` with a big transaction of `big_mib` MiB and two threads of
+/// 200-byte commits.
+///
+/// # Errors
+/// [`ScenarioError::Binlog`] if the binlog fails, [`ScenarioError::Io`] for scratch files.
+pub fn run(dir: &Path, big_mib: u64) -> Result<BigTxnReport, ScenarioError> {
+    let mut runs = Vec::new();
+    for rename in [false, true] {
+        let sub = dir.join(if rename { "rename" } else { "copy" });
+        std::fs::create_dir_all(&sub)?;
+        runs.push(run_one(&sub, big_mib, rename)?);
+        std::fs::remove_dir_all(&sub)?;
+    }
+    Ok(BigTxnReport { runs })
+}
+
+fn run_one(dir: &Path, big_mib: u64, rename: bool) -> Result<BigTxnRun, ScenarioError> {
+    let config = BinlogConfig::new(dir)
+        .with_large_commit_threshold(1 << 20)
+        .with_commit_by_rename(rename);
+    let log = Binlog::open(config)?;
+    let next_xid = AtomicU64::new(1);
+    let stop = AtomicBool::new(false);
+    let small: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
+    let small_error: Mutex<Option<surge_binlog::Error>> = Mutex::new(None);
+
+    // Build the big transaction's cache before the small traffic starts: building it is
+    // the transaction's own work, not the commit's.
+    let mut big = log.new_cache();
+    let value = vec![0x5a_u8; 64 << 10];
+    for i in 0..big_mib * 16 {
+        big.put(format!("big/{i:08}").as_bytes(), &value)?;
+    }
+    let big_bytes = big.len();
+
+    let (info, big_window) = std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (log, next_xid, stop, small, small_error) =
+                (&log, &next_xid, &stop, &small, &small_error);
+            s.spawn(move || {
+                let value = [0x33_u8; 200];
+                let mut mine = Vec::new();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut txn = log.new_cache();
+                    let key = format!("small/{t}/{i}");
+                    let begun = Instant::now();
+                    let result = txn
+                        .put(key.as_bytes(), &value)
+                        .and_then(|()| log.commit(txn, next_xid.fetch_add(1, Ordering::Relaxed)));
+                    if let Err(e) = result {
+                        *small_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        break;
+                    }
+                    mine.push((begun, Instant::now()));
+                    i += 1;
+                }
+                small.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
+            });
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let begun = Instant::now();
+        let info = log.commit(big, next_xid.fetch_add(1, Ordering::Relaxed));
+        let window = (begun, Instant::now());
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        (info, window)
+    });
+    let info = info?;
+    if let Some(e) = small_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e.into());
+    }
+    let small = small.into_inner().unwrap_or_else(|p| p.into_inner());
+    let small_max_beside_big = small
+        .iter()
+        .filter(|(b, e)| *e >= big_window.0 && *b <= big_window.1)
+        .map(|(b, e)| *e - *b)
+        .max()
+        .unwrap_or_default();
+    let files = log.files();
+    let base = log.config().base_name.clone();
+    log.close()?;
+
+    let mut xids_read_back = 0;
+    for item in LogReader::open(dir, &base, None)? {
+        if let EventBody::Xid(_) = item?.1.body {
+            xids_read_back += 1;
+        }
+    }
+    let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
+    Ok(BigTxnRun {
+        method: info.method,
+        big_bytes,
+        big_commit: big_window.1 - big_window.0,
+        lock_hold: info.lock_hold,
+        small_commits: small.len() as u64,
+        small_max_beside_big,
+        xids_read_back,
+        files: files.len(),
+        mariadb_binlog_ok: verify_with_mariadb(&paths),
+    })
+}
+
+/// Runs MariaDB's own reader over `files`; `None` when it is not installed.
+pub fn verify_with_mariadb(files: &[PathBuf]) -> Option<bool> {
+    let mut ok = true;
+    for file in files {
+        let status = Command::new("mariadb-binlog")
+            .arg("--verify-binlog-checksum")
+            .arg(file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        ok &= status.success();
+    }
+    Some(ok)
+}
+
+impl fmt::Display for BigTxnReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:>7} {:>8} {:>11} {:>13} {:>17} {:>8} {:>6}",
+            "method", "big MiB", "big commit", "log lock held", "small max beside", "xids", "files"
+        )?;
+        for r in &self.runs {
+            writeln!(
+                f,
+                "{:>7} {:>8} {:>9.1}ms {:>11.2}ms {:>15.2}ms {:>8} {:>6}",
+                match r.method {
+                    CommitMethod::Copied => "copy",
+                    CommitMethod::Renamed => "rename",
+                },
+                r.big_bytes >> 20,
+                r.big_commit.as_secs_f64() * 1e3,
+                r.lock_hold.as_secs_f64() * 1e3,
+                r.small_max_beside_big.as_secs_f64() * 1e3,
+                r.xids_read_back,
+                r.files
+            )?;
+        }
+        let verdict = match self
+            .runs
+            .iter()
+            .map(|r| r.mariadb_binlog_ok)
+            .collect::<Option<Vec<_>>>()
+        {
+            None => "mariadb-binlog not installed: not checked".to_string(),
+            Some(v) if v.iter().all(|ok| *ok) => {
+                "mariadb-binlog --verify-binlog-checksum read every file: ok".to_string()
+            }
+            Some(_) => "mariadb-binlog REFUSED a file".to_string(),
+        };
+        write!(f, "{verdict}")
+    }
+}
