@@ -23,6 +23,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod dump;
 pub mod scenarios;
 
 pub use surge_binlog as binlog;

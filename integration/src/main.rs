@@ -1,6 +1,7 @@
 //! The `surgedb` command.
 #![deny(unsafe_code)]
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -20,6 +21,20 @@ struct Cli {
 enum Command {
     /// Run the seed scenarios and print what each shows.
     Demo,
+    /// Binlog tools.
+    Binlog {
+        #[command(subcommand)]
+        command: BinlogCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BinlogCommand {
+    /// Print a binlog file's events, one per line, verifying every checksum.
+    Dump {
+        /// The binlog file.
+        file: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -29,6 +44,15 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("surgedb demo: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Binlog {
+            command: BinlogCommand::Dump { file },
+        } => match surgedb::dump::dump(&file, &mut std::io::stdout().lock()) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("surgedb binlog dump: {e}");
                 ExitCode::FAILURE
             }
         },
