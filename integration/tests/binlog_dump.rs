@@ -14,7 +14,7 @@ fn dump(path: &std::path::Path) -> std::process::Output {
         .args(["binlog", "dump"])
         .arg(path)
         .output()
-        .unwrap()
+        .expect("the surgedb binary runs")
 }
 
 #[test]
