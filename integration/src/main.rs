@@ -61,12 +61,15 @@ fn main() -> ExitCode {
 
 fn demo() -> Result<(), scenarios::ScenarioError> {
     println!("SurgeDB demo: the seed techniques, each on its own crate.");
-    println!("(The embedded three-node cluster needs the txn layer, which is not built yet.)");
+    println!("(The full transactional store over these crates, surge-txn, is not built yet.)");
     println!();
     println!("== seed 000: in-memory pessimistic locks (surge-lock-table) ==");
     println!("{}", scenarios::run_locks()?);
     println!();
     let dir = tempfile::tempdir()?;
+    println!("== seed 000 on a three-node Raft group (surge-raft-lite + surge-lock-table) ==");
+    println!("{}", scenarios::run_cluster(dir.path())?);
+    println!();
     println!("== seed 003: a 64 MiB transaction commits by copy, then by rename (surge-binlog) ==");
     println!("{}", scenarios::run_big_txn(dir.path(), 64)?);
     println!();

@@ -10,6 +10,9 @@ pub enum ScenarioError {
     /// The deadlock detector refused a wait that the scenario expected to be accepted.
     #[error("unexpected {0}")]
     Deadlock(#[from] surge_lock_table::Deadlock),
+    /// A Raft node failed or a proposal did not complete.
+    #[error("raft: {0}")]
+    Raft(#[from] surge_raft_lite::Error),
     /// The binlog failed.
     #[error("binlog: {0}")]
     Binlog(#[from] surge_binlog::Error),

@@ -2,11 +2,13 @@
 //! shows and that the integration tests check.
 
 mod big_txn;
+mod cluster;
 mod error;
 mod hot_row;
 mod locks;
 
 pub use big_txn::{BigTxnReport, BigTxnRun, run as run_big_txn, verify_with_mariadb};
+pub use cluster::{ClusterReport, PrewriteOutcome, run as run_cluster};
 pub use error::ScenarioError;
 pub use hot_row::{HotRowPoint, HotRowReport, run as run_hot_row};
 pub use locks::{LocksReport, run as run_locks};
