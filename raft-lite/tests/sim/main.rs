@@ -114,6 +114,15 @@ struct SimNode {
     durable: HardState,
 }
 
+/// A ReadIndex read waiting for confirmation (`index`) and then for the apply.
+struct PendingRead {
+    op: usize,
+    node: u64,
+    ctx: u64,
+    key: u8,
+    index: Option<u64>,
+}
+
 struct Pending {
     op: usize,
     node: u64,
@@ -132,6 +141,10 @@ struct Sim {
     applied_state: HashMap<u64, u64>,
     ops: Vec<Op>,
     pending: Vec<Pending>,
+    reads: Vec<PendingRead>,
+    read_ops_done: u64,
+    /// Reads answered by a node whose term is behind the cluster's newest (coverage).
+    stale_reads: u64,
     next_val: u64,
     trace: u64,
     /// Crashes in the Ready cycle are injected only while true.
@@ -156,6 +169,12 @@ impl Sim {
             cfg.max_size_per_msg = if seed % 2 == 1 { 1 } else { 256 };
             cfg.max_inflight_msgs = 4;
             cfg.election_tick = 6;
+            // Every fourth seed runs without pre-vote and check-quorum: deposed leaders then
+            // linger in minority partitions (the stale-leader cases for ReadIndex).
+            if seed % 4 == 2 {
+                cfg.pre_vote = false;
+                cfg.check_quorum = false;
+            }
             cfg.heartbeat_tick = 2;
             let st = if id <= n {
                 RaftState::bootstrap(1..=n)
@@ -199,6 +218,9 @@ impl Sim {
             applied_state: HashMap::new(),
             ops: Vec::new(),
             pending: Vec::new(),
+            reads: Vec::new(),
+            read_ops_done: 0,
+            stale_reads: 0,
             next_val: 1,
             trace: 0,
             faults: true,
@@ -242,6 +264,10 @@ impl Sim {
             self.ops[p.op].complete = None;
         }
         self.pending.retain(|p| p.node != id);
+        for r in self.reads.iter().filter(|r| r.node == id) {
+            self.ops[r.op].complete = None;
+        }
+        self.reads.retain(|r| r.node != id);
     }
 
     fn restart(&mut self, id: u64) {
@@ -389,6 +415,7 @@ impl Sim {
                 }
             }
         }
+        self.answer_reads(id, &rd);
         if crash_at == 3 {
             self.crash(id);
             return Ok(());
@@ -440,15 +467,85 @@ impl Sim {
         Ok(self.nodes.get_mut(&id).unwrap().raw.as_mut().map(f))
     }
 
+    /// ReadIndex reads: confirmed ones are answered from the local state machine once it
+    /// applied their index; dropped ones (leadership lost) never happened.
+    fn answer_reads(&mut self, id: u64, rd: &Ready) {
+        for rs in &rd.read_states {
+            for r in self
+                .reads
+                .iter_mut()
+                .filter(|r| r.node == id && r.ctx == rs.ctx)
+            {
+                r.index = Some(rs.index);
+            }
+        }
+        for ctx in &rd.dropped_reads {
+            for r in self.reads.iter().filter(|r| r.node == id && r.ctx == *ctx) {
+                self.ops[r.op].complete = Some(u64::MAX);
+            }
+            self.reads.retain(|r| !(r.node == id && r.ctx == *ctx));
+        }
+        let max_term = self
+            .nodes
+            .values()
+            .filter_map(|n| n.raw.as_ref().map(|r| r.term()))
+            .max()
+            .unwrap_or(0);
+        let my_term = self.nodes[&id].raw.as_ref().map_or(0, |r| r.term());
+        let stale = &mut self.stale_reads;
+        let sm = &self.nodes[&id].sm;
+        let step = self.step;
+        let ops = &mut self.ops;
+        let done = &mut self.read_ops_done;
+        self.reads.retain(|r| {
+            if r.node == id && r.index.is_some_and(|i| sm.applied >= i) {
+                let v = sm.regs.get(&r.key).copied().unwrap_or(0);
+                ops[r.op].kind = OpKind::Get(v);
+                ops[r.op].complete = Some(step);
+                *done += 1;
+                if my_term < max_term {
+                    *stale += 1;
+                }
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    fn read_op(&mut self, id: u64, key: u8) -> Result<(), String> {
+        let ctx = self.ops.len() as u64 + 1;
+        let step = self.step;
+        if let Some(Ok(())) = self.with_idle(id, |r| r.read_index(ctx))? {
+            self.ops.push(Op {
+                key,
+                kind: OpKind::Get(0),
+                invoke: step,
+                complete: None,
+            });
+            self.reads.push(PendingRead {
+                op: self.ops.len() - 1,
+                node: id,
+                ctx,
+                key,
+                index: None,
+            });
+        }
+        Ok(())
+    }
+
     fn client_op(&mut self) -> Result<(), String> {
-        if self.pending.len() >= 6 {
+        if self.pending.len() + self.reads.len() >= 6 {
             return Ok(());
         }
         let id = match self.leader() {
-            Some(l) if self.rng.chance(85) => l,
+            Some(l) if self.rng.chance(70) => l,
             _ => self.random_node(),
         };
         let key = self.rng.below(3) as u8;
+        if self.rng.chance(35) {
+            return self.read_op(id, key);
+        }
         let (kind, data) = if self.rng.chance(50) {
             let v = self.next_val;
             self.next_val += 1;
@@ -572,7 +669,7 @@ impl Sim {
                 }
                 self.partition = Some(side);
             }
-            89..=90 => self.partition = None,
+            89 if self.rng.chance(40) => self.partition = None,
             91 if self.rng.chance(30) => {
                 if let Some(l) = self.leader() {
                     let to = self.random_node();
@@ -678,6 +775,9 @@ fn run_seed(seed: u64, n: u64, steps: u64) -> Result<u64, String> {
     for p in &sim.pending {
         sim.ops[p.op].complete = None;
     }
+    for r in &sim.reads {
+        sim.ops[r.op].complete = None;
+    }
     let ops: Vec<Op> = sim
         .ops
         .iter()
@@ -687,8 +787,10 @@ fn run_seed(seed: u64, n: u64, steps: u64) -> Result<u64, String> {
     lin::check(&ops)?;
     if std::env::var("RAFT_SIM_VERBOSE").is_ok() {
         let done = ops.iter().filter(|o| o.complete.is_some()).count();
+        let reads = sim.read_ops_done;
+        let stale = sim.stale_reads;
         eprintln!(
-            "seed {seed}: {} committed, {} ops ({} completed), {} terms with a leader",
+            "seed {seed}: {} committed, {} ops ({} completed, {reads} ReadIndex reads, {stale} by an outdated node), {} terms with a leader",
             sim.committed.len(),
             ops.len(),
             done,
