@@ -8,7 +8,7 @@
 //! `big_mib`, `method` (`none`/`copy`/`rename`), `p50_us`, `p99_us`, `max_us` of the small
 //! commits in the window, `lock_hold_us` of the big commit (time it held the log lock),
 //! `big_commit_ms` (its whole commit call) and the sample count. Each configuration runs
-//! `--repeat` times (default 5), alternating configurations; every figure is the median
+//! `--repeat` times (default 7), alternating configurations; every figure is the median
 //! over the repeats of that run's figure (so `max_us` is the median of the per-run maxima),
 //! `max_us_worst` is the largest max of any repeat, and `max_near_big_us` the largest
 //! latency of a small commit that overlapped the big commit.
@@ -16,7 +16,7 @@
 //! The log uses a 16 MiB `large_commit_threshold` so every size renames in the rename runs.
 //!
 //! Usage: `cargo run --release -p surge-binlog --example bigtxn_latency -- [--sizes 64,256]
-//! [--json] [--threads 4] [--repeat 5] [--dir PATH]`. Every file it writes is deleted
+//! [--json] [--threads 4] [--repeat 7] [--dir PATH]`. Every file it writes is deleted
 //! at the end of its run.
 
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ fn parse_args() -> Result<Args> {
         sizes: vec![64, 256],
         json: false,
         threads: 4,
-        repeat: 5,
+        repeat: 7,
         dir: None,
     };
     let mut it = std::env::args().skip(1);
