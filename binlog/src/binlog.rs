@@ -287,10 +287,18 @@ impl Binlog {
     /// group-commit queue.
     ///
     /// # Errors
+    /// [`Error::Invalid`] for a cache made by another `Binlog`;
     /// [`Error::Poisoned`] if this or an earlier write failed (the log is then stopped);
     /// [`Error::Io`] if syncing a large cache before its rename fails (the log stays up).
     pub fn commit(&self, mut cache: TxnCache, xid: u64) -> Result<CommitInfo> {
         let sh = &self.shared;
+        if !cache.belongs_to(&sh.cache_ctx) {
+            return Err(Error::Invalid {
+                what: "cache",
+                detail: "made by another Binlog (its spill file lives in that log's directory)"
+                    .to_string(),
+            });
+        }
         if sh.cfg.commit_by_rename
             && cache.is_spilled()
             && cache.len() > sh.cfg.large_commit_threshold

@@ -105,6 +105,11 @@ impl TxnCache {
         }
     }
 
+    /// Whether the cache was made by the binlog owning `ctx`.
+    pub(crate) fn belongs_to(&self, ctx: &Arc<CacheContext>) -> bool {
+        Arc::ptr_eq(&self.ctx, ctx)
+    }
+
     /// Logical size in bytes (events only).
     pub fn len(&self) -> u64 {
         self.spill.as_ref().map_or(0, |s| s.flushed) + self.buf.len() as u64

@@ -378,3 +378,13 @@ fn group_commit_and_rotation_steps_happen_in_a_durable_order() {
     ];
     assert_eq!(trace(dir.path())[n..], expect);
 }
+
+#[test]
+fn a_cache_of_another_log_is_refused() {
+    let (_d1, a) = fresh();
+    let (_d2, b) = fresh();
+    let mut c = a.new_cache();
+    c.put(b"k", b"v").unwrap();
+    assert!(matches!(b.commit(c, 1), Err(Error::Invalid { .. })));
+    assert_eq!(b.stats().commits, 0);
+}
