@@ -10,11 +10,11 @@ use fs2::FileExt as _;
 use parking_lot::Mutex;
 
 use crate::cache::{CACHE_DIR_NAME, CacheContext, TxnCache, now_secs};
+pub use crate::commit_info::{CommitInfo, CommitMethod, Position};
 use crate::config::{BinlogConfig, SyncPolicy};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventBody};
 use crate::group::{Pending, commit_queued};
-use crate::gtid::Gtid;
 use crate::gtid_state::GtidState;
 use crate::header::ChecksumAlg;
 use crate::index::{Index, file_name, sync_dir};
@@ -26,41 +26,6 @@ use crate::stats::{BinlogStats, Counters};
 
 /// How long [`Binlog::open`] waits for the directory lock before [`Error::Locked`].
 const LOCK_WAIT: Duration = Duration::from_millis(1000);
-
-/// How a transaction's events reached the binlog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CommitMethod {
-    /// Copied from the cache into the current file by a group-commit leader.
-    Copied,
-    /// The cache file was renamed to become a new binlog file.
-    Renamed,
-}
-
-/// What a commit returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommitInfo {
-    /// The GTID given to the transaction.
-    pub gtid: Gtid,
-    /// The xid written in its Xid event.
-    pub xid: u64,
-    /// File holding the transaction.
-    pub file: String,
-    /// Offset just past its Xid event.
-    pub end_position: u64,
-    /// Copy or rename.
-    pub method: CommitMethod,
-    /// How long its group (or its rename) held the log lock.
-    pub lock_hold: Duration,
-}
-
-/// A position in the log: file name and byte offset.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Position {
-    /// File name (no directory).
-    pub file: String,
-    /// Byte offset (4 = first event).
-    pub offset: u64,
-}
 
 /// State under the log lock (MariaDB's `LOCK_log`).
 #[derive(Debug)]

@@ -61,6 +61,7 @@
 
 mod binlog;
 mod cache;
+mod commit_info;
 mod config;
 mod crash;
 mod error;
