@@ -149,6 +149,7 @@ struct Sim {
     trace: u64,
     /// Crashes in the Ready cycle are injected only while true.
     faults: bool,
+    seed: u64,
     /// A violation noticed outside `check` (at a restart).
     violation: Option<String>,
 }
@@ -224,6 +225,7 @@ impl Sim {
             next_val: 1,
             trace: 0,
             faults: true,
+            seed,
             violation: None,
         }
     }
@@ -662,9 +664,19 @@ impl Sim {
             }
             88 if faults && self.rng.chance(50) => {
                 let mut side = BTreeSet::new();
-                for id in 1..=self.n_nodes() {
-                    if self.rng.chance(40) {
-                        side.insert(id);
+                match self.leader() {
+                    // Half the time cut the leader off alone: it lingers as a stale leader
+                    // while the others elect a new one.
+                    // (even seeds only: odd seeds keep purely random partitions)
+                    Some(l) if self.seed % 2 == 0 && self.rng.chance(50) => {
+                        side.insert(l);
+                    }
+                    _ => {
+                        for id in 1..=self.n_nodes() {
+                            if self.rng.chance(40) {
+                                side.insert(id);
+                            }
+                        }
                     }
                 }
                 self.partition = Some(side);
