@@ -668,7 +668,7 @@ impl Sim {
                     // Half the time cut the leader off alone: it lingers as a stale leader
                     // while the others elect a new one.
                     // (even seeds only: odd seeds keep purely random partitions)
-                    Some(l) if self.seed % 2 == 0 && self.rng.chance(50) => {
+                    Some(l) if self.seed.is_multiple_of(2) && self.rng.chance(50) => {
                         side.insert(l);
                     }
                     _ => {
