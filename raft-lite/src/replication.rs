@@ -92,9 +92,14 @@ impl RawNode {
         }
         match self.log.maybe_append(prev_index, prev_term, entries) {
             Ok(Some(last_new)) => {
+                // Recompute the membership if the message brought a conf change or may
+                // have overwritten the entry that installed the current one (a longer
+                // replacement suffix leaves `conf_index <= last_index`, so the log length
+                // alone does not tell).
                 if entries
                     .iter()
                     .any(|e| e.kind == crate::EntryKind::ConfChange)
+                    || entries.first().is_some_and(|e| e.index <= self.conf_index)
                     || self.conf_index > self.log.last_index()
                 {
                     self.refresh_conf();

@@ -160,3 +160,45 @@ fn test_invalid_conf_changes_refused() {
         ConfState::with_voters([1, 2])
     );
 }
+
+/// A follower appended an uncommitted conf change (which took effect at once); a new
+/// leader overwrites it with a longer suffix holding no conf change. The follower must go
+/// back to the previous membership, not keep the overwritten one (regression: the
+/// membership was only recomputed when the log got shorter than the conf entry's index).
+#[test]
+fn test_overwritten_conf_change_is_reverted() {
+    let mut n = node_with_log(2, &[1, 2, 3], &[(1, 1)], 2);
+    let four = codec_conf(&[1, 2, 3, 4]);
+    let mut conf_entry = ents(&[(2, 2)]);
+    conf_entry[0].kind = EntryKind::ConfChange;
+    conf_entry[0].data = four;
+    n.step(msg(
+        1,
+        2,
+        2,
+        MessageKind::Append {
+            prev_index: 1,
+            prev_term: 1,
+            entries: conf_entry,
+            commit: 1,
+        },
+    ))
+    .unwrap();
+    let _ = cycle(&mut n);
+    assert!(n.conf().voters.contains(&4), "appended conf takes effect");
+    // Leader 3 of term 3 never had the change: it replaces index 2 and adds index 3.
+    n.step(msg(3, 2, 3, append((1, 1), &[(2, 3), (3, 3)], 1)))
+        .unwrap();
+    let _ = cycle(&mut n);
+    assert_eq!(n.last_index(), 3);
+    assert_eq!(n.term_at(2), Some(3));
+    assert_eq!(
+        n.conf(),
+        &ConfState::with_voters([1, 2, 3]),
+        "the overwritten change must no longer be in effect"
+    );
+}
+
+fn codec_conf(voters: &[u64]) -> Bytes {
+    encode_conf_state(&ConfState::with_voters(voters.iter().copied()))
+}
