@@ -14,9 +14,12 @@ struct Stage {
     committed: bool,
     applied: Option<Bytes>,
     failed: Option<Error>,
-    /// What a blocked waiter waits for (0 = nobody waits, 1 accepted, 2 committed,
-    /// 3 applied): only a change it waits for wakes it, so a waiter for `applied` is not
-    /// woken (one futex round trip each) at `accepted`.
+    /// The stages blocked waiters wait for, one bit each (`1 << stage`; 1 accepted,
+    /// 2 committed, 3 applied): only a change someone waits for wakes them, so a waiter
+    /// for `applied` is not woken (one futex round trip each) at `accepted`. A notify
+    /// clears the bit; every woken waiter that must wait on sets its bit again. (A single
+    /// "highest stage" value lost a second waiter for an earlier stage: a clone blocked in
+    /// `wait_accepted` slept through `accepted` while another waited for `applied`.)
     waiting_for: u8,
 }
 
@@ -45,7 +48,8 @@ impl Proposal {
     pub(crate) fn accept(&self, id: EntryId) {
         let mut s = self.shared.stage.lock();
         s.accepted = Some(id);
-        if s.waiting_for == 1 {
+        if s.waiting_for & (1 << 1) != 0 {
+            s.waiting_for &= !(1 << 1);
             self.shared.cv.notify_all();
         }
     }
@@ -53,7 +57,8 @@ impl Proposal {
     pub(crate) fn commit(&self) {
         let mut s = self.shared.stage.lock();
         s.committed = true;
-        if s.waiting_for == 2 {
+        if s.waiting_for & (1 << 2) != 0 {
+            s.waiting_for &= !(1 << 2);
             self.shared.cv.notify_all();
         }
     }
@@ -88,7 +93,7 @@ impl Proposal {
             if let Some(e) = &s.failed {
                 return Err(e.duplicate());
             }
-            s.waiting_for = s.waiting_for.max(stage);
+            s.waiting_for |= 1 << stage;
             if self.shared.cv.wait_until(&mut s, deadline).timed_out() {
                 return ready(&s).ok_or(Error::Timeout);
             }
@@ -125,5 +130,72 @@ impl Proposal {
     pub fn is_done(&self) -> bool {
         let s = self.shared.stage.lock();
         s.applied.is_some() || s.failed.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Waits (bounded) until blocked waiters registered for all of `bits`.
+    fn until_registered(p: &Proposal, bits: u8) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while p.shared.stage.lock().waiting_for & bits != bits {
+            assert!(Instant::now() < deadline, "waiters never blocked");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Regression: with one waiter on `applied` and a clone's waiter on `accepted`, the
+    /// accepted one must wake at `accept`, not sleep until `applied` or its timeout.
+    #[test]
+    fn accepted_waiter_wakes_while_another_waits_for_applied() {
+        let p = Proposal::new();
+        let applied = {
+            let p = p.clone();
+            std::thread::spawn(move || p.wait_applied(Duration::from_secs(60)))
+        };
+        until_registered(&p, 1 << 3);
+        let accepted = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                (p.wait_accepted(Duration::from_secs(60)), t.elapsed())
+            })
+        };
+        until_registered(&p, (1 << 3) | (1 << 1));
+        let id = EntryId { index: 5, term: 2 };
+        p.accept(id);
+        let (r, took) = accepted.join().expect("accepted waiter");
+        assert_eq!(r.expect("accepted"), id);
+        assert!(took < Duration::from_secs(30), "woke only after {took:?}");
+        p.apply(Bytes::from_static(b"ok"));
+        assert_eq!(
+            applied.join().expect("applied waiter").expect("applied"),
+            "ok"
+        );
+    }
+
+    /// Regression: a timed-out wait for a later stage must not keep a later wait for an
+    /// earlier stage from waking.
+    #[test]
+    fn timed_out_committed_wait_does_not_mute_accepted() {
+        let p = Proposal::new();
+        assert!(matches!(
+            p.wait_committed(Duration::from_millis(1)),
+            Err(Error::Timeout)
+        ));
+        let w = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                (p.wait_accepted(Duration::from_secs(60)), t.elapsed())
+            })
+        };
+        until_registered(&p, 1 << 1);
+        p.accept(EntryId { index: 1, term: 1 });
+        let (r, took) = w.join().expect("waiter");
+        assert!(r.is_ok());
+        assert!(took < Duration::from_secs(30), "woke only after {took:?}");
     }
 }
