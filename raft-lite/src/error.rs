@@ -70,7 +70,8 @@ pub enum Error {
     #[error("raft: a Ready is outstanding; call advance() first")]
     ReadyOutstanding,
     /// The proposal may or may not have been committed (its node installed a snapshot
-    /// covering it); the application must find out from its state.
+    /// covering it, or lost leadership before the entry committed); the application must
+    /// find out from its state.
     #[error("raft: proposal outcome unknown")]
     OutcomeUnknown,
     /// The proposal is larger than the configured limit.

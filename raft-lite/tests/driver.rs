@@ -536,3 +536,29 @@ fn tcp_peers_reconnect_after_a_node_restarts() {
         t.shutdown();
     }
 }
+
+/// Regression: a proposal accepted by a leader that then loses leadership (cut off, it
+/// steps down by check-quorum) was never resolved while the group stayed idle: its waiter
+/// slept until its own timeout. It now fails at once with `OutcomeUnknown`.
+#[test]
+fn proposal_waiter_is_told_when_leadership_is_lost() {
+    let c = cluster(3, 0);
+    let l = wait_leader(&c.nodes);
+    let lid = l as u64 + 1;
+    let others: Vec<u64> = (1..=3u64).filter(|i| *i != lid).collect();
+    c.net.partition(&[lid], &others);
+    let p = c.nodes[l].propose(1, Bytes::from_static(b"cut=off"));
+    // Accepted (or refused if the step-down already happened: then nothing to test).
+    if p.wait_accepted(Duration::from_secs(20)).is_err() {
+        c.net.heal();
+        return;
+    }
+    let t0 = Instant::now();
+    let r = p.wait_applied(Duration::from_secs(60));
+    assert!(
+        matches!(r, Err(Error::OutcomeUnknown)),
+        "{r:?} after {:?}",
+        t0.elapsed()
+    );
+    c.net.heal();
+}

@@ -93,6 +93,15 @@ impl Group {
                 }
             }
         }
+        // Leadership lost: every committed entry was just applied, so what still waits is
+        // uncommitted. It may yet commit under the next leader or be overwritten, and this
+        // node may not learn which for a long time (an idle group never fills the index):
+        // tell the proposers now instead of letting them wait for their timeout.
+        if soft.role != Role::Leader && !self.waiting.is_empty() {
+            for (_, (_, p)) in std::mem::take(&mut self.waiting) {
+                p.fail(Error::OutcomeUnknown);
+            }
+        }
     }
 
     /// Tells waiters whose entry is now committed (before it is applied).

@@ -113,7 +113,8 @@ impl Proposal {
     ///
     /// # Errors
     /// As [`Proposal::wait_accepted`], plus [`Error::ProposalDropped`] if another entry was
-    /// committed at its index.
+    /// committed at its index, and [`Error::OutcomeUnknown`] if the node lost leadership
+    /// (or installed a snapshot) before it learned the entry's fate.
     pub fn wait_committed(&self, timeout: Duration) -> Result<EntryId> {
         self.wait_for(timeout, 2, |s| if s.committed { s.accepted } else { None })
     }
