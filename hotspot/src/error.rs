@@ -15,6 +15,9 @@ pub enum Phase {
     Accept,
     /// [`GroupExecutor::commit`](crate::GroupExecutor::commit).
     Commit,
+    /// Dropping a value the executor produced (the group image, a change, an output) after the
+    /// group had already failed or had nothing to commit.
+    Drop,
 }
 
 impl Display for Phase {
@@ -24,6 +27,7 @@ impl Display for Phase {
             Phase::Apply => "apply",
             Phase::Accept => "accept",
             Phase::Commit => "commit",
+            Phase::Drop => "drop",
         })
     }
 }

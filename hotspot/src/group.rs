@@ -1,5 +1,6 @@
 //! Running one group against the executor: members in arrival order, one durable step.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -26,6 +27,11 @@ pub(crate) struct GroupReport {
 /// a serial execution in arrival order that skips failed members. A member failing alone never
 /// touches the image. On a group failure (load, durable step, panic) every member not already
 /// failed alone gets the group's error, so nothing of the group is reported committed.
+///
+/// Never unwinds because of the executor: a panic that escapes the per-call guards (a `Drop` of
+/// the group image, a change or an output panicking after a failure) fails the group with
+/// [`Phase::Drop`]. The leader must get here with every member's result, or members it leads
+/// would never be woken.
 pub(crate) fn run_group<X, M>(
     exec: &X,
     key: &X::Key,
@@ -37,6 +43,39 @@ where
     X: GroupExecutor,
 {
     out.clear();
+    let n = members.len();
+    let committed = Cell::new(false);
+    match catch_unwind(AssertUnwindSafe(|| {
+        run_members(exec, key, members, op_of, out, &committed)
+    })) {
+        Ok(report) => report,
+        Err(_) => {
+            // Only values of a failed or commit-less group are dropped outside the per-call
+            // guards, so nothing of it was made durable; keep the members' own failures.
+            debug_assert!(
+                !committed.get(),
+                "no executor value is dropped after commit"
+            );
+            let report = GroupReport {
+                failed: out.iter().filter(|r| r.is_err()).count() as u64,
+                ..GroupReport::default()
+            };
+            fail_rest::<X>(out, n, report, |_| panicked(Phase::Drop, n))
+        }
+    }
+}
+
+fn run_members<X, M>(
+    exec: &X,
+    key: &X::Key,
+    members: &[M],
+    op_of: impl Fn(&M) -> (&X::Op, Hints),
+    out: &mut Vec<MemberResult<X>>,
+    committed: &Cell<bool>,
+) -> GroupReport
+where
+    X: GroupExecutor,
+{
     let n = members.len();
     let mut report = GroupReport::default();
     let mut group = match catch_unwind(AssertUnwindSafe(|| exec.begin(key))) {
@@ -98,7 +137,10 @@ where
         return report;
     }
     match catch_unwind(AssertUnwindSafe(|| exec.commit(key, group))) {
-        Ok(Ok(())) => report,
+        Ok(Ok(())) => {
+            committed.set(true);
+            report
+        }
         Ok(Err(e)) => {
             let source = Arc::new(e);
             fail_rest::<X>(out, n, report, |_| Error::Durable {
@@ -131,7 +173,9 @@ fn fail_rest<X: GroupExecutor>(
     report.ignored = 0;
     for (i, r) in out.iter_mut().enumerate() {
         if r.is_ok() {
-            *r = Err(err(i));
+            let kept = std::mem::replace(r, Err(err(i)));
+            // The output is the executor's value; its drop must not stop the others' results.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(kept)));
             report.failed += 1;
         }
     }
