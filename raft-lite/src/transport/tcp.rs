@@ -252,17 +252,18 @@ impl TcpTransport {
             let mut ok = true;
             let mut next = Some(first);
             while let Some((group, msg)) = next.take() {
-                frame.clear();
-                frame.extend_from_slice(&[0; 4]);
-                encode_message(group, &msg, &mut frame);
-                let n = (frame.len() - 4) as u32;
-                frame[..4].copy_from_slice(&n.to_le_bytes());
+                next = rx.try_recv().ok();
+                if !encode_frame(group, &msg, &mut frame) {
+                    // The receiver would refuse it and drop the connection, and with it
+                    // every other group's traffic: drop this one message instead.
+                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
                 if w.write_all(&frame).is_err() {
                     ok = false;
                     break;
                 }
                 self.counters.sent.fetch_add(1, Ordering::Relaxed);
-                next = rx.try_recv().ok();
             }
             if !ok || w.flush().is_err() {
                 conn = None;
@@ -345,21 +346,19 @@ fn read_frames(
     mut s: TcpStream,
     mailbox: &Mailbox,
 ) {
-    let mut len = [0u8; 4];
     let mut buf = Vec::new();
     loop {
-        if stopped.load(Ordering::SeqCst) || s.read_exact(&mut len).is_err() {
+        if stopped.load(Ordering::SeqCst) {
             return;
         }
-        let n = u32::from_le_bytes(len) as usize;
-        if n > MAX_FRAME {
-            counters.malformed.fetch_add(1, Ordering::Relaxed);
-            let _ = s.shutdown(Shutdown::Both);
-            return;
-        }
-        buf.resize(n, 0);
-        if s.read_exact(&mut buf).is_err() {
-            return;
+        match read_frame(&mut s, &mut buf) {
+            Frame::Ok => {}
+            Frame::Closed => return,
+            Frame::TooLarge => {
+                counters.malformed.fetch_add(1, Ordering::Relaxed);
+                let _ = s.shutdown(Shutdown::Both);
+                return;
+            }
         }
         match decode_message(&buf) {
             Ok((group, msg)) if msg.to == id => {
@@ -370,6 +369,55 @@ fn read_frames(
                 counters.malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// Encodes `[len][group, msg]` into `frame`; false if it exceeds [`MAX_FRAME`] (the peer
+/// would refuse it).
+fn encode_frame(group: u64, msg: &Message, frame: &mut Vec<u8>) -> bool {
+    frame.clear();
+    frame.extend_from_slice(&[0; 4]);
+    encode_message(group, msg, frame);
+    let n = frame.len() - 4;
+    if n > MAX_FRAME {
+        frame.clear();
+        return false;
+    }
+    frame[..4].copy_from_slice(&(n as u32).to_le_bytes());
+    true
+}
+
+/// What [`read_frame`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Frame {
+    /// A whole frame body is in the buffer.
+    Ok,
+    /// The connection ended (or failed), possibly mid-frame.
+    Closed,
+    /// The length prefix exceeds [`MAX_FRAME`]: framing is lost.
+    TooLarge,
+}
+
+/// Reads one length-prefixed frame body into `buf`. Memory grows with the bytes that
+/// actually arrive, never with what the length prefix claims: a peer announcing a huge
+/// frame and sending nothing costs nothing.
+fn read_frame(r: &mut impl Read, buf: &mut Vec<u8>) -> Frame {
+    let mut len = [0u8; 4];
+    if r.read_exact(&mut len).is_err() {
+        return Frame::Closed;
+    }
+    let n = u32::from_le_bytes(len) as usize;
+    if n > MAX_FRAME {
+        return Frame::TooLarge;
+    }
+    buf.clear();
+    if buf.capacity() > (1 << 20) && n < buf.capacity() / 4 {
+        // Do not keep a huge buffer from one large frame forever.
+        buf.shrink_to(n.max(64 << 10));
+    }
+    match r.by_ref().take(n as u64).read_to_end(buf) {
+        Ok(got) if got == n => Frame::Ok,
+        _ => Frame::Closed,
     }
 }
 
@@ -392,5 +440,55 @@ impl Transport for TcpTransport {
         {
             self.counters.dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MessageKind;
+
+    /// Regression: a length prefix just under the limit with no body behind it used to
+    /// allocate (and zero) the whole claimed size before reading a byte.
+    #[test]
+    fn huge_length_prefix_allocates_only_what_arrives() {
+        let mut input = ((MAX_FRAME - 1) as u32).to_le_bytes().to_vec();
+        input.extend_from_slice(b"only a few bytes");
+        let mut buf = Vec::new();
+        assert_eq!(read_frame(&mut input.as_slice(), &mut buf), Frame::Closed);
+        assert!(buf.capacity() < 1 << 20, "capacity {}", buf.capacity());
+        let mut over = ((MAX_FRAME + 1) as u32).to_le_bytes().to_vec();
+        over.extend_from_slice(&[0; 8]);
+        assert_eq!(read_frame(&mut over.as_slice(), &mut buf), Frame::TooLarge);
+    }
+
+    #[test]
+    fn frames_round_trip_and_oversized_messages_are_not_encoded() {
+        let msg = Message {
+            from: 1,
+            to: 2,
+            term: 3,
+            kind: MessageKind::TimeoutNow,
+        };
+        let mut frame = Vec::new();
+        assert!(encode_frame(9, &msg, &mut frame));
+        let mut buf = Vec::new();
+        assert_eq!(read_frame(&mut frame.as_slice(), &mut buf), Frame::Ok);
+        assert_eq!(decode_message(&buf).expect("decodes"), (9, msg));
+        // A snapshot above the frame limit (but within the codec's) is not sent: the
+        // receiver would refuse it and close the connection shared by all groups.
+        let big = Message {
+            from: 1,
+            to: 2,
+            term: 3,
+            kind: MessageKind::Snapshot {
+                snapshot: crate::Snapshot {
+                    meta: crate::SnapshotMeta::default(),
+                    data: bytes::Bytes::from(vec![0u8; MAX_FRAME + 1]),
+                },
+            },
+        };
+        assert!(!encode_frame(9, &big, &mut frame));
+        assert!(frame.is_empty());
     }
 }
