@@ -1,17 +1,15 @@
 //! `Binlog`: opening (with recovery), the commit entry point, rotation, purge and close.
 
-use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use fs2::FileExt as _;
 use parking_lot::Mutex;
 
 use crate::cache::{CACHE_DIR_NAME, CacheContext, TxnCache, now_secs};
 pub use crate::commit_info::{CommitInfo, CommitMethod, Position};
 use crate::config::{BinlogConfig, SyncPolicy};
+use crate::dir_lock::DirLock;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventBody};
 use crate::group::{Pending, commit_queued};
@@ -23,9 +21,6 @@ use crate::query::Rotate;
 use crate::recovery::{RecoveryReport, recover};
 use crate::rename::commit_by_rename;
 use crate::stats::{BinlogStats, Counters};
-
-/// How long [`Binlog::open`] waits for the directory lock before [`Error::Locked`].
-const LOCK_WAIT: Duration = Duration::from_millis(1000);
 
 /// State under the log lock (MariaDB's `LOCK_log`).
 #[derive(Debug)]
@@ -94,7 +89,8 @@ pub(crate) struct Shared {
     pub(crate) queue: Mutex<Vec<Arc<Pending>>>,
     pub(crate) stats: Counters,
     report: RecoveryReport,
-    _lock: File,
+    /// Released (explicitly) when the last handle goes, after the close.
+    _lock: DirLock,
 }
 
 impl Shared {
@@ -174,22 +170,7 @@ impl Binlog {
     pub fn open(cfg: BinlogConfig) -> Result<Binlog> {
         cfg.validate()?;
         std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::io("create", &cfg.dir, e))?;
-        let lock_path = cfg.dir.join(format!("{}.lock", cfg.base_name));
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io("open", &lock_path, e))?;
-        // Retry briefly: a writer that just closed may still have its lock's file
-        // description alive in a child process forked (not yet exec'd) meanwhile.
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
-        while lock.try_lock_exclusive().is_err() {
-            if std::time::Instant::now() >= deadline {
-                return Err(Error::Locked { path: lock_path });
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let lock = DirLock::acquire(&cfg.dir, &cfg.base_name)?;
         let cache_dir = cfg.dir.join(CACHE_DIR_NAME);
         let rec = recover(&cfg.dir, &cfg.base_name, &cache_dir)?;
         let no = rec.last_no + 1;

@@ -64,6 +64,7 @@ mod cache;
 mod commit_info;
 mod config;
 mod crash;
+mod dir_lock;
 mod error;
 mod event;
 mod fde;

@@ -7,6 +7,7 @@ mod common;
 mod codec_props;
 mod commit;
 mod crash;
+mod dir_lock;
 mod fixtures;
 mod mariadb_tool;
 mod power_loss;
