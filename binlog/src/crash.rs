@@ -27,14 +27,18 @@ pub mod crash_points {
     pub const RENAME_AFTER_RENAME: &str = "binlog.rename.after_rename";
     /// Rename path: index updated and old file closed, Xid not yet appended.
     pub const RENAME_BEFORE_XID: &str = "binlog.rename.before_xid";
+    /// Rename path: log lock released (a size rotation may have followed the renamed
+    /// file), the old file not yet fsynced nor marked closed, the commit not yet returned.
+    pub const RENAME_BEFORE_OLD_CLOSED: &str = "binlog.rename.before_old_closed";
     /// Every crash point, for tests that loop over them.
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         COPY_MID,
         COPY_BEFORE_SYNC,
         COPY_AFTER_SYNC,
         RENAME_AFTER_ROTATE,
         RENAME_AFTER_RENAME,
         RENAME_BEFORE_XID,
+        RENAME_BEFORE_OLD_CLOSED,
     ];
 }
 

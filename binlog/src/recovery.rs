@@ -2,6 +2,7 @@
 //! files left in use, cut a torn last event, and report the transactions at the tail.
 
 use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::cache::CACHE_FILE_PREFIX;
@@ -10,7 +11,7 @@ use crate::event::EventBody;
 use crate::file_reader::FileEvents;
 use crate::gtid::Gtid;
 use crate::gtid_state::GtidState;
-use crate::header::FLAG_BINLOG_IN_USE;
+use crate::header::{BINLOG_MAGIC, EventType, FLAG_BINLOG_IN_USE, HEADER_LEN, IN_USE_FLAG_OFFSET};
 use crate::index::{Index, file_number, sync_dir};
 use crate::log_file::clear_in_use_flag;
 
@@ -282,6 +283,21 @@ fn push_incomplete(o: Open, in_use: bool, report: &mut RecoveryReport) {
     }
 }
 
+/// Whether the file starts with the magic and a Format_description header whose in-use
+/// flag is set, read without decoding the event (files too short or not binlogs: false).
+fn in_use_flag_set(path: &Path) -> Result<bool> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut b = [0u8; BINLOG_MAGIC.len() + HEADER_LEN];
+    match f.read_exact_at(&mut b, 0) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(Error::io("read", path, e)),
+    }
+    Ok(b[..4] == BINLOG_MAGIC
+        && b[4 + 4] == EventType::FormatDescription.code()
+        && b[IN_USE_FLAG_OFFSET as usize] & FLAG_BINLOG_IN_USE as u8 != 0)
+}
+
 /// Whether the file's Format_description carries the in-use flag.
 fn is_in_use(path: &Path) -> Result<bool> {
     let mut f = FileEvents::open(path)?;
@@ -301,12 +317,18 @@ pub(crate) fn recover(dir: &Path, base: &str, cache_dir: &Path) -> Result<Recove
     reconcile_index(dir, base, &mut index, &mut report)?;
     let mut gtid = GtidState::default();
     let files = index.files.clone();
-    // Files a crash can leave in use are the last one and, after a rotation or rename
-    // that stopped before clearing the old flag, the one before it. The last file is
-    // always scanned: its events give the GTID state to continue from.
+    // A crash usually leaves the last file in use and, after a rotation or rename that
+    // stopped before clearing the old flag, the one before it. But a rename clears the
+    // old file's flag after releasing the log lock, and by then the renamed file may have
+    // been rotated too: the old file is then third from last. So every file's flag is
+    // checked (a cheap read of its first bytes), and the last two are fully checked. The
+    // last file is always scanned: its events give the GTID state to continue from.
     let first_scan = files.len().saturating_sub(2);
-    for (i, name) in files.iter().enumerate().skip(first_scan) {
+    for (i, name) in files.iter().enumerate() {
         let path = dir.join(name);
+        if i < first_scan && !in_use_flag_set(&path)? {
+            continue;
+        }
         let in_use = is_in_use(&path)?;
         if !in_use && i + 1 < files.len() {
             // A cleanly closed file before the last: its GTIDs are in the next Gtid_list.

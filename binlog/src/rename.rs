@@ -68,6 +68,7 @@ pub(crate) fn commit_by_rename(
     info.lock_hold = start.elapsed();
     note("unlock", &sh.cfg.dir.join("#log"));
     drop(log);
+    crash_point(crash_points::RENAME_BEFORE_OLD_CLOSED);
     // Durability of the index entry and of the Xid, outside the lock: small commits go on
     // meanwhile (their own group fsyncs cover their bytes). The rename and the header were
     // made durable under the lock, before any later commit could land in the new file.

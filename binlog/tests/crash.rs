@@ -22,7 +22,11 @@ const KILL_AFTER_ENV: &str = "SURGE_BINLOG_KILL_AFTER";
 /// Child side: small commits, then a big one through the path the crash point is on.
 fn child_work(dir: &Path, point: &str) {
     let rename = point.starts_with("binlog.rename");
-    let cfg = test_config(dir).with_commit_by_rename(rename);
+    let mut cfg = test_config(dir).with_commit_by_rename(rename);
+    if point == crash_points::RENAME_BEFORE_OLD_CLOSED {
+        // The renamed file (2.5 MiB) is full at once: rotated under the same lock.
+        cfg = cfg.with_max_binlog_size(1 << 20);
+    }
     let log = Binlog::open(cfg).unwrap();
     for xid in 1..=5u64 {
         let mut c = log.new_cache();
@@ -241,6 +245,57 @@ fn crash_rename_before_xid() {
             "surge-bin.000002".to_string()
         ]
     );
+}
+
+#[test]
+fn crash_rename_before_old_file_closed() {
+    let r = crash_test(
+        "crash::crash_rename_before_old_file_closed",
+        crash_points::RENAME_BEFORE_OLD_CLOSED,
+    );
+    // The renamed file 2 was rotated at once (closed by that rotation); file 1 was still
+    // waiting to be marked closed and file 3 was the current one: both are in use, though
+    // file 1 is neither of the last two.
+    assert_eq!(
+        r.in_use_files,
+        vec![
+            "surge-bin.000001".to_string(),
+            "surge-bin.000003".to_string()
+        ]
+    );
+    assert!(r.incomplete.is_empty());
+    assert_eq!(r.complete.len(), 5, "the small commits of file 1");
+}
+
+/// After recovery and a clean close, no file of the log is marked in use.
+#[test]
+fn no_file_is_left_in_use_after_recovery_at_any_rename_point() {
+    for point in [
+        crash_points::RENAME_AFTER_RENAME,
+        crash_points::RENAME_BEFORE_XID,
+        crash_points::RENAME_BEFORE_OLD_CLOSED,
+    ] {
+        let test = "crash::no_file_is_left_in_use_after_recovery_at_any_rename_point";
+        if let Ok(dir) = std::env::var(DIR_ENV) {
+            if std::env::var(CRASH_ENV).as_deref() == Ok(point) {
+                child_work(Path::new(&dir), point);
+                std::process::exit(3);
+            }
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let acked = run_child(test, dir.path(), point, None);
+        check_after_crash(dir.path(), &acked);
+        for f in binlog_files(dir.path()) {
+            let ev = surge_binlog::read_file_events(&f).unwrap();
+            assert_eq!(
+                ev[0].1.header.flags & surge_binlog::FLAG_BINLOG_IN_USE,
+                0,
+                "{point}: {} still in use",
+                f.display()
+            );
+        }
+    }
 }
 
 /// Kills a child running 4 committing threads after a seeded number of acknowledged commits.
