@@ -5,12 +5,25 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use surge_raft_lite::*;
 
 const ROLE: &str = "RAFT_LITE_CRASH_CHILD_DIR";
+
+/// The child's stdout lines, read on a thread so the parent can wait with a deadline.
+fn line_channel(out: std::process::ChildStdout) -> crossbeam_channel::Receiver<String> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
 
 fn data(group: u64, i: u64) -> Bytes {
     Bytes::from(format!(
@@ -81,26 +94,38 @@ fn sigkill_while_writing_loses_no_acknowledged_entry() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
+        let lines = line_channel(c.stdout.take().unwrap());
         let mut acked = 0;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(n) = line.strip_prefix("ack ") {
-                acked = n.parse().unwrap();
-            }
-            if line == "reached" {
-                break;
+        // Bounded wait for "reached" (a hung child must fail the test, not hang it).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(n) = line.strip_prefix("ack ") {
+                        acked = n.parse().unwrap();
+                    }
+                    if line == "reached" {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    panic!("child never reached its crash point: {e:?}");
+                }
             }
         }
         // Let it keep writing for a moment, then kill it mid-write.
         std::thread::sleep(Duration::from_millis(5 + 7 * round));
         c.kill().unwrap();
-        for line in lines.map_while(|l| l.ok()) {
+        c.wait().unwrap();
+        // The pipe closes with the child: the reader thread then ends the channel.
+        for line in lines.iter() {
             if let Some(n) = line.strip_prefix("ack ") {
                 acked = n.parse().unwrap();
             }
         }
-        c.wait().unwrap();
         assert!(acked >= acked_total + 50, "child made progress");
         acked_total = acked;
         let wal = Wal::open(

@@ -18,6 +18,19 @@ use surge_raft_lite::*;
 
 const ROLE: &str = "RAFT_LITE_CLUSTER_CHILD_DIR";
 
+/// The child's stdout lines, read on a thread so the parent can wait with a deadline.
+fn line_channel(out: std::process::ChildStdout) -> crossbeam_channel::Receiver<String> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 #[derive(Clone, Default)]
 struct Set(Arc<Mutex<BTreeSet<u64>>>);
 
@@ -51,6 +64,8 @@ fn start(base: &std::path::Path) -> (Vec<Node>, Vec<Set>) {
     for id in 1..=3u64 {
         let mut o = NodeOptions::new(id);
         o.tick = Duration::from_millis(5);
+        // 150-300 ms election timeouts: robust to a starved driver thread on loaded CI.
+        o.raft.election_tick = 30;
         o.snapshot_every = 50;
         let wal = Wal::open(
             base.join(format!("n{id}")),
@@ -82,7 +97,7 @@ fn leader(nodes: &[Node]) -> usize {
                 return i;
             }
         }
-        assert!(t0.elapsed() < Duration::from_secs(20), "no leader");
+        assert!(t0.elapsed() < Duration::from_secs(60), "no leader");
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -134,36 +149,58 @@ fn sigkill_of_the_whole_cluster_loses_no_acknowledged_proposal() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(n) = line.strip_prefix("ack ") {
-                acked.push(n.parse().unwrap());
-            }
-            if line == "reached" {
-                break;
+        let lines = line_channel(c.stdout.take().unwrap());
+        // Bounded wait for "reached" (a hung child must fail the test, not hang it).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(n) = line.strip_prefix("ack ") {
+                        acked.push(n.parse().unwrap());
+                    }
+                    if line == "reached" {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    panic!("child never reached its crash point: {e:?}");
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(20 + 30 * round));
         c.kill().unwrap();
-        for line in lines.map_while(|l| l.ok()) {
+        c.wait().unwrap();
+        // The pipe closes with the child: the reader thread then ends the channel.
+        for line in lines.iter() {
             if let Some(n) = line.strip_prefix("ack ") {
                 acked.push(n.parse().unwrap());
             }
         }
-        c.wait().unwrap();
         assert!(
             acked.len() as u64 >= 100 * (round + 1),
             "child made progress"
         );
         // Restart all three from disk; the new leader's state must hold every ack.
         let (nodes, sets) = start(dir.path());
-        let l = leader(&nodes);
         let marker = u64::MAX - round;
-        nodes[l]
-            .propose(1, Bytes::copy_from_slice(&marker.to_le_bytes()))
-            .wait_applied(Duration::from_secs(10))
-            .unwrap();
+        // Retried through leader changes (a loaded machine may move leadership).
+        let t0 = Instant::now();
+        let l = loop {
+            let l = leader(&nodes);
+            match nodes[l]
+                .propose(1, Bytes::copy_from_slice(&marker.to_le_bytes()))
+                .wait_applied(Duration::from_secs(10))
+            {
+                Ok(_) => break l,
+                Err(e) => assert!(
+                    t0.elapsed() < Duration::from_secs(60),
+                    "marker never applied: {e}"
+                ),
+            }
+        };
         let have = sets[l].0.lock().clone();
         for a in &acked {
             assert!(
