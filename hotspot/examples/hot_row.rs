@@ -8,8 +8,10 @@
 //!
 //! ```text
 //! cargo run --release -p surge-hotspot --example hot_row -- [--threads 1,8,64,256,512]
-//!     [--seconds 5] [--rounds 5] [--max-wait-us 100] [--dir DIR] [--json]
+//!     [--seconds 5] [--rounds 5] [--max-wait-us 100] [--dir DIR] [--json] [--only on|off]
 //! ```
+//! `--only` runs one mode (for profiling it alone); it does not apply to one thread, where the
+//! two modes alternate request by request.
 //! `--seconds` is the measured time per mode per thread count. With `--json` each line is one
 //! JSON object per (threads, mode): `threads`, `mode`, `tps`, `p50_us`, `p95_us`, `p99_us`,
 //! `mean_group`, `ops`, `seconds`, and the machine's `cores`.
@@ -42,6 +44,7 @@ struct Args {
     dir: Option<PathBuf>,
     json: bool,
     off_lock: OffLock,
+    only: Option<Mode>,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -53,6 +56,7 @@ fn parse_args() -> Result<Args, Error> {
         dir: None,
         json: false,
         off_lock: OffLock::Fifo,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -80,6 +84,13 @@ fn parse_args() -> Result<Args, Error> {
             }
             "--dir" => a.dir = Some(PathBuf::from(value()?)),
             "--json" => a.json = true,
+            "--only" => {
+                a.only = match value()?.as_str() {
+                    "on" => Some(Mode::On),
+                    "off" => Some(Mode::Off),
+                    other => return Err(format!("--only {other}: want on or off").into()),
+                }
+            }
             "--off-lock" => {
                 a.off_lock = match value()?.as_str() {
                     "fifo" => OffLock::Fifo,
@@ -276,8 +287,13 @@ fn main() -> Result<(), Error> {
         };
         // Warm up both paths (file allocation, thread creation) before measuring.
         let warm = Duration::from_millis(200);
-        let (mut warm_ops, _, _) = bench.round(Mode::Off, threads, warm)?;
-        warm_ops += bench.round(Mode::On, threads, warm)?.0;
+        let runs = |mode: Mode| threads == 1 || args.only.is_none_or(|m| m == mode);
+        let mut warm_ops = 0;
+        for mode in [Mode::Off, Mode::On] {
+            if runs(mode) {
+                warm_ops += bench.round(mode, threads, warm)?.0;
+            }
+        }
         let mut acc = [Mode::Off, Mode::On].map(|_| Acc {
             ops: 0,
             elapsed: Duration::ZERO,
@@ -305,7 +321,7 @@ fn main() -> Result<(), Error> {
             } else {
                 [Mode::On, Mode::Off]
             };
-            for mode in order {
+            for mode in order.into_iter().filter(|&m| runs(m)) {
                 let before = bench.hot.stats();
                 let (ops, el, h) = bench.round(mode, threads, per_round)?;
                 let d = bench.hot.stats().since(&before);
@@ -329,6 +345,9 @@ fn main() -> Result<(), Error> {
             .into());
         }
         for (mode, a) in [(Mode::Off, &acc[0]), (Mode::On, &acc[1])] {
+            if !runs(mode) {
+                continue;
+            }
             let tps = a.ops as f64 / a.elapsed.as_secs_f64();
             let mean_group = if mode == Mode::On {
                 a.groups.mean_group_size()
@@ -364,7 +383,7 @@ fn main() -> Result<(), Error> {
                 );
             }
         }
-        if !args.json {
+        if !args.json && runs(Mode::On) && runs(Mode::Off) {
             let on = acc[1].ops as f64 / acc[1].elapsed.as_secs_f64();
             let off = acc[0].ops as f64 / acc[0].elapsed.as_secs_f64();
             println!("{threads:>7} on/off {:.2}x", on / off);
