@@ -102,7 +102,7 @@ fn clean_cache_dir(cache_dir: &Path, report: &mut RecoveryReport) -> Result<()> 
 
 /// Makes the index list exactly the binlog files that exist: drops missing entries, adopts
 /// newer files the index lacks (a crash between creating or renaming a file and updating
-/// the index), deletes newer files without a valid header.
+/// the index), deletes newer files without an intact header ([`has_intact_header`]).
 fn reconcile_index(
     dir: &Path,
     base: &str,
@@ -135,11 +135,7 @@ fn reconcile_index(
     extra.sort();
     for (_, name) in extra {
         let path = dir.join(&name);
-        let valid = FileEvents::open(&path)
-            .and_then(|mut f| f.next_event())
-            .map(|e| matches!(e, Some((_, ev)) if matches!(ev.body, EventBody::FormatDescription(_))))
-            .unwrap_or(false);
-        if valid {
+        if has_intact_header(&path) {
             files.push(name.clone());
             report.adopted_files.push(name);
         } else {
@@ -152,6 +148,30 @@ fn reconcile_index(
         index.rewrite(files)?;
     }
     Ok(())
+}
+
+/// Whether an unindexed file starts with a Format_description and decodes through its
+/// first GTID event (or to its end). Such a file was created, or renamed from a cache,
+/// before the index named it; its header events (for a rename: up to the padded GTID
+/// that fills the reserved space) were written in one go and made durable before any
+/// commit in the file returned. A header that does not decode therefore never reached
+/// the disk whole, nothing in the file was acknowledged, and the file is not adopted.
+fn has_intact_header(path: &Path) -> bool {
+    let Ok(mut f) = FileEvents::open(path) else {
+        return false;
+    };
+    match f.next_event() {
+        Ok(Some((_, ev))) if matches!(ev.body, EventBody::FormatDescription(_)) => {}
+        _ => return false,
+    }
+    loop {
+        match f.next_event() {
+            Ok(None) => return true,
+            Ok(Some((_, ev))) if matches!(ev.body, EventBody::Gtid(_)) => return true,
+            Ok(Some(_)) => {}
+            Err(_) => return false,
+        }
+    }
 }
 
 /// An event group being scanned.
@@ -242,8 +262,8 @@ fn scan_file(
 }
 
 /// A torn write at the end of a file: an event cut short, or a bad event (garbage, bad CRC)
-/// whose declared size reaches the end of the file. A bad event with more data after it is
-/// corruption, which recovery refuses to repair.
+/// whose declared size reaches the end of the file or is followed only by zeros. A bad
+/// event with more data after it is corruption, which recovery refuses to repair.
 fn is_torn(path: &Path, offset: u64, len: u64, e: &DecodeError) -> Result<bool> {
     if matches!(
         e,
@@ -256,9 +276,37 @@ fn is_torn(path: &Path, offset: u64, len: u64, e: &DecodeError) -> Result<bool> 
     }
     let f = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
     let mut size = [0u8; 4];
-    std::os::unix::fs::FileExt::read_exact_at(&f, &mut size, offset + 9)
+    f.read_exact_at(&mut size, offset + 9)
         .map_err(|e| Error::io("read", path, e))?;
-    Ok(offset + u64::from(u32::from_le_bytes(size)) >= len)
+    let size = u64::from(u32::from_le_bytes(size));
+    if offset + size >= len {
+        return Ok(true);
+    }
+    // A bad event followed only by zeros: the file was extended (its size reached the
+    // disk) but the blocks of the last write were not, so they read as zeros. Nothing
+    // there was acknowledged (an fsync covering it would have written them).
+    let from = if size >= HEADER_LEN as u64 {
+        offset + size
+    } else {
+        offset
+    };
+    all_zero(&f, path, from, len)
+}
+
+/// Whether bytes `from..len` of `f` are all zero.
+fn all_zero(f: &std::fs::File, path: &Path, from: u64, len: u64) -> Result<bool> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = from;
+    while at < len {
+        let n = buf.len().min((len - at) as usize);
+        f.read_exact_at(&mut buf[..n], at)
+            .map_err(|e| Error::io("read", path, e))?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
 }
 
 fn push_complete(o: Open, xid: Option<u64>, in_use: bool, report: &mut RecoveryReport) {

@@ -153,3 +153,77 @@ fn unindexed_newer_file_is_adopted_and_headerless_one_deleted() {
         ]
     );
 }
+
+#[test]
+fn zero_filled_tail_is_cut() {
+    // A power cut can leave a file longer than what was written into it: the tail reads as
+    // zeros. With the last Xid torn too, the cut goes back to that Xid.
+    for (torn_xid, cut_back) in [(false, 0u64), (true, 31)] {
+        let (dir, file) = crashed_log_with(3);
+        let path = dir.path().join(&file);
+        let len = std::fs::metadata(&path).unwrap().len();
+        if torn_xid {
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes[len as usize - 10..].fill(0);
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(&[0u8; 4096]).unwrap();
+        drop(f);
+        let log = Binlog::open(test_config(dir.path())).unwrap();
+        let r = log.recovery_report();
+        assert_eq!(r.truncated.len(), 1, "torn xid: {torn_xid}");
+        assert_eq!(r.truncated[0].offset, len - cut_back);
+        assert_eq!(r.complete.len(), if torn_xid { 2 } else { 3 });
+        assert_eq!(r.incomplete.len(), usize::from(torn_xid));
+        drop(log);
+        verify_all(dir.path());
+    }
+}
+
+#[test]
+fn unindexed_renamed_file_with_a_damaged_header_is_not_adopted() {
+    // A rename reached the disk (some other fsync committed it) but its header page did
+    // not, and the index line was lost: nothing in that file was acknowledged (the header
+    // is made durable before any commit in it returns), so recovery drops it instead of
+    // refusing to open.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    let mut c = log.new_cache();
+    c.put(b"small", b"1").unwrap();
+    log.commit(c, 1).unwrap();
+    let mut big = log.new_cache();
+    for i in 0..32u32 {
+        big.put(&i.to_le_bytes(), &[9u8; 64 << 10]).unwrap();
+    }
+    let info = log.commit(big, 2).unwrap();
+    assert_eq!(info.method, surge_binlog::CommitMethod::Renamed);
+    log.__crash_for_tests();
+    let index = dir.path().join("surge-bin.index");
+    let text = std::fs::read_to_string(&index).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.ends_with(&info.file))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&index, kept).unwrap();
+    let path = dir.path().join(&info.file);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[2048..4096].fill(0); // torn header page: the GTID's padding and CRC lost
+    std::fs::write(&path, &bytes).unwrap();
+
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    let r = log.recovery_report().clone();
+    assert!(r.adopted_files.is_empty(), "{r:?}");
+    assert_eq!(log.files(), vec!["surge-bin.000001", "surge-bin.000002"]);
+    let next = log.commit(log.new_cache(), 3).unwrap();
+    assert_eq!(next.file, "surge-bin.000002", "the number is reused");
+    drop(log);
+    let (complete, incomplete) = groups(&all_events(dir.path()).unwrap());
+    assert_eq!(complete.iter().map(|c| c.1).collect::<Vec<_>>(), vec![1, 3]);
+    assert!(incomplete.is_empty());
+    verify_all(dir.path());
+}
