@@ -255,20 +255,24 @@ impl TxnCache {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let buf = std::mem::take(&mut self.buf);
         let interval = self.ctx.sync_interval;
-        let s = self.spill_file()?;
-        let r = s
-            .file
-            .write_all_at(&buf, s.reserved + s.flushed)
-            .map_err(|e| Error::io("write", &s.path, e));
-        let r = match r {
-            Ok(()) => {
-                s.flushed += buf.len() as u64;
-                s.written(buf.len() as u64, interval)
+        let buf = std::mem::take(&mut self.buf);
+        // On any failure the buffer is put back untouched: its events are still the
+        // cache's (a partial write past `flushed` is overwritten by the next flush).
+        let s = match self.spill_file() {
+            Ok(s) => s,
+            Err(e) => {
+                self.buf = buf;
+                return Err(e);
             }
-            Err(e) => Err(e),
         };
+        if let Err(e) = s.file.write_all_at(&buf, s.reserved + s.flushed) {
+            let e = Error::io("write", &s.path, e);
+            self.buf = buf;
+            return Err(e);
+        }
+        s.flushed += buf.len() as u64;
+        let r = s.written(buf.len() as u64, interval);
         self.buf = buf;
         self.buf.clear();
         r

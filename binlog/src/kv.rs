@@ -179,6 +179,19 @@ impl TxnCache {
                 });
             }
         }
+        // A statement is added whole or not at all: on failure its first events are
+        // rolled back, so the caller may retry or go on with the transaction.
+        let start = self.savepoint();
+        let r = self.statement_events(kind, rows);
+        if r.is_err()
+            && let Err(e) = self.rollback_to(start)
+        {
+            tracing::warn!("rolling back a failed statement: {e}");
+        }
+        r
+    }
+
+    fn statement_events(&mut self, kind: RowsKind, rows: &[(&[u8], Option<&[u8]>)]) -> Result<()> {
         let with_value = rows[0].1.is_some();
         self.push(EventBody::TableMap(kv_table_map(KV_TABLE_ID)))?;
         let mut images = Vec::new();

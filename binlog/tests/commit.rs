@@ -388,3 +388,39 @@ fn a_cache_of_another_log_is_refused() {
     assert!(matches!(b.commit(c, 1), Err(Error::Invalid { .. })));
     assert_eq!(b.stats().commits, 0);
 }
+
+#[test]
+fn a_failed_spill_loses_no_buffered_event() {
+    // The spill file cannot be created (the cache directory is replaced by a file): the
+    // put that needed it fails, and the events buffered before it must all still be there
+    // once spilling works again.
+    let (dir, log) = fresh();
+    let cache_dir = dir.path().join(CACHE_DIR_NAME);
+    let mut c = log.new_cache();
+    c.put(b"first", b"1").unwrap();
+    c.put(b"second", b"2").unwrap();
+    let before = c.len();
+    std::fs::remove_dir(&cache_dir).unwrap();
+    std::fs::write(&cache_dir, b"not a directory").unwrap();
+    assert!(c.put(b"big", &[5u8; 8000]).is_err());
+    assert_eq!(c.len(), before, "the failed put left the cache as it was");
+    std::fs::remove_file(&cache_dir).unwrap();
+    std::fs::create_dir(&cache_dir).unwrap();
+    c.put(b"big", &[5u8; 8000]).unwrap();
+    assert!(c.is_spilled());
+    log.commit(c, 1).unwrap();
+    let keys: Vec<Vec<u8>> = all_events(dir.path())
+        .unwrap()
+        .iter()
+        .filter_map(|(_, e)| match &e.body {
+            EventBody::Rows(r) => Some(r.kv_rows().unwrap()[0].key.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec![b"first".to_vec(), b"second".to_vec(), b"big".to_vec()]
+    );
+    drop(log);
+    verify_all(dir.path());
+}
