@@ -329,6 +329,13 @@ impl Binlog {
         self.close_inner()
     }
 
+    /// Test hook: the next fsync of the current file fails (as a writeback error would),
+    /// without reaching the kernel.
+    #[doc(hidden)]
+    pub fn __fail_next_fsync_for_tests(&self) {
+        self.shared.log.lock().cur.gate.fail_next();
+    }
+
     /// Test hook: stops the log as a crash would (no fsync, the in-use flag stays set) but
     /// releases the directory lock, so recovery can be tested in one process.
     #[doc(hidden)]

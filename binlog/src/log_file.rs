@@ -3,6 +3,10 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
 
 use crate::cache::now_secs;
 use crate::error::{Error, Result};
@@ -53,9 +57,60 @@ pub(crate) fn build_header(
     out
 }
 
+/// The fsyncs of one open binlog file, shared by every handle on it (the log's and the
+/// duplicate a rename keeps to fsync its Xid after the log lock).
+///
+/// Invariant: once an fsync of the file failed, every later one fails. Linux reports a
+/// writeback error to one fsync per open file description only, and the handles share
+/// one: without this, a concurrent fsync could return success for bytes the failed
+/// writeback lost. Fsyncs through the gate are serialized, so the failure is recorded
+/// before any later fsync can start.
+#[derive(Debug, Default)]
+pub(crate) struct SyncGate {
+    failed: Mutex<Option<String>>,
+    /// Test hook: the next fsync fails without reaching the kernel.
+    inject_failure: AtomicBool,
+}
+
+impl SyncGate {
+    /// fdatasync `file` (data and size), unless an earlier fsync through the gate failed.
+    pub(crate) fn sync(&self, file: &File, path: &Path) -> Result<()> {
+        let mut failed = self.failed.lock();
+        if let Some(reason) = &*failed {
+            return Err(Error::Poisoned {
+                reason: format!("an earlier fsync of {} failed: {reason}", path.display()),
+            });
+        }
+        let len = crate::iotrace::len_before_sync(path);
+        let r = if self.inject_failure.swap(false, Ordering::AcqRel) {
+            Err(std::io::Error::other("injected fsync failure (test hook)"))
+        } else {
+            file.sync_data()
+        };
+        match r {
+            Ok(()) => {
+                crate::iotrace::note_sync("fdatasync", path, len);
+                Ok(())
+            }
+            Err(e) => {
+                let e = Error::io("fsync", path, e);
+                *failed = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Test hook: makes the next fsync through this gate fail.
+    pub(crate) fn fail_next(&self) {
+        self.inject_failure.store(true, Ordering::Release);
+    }
+}
+
 /// The open binlog file.
 #[derive(Debug)]
 pub(crate) struct LogFile {
+    /// fsync state shared with duplicates of `file`.
+    pub(crate) gate: Arc<SyncGate>,
     pub(crate) file: File,
     pub(crate) path: PathBuf,
     pub(crate) name: String,
@@ -81,6 +136,7 @@ impl LogFile {
             .map_err(|e| Error::io("write", &path, e))?;
         crate::iotrace::note_sync("create+fsync", &path, Some(header.len() as u64));
         Ok(LogFile {
+            gate: Arc::default(),
             file,
             path,
             name,
@@ -102,12 +158,7 @@ impl LogFile {
 
     /// fdatasync (data and size).
     pub(crate) fn sync(&self) -> Result<()> {
-        let len = crate::iotrace::len_before_sync(&self.path);
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io("fsync", &self.path, e))?;
-        crate::iotrace::note_sync("fdatasync", &self.path, len);
-        Ok(())
+        self.gate.sync(&self.file, &self.path)
     }
 
     /// Clears the in-use flag of the Format_description (one byte, in place; the FD's CRC
@@ -129,4 +180,29 @@ pub(crate) fn clear_in_use_flag(file: &File, path: &Path) -> Result<()> {
         crate::iotrace::note("clear-in-use", path);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_a_failed_fsync_every_handle_of_the_file_fails() {
+        // The kernel reports a writeback error to one fsync per open file description:
+        // a second handle on it (the rename's duplicate) would then get success for
+        // lost bytes. The gate remembers the failure for every handle.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let file = File::create(&path).expect("create");
+        let dup = file.try_clone().expect("dup");
+        let gate = Arc::new(SyncGate::default());
+        gate.sync(&file, &path).expect("first fsync");
+        gate.fail_next();
+        assert!(matches!(gate.sync(&file, &path), Err(Error::Io { .. })));
+        let again = Arc::clone(&gate).sync(&dup, &path);
+        assert!(
+            matches!(again, Err(Error::Poisoned { .. })),
+            "the duplicate's fsync must not report success: {again:?}"
+        );
+    }
 }

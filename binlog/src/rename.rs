@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -15,8 +16,8 @@ use crate::event::{Event, EventBody};
 use crate::gtid::{GTID_MAX_EVENT_LEN, GtidEvent};
 use crate::header::{CHECKSUM_LEN, ChecksumAlg};
 use crate::index::{file_name, sync_dir, sync_file};
-use crate::iotrace::{len_before_sync, note, note_rename, note_sync};
-use crate::log_file::{LogFile, build_header, reservation_for};
+use crate::iotrace::{note, note_rename};
+use crate::log_file::{LogFile, SyncGate, build_header, reservation_for};
 use crate::stats::Counters;
 
 /// Tries to commit `cache` by rename. `Ok(Err(cache))` hands the cache back when its
@@ -73,13 +74,7 @@ pub(crate) fn commit_by_rename(
     // meanwhile (their own group fsyncs cover their bytes). The rename and the header were
     // made durable under the lock, before any later commit could land in the new file.
     let synced = sync_file(&index_path).and_then(|()| match &xid_sync {
-        Some(f) => {
-            let path = sh.cfg.dir.join(&info.file);
-            let len = len_before_sync(&path);
-            f.sync_data().map_err(|e| Error::io("fsync", &path, e))?;
-            note_sync("fdatasync", &path, len);
-            Ok(())
-        }
+        Some((f, gate)) => gate.sync(f, &sh.cfg.dir.join(&info.file)),
         None => Ok(()),
     });
     let synced = synced
@@ -99,8 +94,9 @@ pub(crate) fn commit_by_rename(
 /// What the rename leaves to do after the log lock is released.
 struct After {
     info: CommitInfo,
-    /// A handle to fsync for the Xid, when the sync policy says this group syncs.
-    xid_sync: Option<File>,
+    /// A handle (and the file's sync gate) to fsync for the Xid, when the sync policy
+    /// says this group syncs.
+    xid_sync: Option<(File, Arc<SyncGate>)>,
     /// The previous file: fsync (its Rotate), then clear its in-use flag.
     old: LogFile,
 }
@@ -156,16 +152,13 @@ fn renamed(
 
     // The size was made durable by the fsync outside the lock; only the header page is new
     // (fdatasync), and the rename is made durable by the directory fsync.
-    let len = len_before_sync(&path);
-    spill
-        .file
-        .sync_data()
-        .map_err(|e| Error::io("fsync", &path, e))?;
-    note_sync("fdatasync", &path, len);
+    let gate = Arc::new(SyncGate::default());
+    gate.sync(&spill.file, &path)?;
     sync_dir(&sh.cfg.dir)?;
     log.index.append_unsynced(&name)?;
     let end = reserved + spill.flushed;
     let new = LogFile {
+        gate,
         file: spill.file,
         path,
         name: name.clone(),
@@ -191,12 +184,13 @@ fn renamed(
     log.cur.append(&buf)?;
     // The Xid's fsync (per policy) happens after the lock is released.
     let sync = if log.sync_due() {
-        Some(
+        Some((
             log.cur
                 .file
                 .try_clone()
                 .map_err(|e| Error::io("dup", &log.cur.path, e))?,
-        )
+            Arc::clone(&log.cur.gate),
+        ))
     } else {
         None
     };

@@ -424,3 +424,54 @@ fn a_failed_spill_loses_no_buffered_event() {
     drop(log);
     verify_all(dir.path());
 }
+
+#[test]
+fn a_failed_fsync_fails_its_whole_group_and_every_later_commit() {
+    let (dir, log) = fresh();
+    let log = Arc::new(log);
+    log.commit(log.new_cache(), 1).unwrap();
+    log.__fail_next_fsync_for_tests();
+    let threads: Vec<_> = (0..6u64)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                (0..10u64)
+                    .map(|i| {
+                        let mut c = log.new_cache();
+                        c.put(&(t * 100 + i).to_le_bytes(), b"v").unwrap();
+                        log.commit(c, 100 + t * 100 + i)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    // Only the first commit succeeded: every commit of the failed group, and every one
+    // after it, reports an error (none is counted as committed).
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Err(Error::Poisoned { .. })))
+    );
+    assert_eq!(log.stats().commits, 1);
+    // A large cache (rename path) fails too.
+    let mut big = log.new_cache();
+    for i in 0..20u32 {
+        big.put(&i.to_le_bytes(), &[1u8; 64 << 10]).unwrap();
+    }
+    assert!(matches!(log.commit(big, 9), Err(Error::Poisoned { .. })));
+    let log = Arc::into_inner(log).unwrap();
+    assert!(log.close().is_err(), "closing a stopped log reports it");
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    assert!(log.recovery_report().crashed());
+    let info = log.commit(log.new_cache(), 2).unwrap();
+    assert_eq!(
+        info.gtid.seq_no,
+        2 + log.recovery_report().complete.len() as u64 - 1
+    );
+    drop(log);
+    verify_all(dir.path());
+}
