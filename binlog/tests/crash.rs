@@ -58,6 +58,17 @@ fn skip_for(point: &str) -> u64 {
     }
 }
 
+/// Kills and reaps the child if the parent's checks panic first (no orphan left waiting
+/// at its crash point).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Parent side: runs the child until `reached` (or, with `kill_after`, until that many
 /// commits returned), kills it and returns the acknowledged xids.
 fn run_child(test: &str, dir: &Path, point: &str, kill_after: Option<usize>) -> BTreeSet<u64> {
@@ -71,13 +82,28 @@ fn run_child(test: &str, dir: &Path, point: &str, kill_after: Option<usize>) -> 
     if let Some(n) = kill_after {
         cmd.env(KILL_AFTER_ENV, n.to_string());
     }
-    let mut child = cmd.spawn().unwrap();
-    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let out = BufReader::new(child.0.stdout.take().unwrap());
+    // Lines come through a thread so that a child that hangs silently fails the test at
+    // the deadline instead of blocking it forever.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut acked = BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut reached = false;
-    for line in out.lines() {
-        let line = line.unwrap();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match rx.recv_timeout(left) {
+            Ok(line) => line.unwrap(),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("child timed out"),
+        };
         // libtest prints "test <name> ... " without a newline, so our lines may follow it.
         if let Some(x) = line.find("committed ").map(|i| &line[i + 10..]) {
             acked.insert(x.trim().parse::<u64>().unwrap());
@@ -90,10 +116,10 @@ fn run_child(test: &str, dir: &Path, point: &str, kill_after: Option<usize>) -> 
             reached = true;
             break;
         }
-        assert!(Instant::now() < deadline, "child timed out");
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // SIGKILL, then reap: once wait returns, every descriptor of the child is closed.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     assert!(reached, "child never reached {point}");
     acked
 }
