@@ -642,3 +642,59 @@ fn proposal_waiter_is_told_when_leadership_is_lost() {
     );
     c.net.heal();
 }
+
+/// Regression: a peer that stops reading (vanished without a reset) held the writer in
+/// `write_all` forever, so it never reconnected. With a write timeout the blocked
+/// connection is dropped and dialled again.
+#[test]
+fn tcp_writer_gives_up_on_a_peer_that_stops_reading() {
+    let fake = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fake_addr = fake.local_addr().unwrap();
+    let accepted = Arc::new(Mutex::new(Vec::new()));
+    {
+        let accepted = accepted.clone();
+        std::thread::spawn(move || {
+            // Accept and hold every connection, never reading from it.
+            for s in fake.incoming().map_while(|s| s.ok()) {
+                accepted.lock().push(s);
+            }
+        });
+    }
+    let t = TcpTransport::bind(
+        1,
+        "127.0.0.1:0".parse().unwrap(),
+        HashMap::from([(2, fake_addr)]),
+    )
+    .unwrap();
+    t.set_write_timeout(Duration::from_millis(200));
+    let node = Node::start(opts(1), Box::new(MemLogStore::new()), t.clone()).unwrap();
+    t.serve(node.mailbox()).unwrap();
+    let payload = Bytes::from(vec![7u8; 1 << 20]);
+    let big = Message {
+        from: 1,
+        to: 2,
+        term: 1,
+        kind: MessageKind::Append {
+            prev_index: 0,
+            prev_term: 0,
+            entries: vec![Entry {
+                term: 1,
+                index: 1,
+                kind: EntryKind::Normal,
+                data: payload,
+            }],
+            commit: 0,
+        },
+    };
+    let t0 = Instant::now();
+    while accepted.lock().len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "never reconnected: {:?}",
+            t.stats()
+        );
+        t.send(9, big.clone());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.shutdown();
+}

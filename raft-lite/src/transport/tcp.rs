@@ -24,6 +24,8 @@ const MAX_FRAME: usize = 64 << 20;
 /// Messages queued per peer while its connection is down; more are dropped.
 const QUEUE: usize = 65_536;
 const HELLO_MAGIC: u32 = 0x5352_4c54; // "SRLT"
+/// Default for [`TcpTransport::set_write_timeout`].
+const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Counters of a [`TcpTransport`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +71,8 @@ pub struct TcpTransport {
     stopped: Arc<AtomicBool>,
     /// Every connection opened, to close them at shutdown.
     conns: Mutex<Vec<TcpStream>>,
+    /// A write blocked this long drops the connection (milliseconds).
+    write_timeout_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for TcpTransport {
@@ -118,12 +122,23 @@ impl TcpTransport {
             counters: Arc::new(Counters::default()),
             stopped: Arc::new(AtomicBool::new(false)),
             conns: Mutex::new(Vec::new()),
+            write_timeout_ms: AtomicU64::new(DEFAULT_WRITE_TIMEOUT.as_millis() as u64),
         }))
     }
 
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// How long a write to a peer may block before the connection is dropped and
+    /// re-established (default 5 s; applies to connections made afterwards). Without it, a
+    /// peer that vanished without a reset (power loss, a silent partition) would hold its
+    /// writer in a full socket buffer for the kernel's retransmission timeout, long after
+    /// the peer came back.
+    pub fn set_write_timeout(&self, d: Duration) {
+        let ms = (d.as_millis() as u64).max(1);
+        self.write_timeout_ms.store(ms, Ordering::Relaxed);
     }
 
     /// Starts accepting connections and sending: received messages go to `mailbox`.
@@ -322,6 +337,8 @@ impl TcpTransport {
                 }
             }
         };
+        let timeout = Duration::from_millis(self.write_timeout_ms.load(Ordering::Relaxed));
+        let _ = stream.set_write_timeout(Some(timeout));
         Some(BufWriter::with_capacity(256 << 10, stream))
     }
 }
