@@ -90,13 +90,16 @@ pub enum MessageKind {
 pub const MAX_TERM_OR_INDEX: u64 = 1 << 62;
 
 impl Message {
-    /// True if every term and index in the message is below [`MAX_TERM_OR_INDEX`] and an
-    /// append's entries follow its `prev_index`.
+    /// True if every term and index in the message is below [`MAX_TERM_OR_INDEX`], no
+    /// entry, last-log or snapshot term in it exceeds the message's own term (a log never
+    /// holds entries of a term its owner has not reached), and an append's entries follow
+    /// its `prev_index` with non-decreasing terms.
     pub fn is_sane(&self) -> bool {
         let ok = |v: u64| v < MAX_TERM_OR_INDEX;
         if !ok(self.term) {
             return false;
         }
+        let term = self.term;
         match &self.kind {
             MessageKind::PreVote {
                 last_index,
@@ -106,24 +109,34 @@ impl Message {
                 last_index,
                 last_term,
                 ..
-            } => ok(*last_index) && ok(*last_term),
+            } => ok(*last_index) && *last_term <= term,
             MessageKind::Append {
                 prev_index,
                 prev_term,
                 entries,
                 commit,
             } => {
+                let mut last_term = *prev_term;
+                // `prev_term` itself only decides a match: a wrong one is answered with a
+                // rejection, so it needs no bound beyond the arithmetic one.
                 ok(*prev_index)
                     && ok(*prev_term)
                     && ok(*commit)
                     && entries.iter().enumerate().all(|(i, e)| {
-                        ok(e.term) && ok(e.index) && e.index == prev_index + 1 + i as u64
+                        let fine = e.term >= last_term
+                            && e.term <= term
+                            && ok(e.index)
+                            && e.index == prev_index + 1 + i as u64;
+                        last_term = e.term;
+                        fine
                     })
             }
             MessageKind::AppendResp { index, hint, .. } => ok(*index) && ok(*hint),
             MessageKind::Heartbeat { commit, read_seq } => ok(*commit) && ok(*read_seq),
             MessageKind::HeartbeatResp { read_seq } => ok(*read_seq),
-            MessageKind::Snapshot { snapshot } => ok(snapshot.meta.index) && ok(snapshot.meta.term),
+            MessageKind::Snapshot { snapshot } => {
+                ok(snapshot.meta.index) && snapshot.meta.term <= term
+            }
             MessageKind::PreVoteResp { .. }
             | MessageKind::VoteResp { .. }
             | MessageKind::TimeoutNow => true,

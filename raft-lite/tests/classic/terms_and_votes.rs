@@ -128,3 +128,37 @@ fn test_voter_votes_once_per_term() {
         .collect();
     assert_eq!(grants, vec![(2, true), (3, false), (2, true)]);
 }
+
+/// Regression: an append whose entries carry a term above the message's own term (no
+/// real leader sends that: its log holds no entry of a term it has not reached) was
+/// accepted, giving the follower a log that wins every later election. It is refused and
+/// counted like other insane input.
+#[test]
+fn test_entry_term_above_message_term_is_refused() {
+    let mut n = node_with_log(2, &[1, 2, 3], &[(1, 1)], 2);
+    let before = n.stats().messages_ignored;
+    n.step(msg(1, 2, 2, append((1, 1), &[(2, 9)], 1))).unwrap();
+    assert_eq!(n.last_index(), 1, "entry of a future term appended");
+    assert_eq!(n.stats().messages_ignored, before + 1);
+    // Decreasing terms inside one append are refused too.
+    n.step(msg(1, 2, 3, append((1, 1), &[(2, 3), (3, 2)], 1)))
+        .unwrap();
+    assert_eq!(n.last_index(), 1);
+    // A vote request claiming a last term above its own term is refused.
+    n.step(msg(
+        3,
+        2,
+        4,
+        MessageKind::Vote {
+            last_index: 5,
+            last_term: 7,
+            transfer: false,
+        },
+    ))
+    .unwrap();
+    assert_eq!(n.stats().messages_ignored, before + 3);
+    // A well-formed append still works.
+    n.step(msg(1, 2, 3, append((1, 1), &[(2, 2), (3, 3)], 1)))
+        .unwrap();
+    assert_eq!(n.last_index(), 3);
+}
