@@ -698,3 +698,49 @@ fn tcp_writer_gives_up_on_a_peer_that_stops_reading() {
     }
     t.shutdown();
 }
+
+/// A state machine that panics on one payload.
+struct Panicky;
+
+impl StateMachine for Panicky {
+    fn apply(&mut self, _index: u64, data: &[u8]) -> Bytes {
+        assert!(
+            data != b"boom",
+            "state machine refuses boom (intended by the test)"
+        );
+        Bytes::new()
+    }
+    fn snapshot(&mut self) -> Bytes {
+        Bytes::new()
+    }
+    fn restore(&mut self, _index: u64, _data: &[u8]) {}
+}
+
+/// Regression: when the driver thread died (a panicking state machine), waiting
+/// proposals were never told and slept until their own timeout.
+#[test]
+fn proposal_waiters_learn_when_the_driver_thread_dies() {
+    let net = MemNetwork::new(21);
+    let node = Node::start(opts(1), Box::new(MemLogStore::new()), net.clone()).unwrap();
+    net.register(1, node.mailbox());
+    node.add_group(1, ConfState::with_voters([1]), Box::new(Panicky))
+        .unwrap();
+    node.campaign(1).unwrap();
+    let t0 = Instant::now();
+    loop {
+        let p = node.propose(1, Bytes::from_static(b"fine"));
+        if p.wait_applied(Duration::from_secs(5)).is_ok() {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "never led");
+    }
+    // Queue one waiter behind the fatal entry: both must hear `Stopped`.
+    let boom = node.propose(1, Bytes::from_static(b"boom"));
+    let after = node.propose(1, Bytes::from_static(b"after"));
+    let t0 = Instant::now();
+    for p in [&boom, &after] {
+        let r = p.wait_applied(Duration::from_secs(60));
+        assert!(matches!(r, Err(Error::Stopped)), "{r:?}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+}

@@ -24,6 +24,17 @@ pub(crate) struct Worker {
     pub(crate) fatal: Option<Error>,
 }
 
+impl Drop for Worker {
+    /// Also runs when the driver thread unwinds from a panic (say, in a user
+    /// `StateMachine`): every waiter, and every request still queued, learns the node
+    /// stopped instead of sleeping until its own timeout. After a normal shutdown nothing
+    /// is left to fail.
+    fn drop(&mut self) {
+        // Fails waiting proposals and reads, then whatever is still queued.
+        self.shutdown();
+    }
+}
+
 impl Worker {
     pub(crate) fn run(&mut self) {
         let mut next_tick = Instant::now() + self.opts.tick;
