@@ -68,9 +68,11 @@ impl Index {
             Ok(bytes) => {
                 // A power cut can leave the last appended line cut short (no newline) or
                 // as zeros: such a line is skipped and the index marked damaged, so
-                // recovery rewrites it (the file it named, if any, is adopted).
+                // recovery rewrites it (the file it named, if any, is adopted). Zeros
+                // alone count too: the next append would otherwise start its line with
+                // them, a name MariaDB's tools could not open.
                 let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-                damaged = bytes[complete..].iter().any(|&b| b != 0);
+                damaged = complete < bytes.len();
                 let text = String::from_utf8_lossy(&bytes[..complete]);
                 for raw in text.lines() {
                     let line = raw.trim_matches(|c: char| c == '\0' || c.is_whitespace());

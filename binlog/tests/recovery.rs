@@ -227,3 +227,44 @@ fn unindexed_renamed_file_with_a_damaged_header_is_not_adopted() {
     assert!(incomplete.is_empty());
     verify_all(dir.path());
 }
+
+#[test]
+fn torn_index_line_is_dropped_and_its_file_adopted() {
+    // The last index line cut short, or followed by zeros (a power cut during its append):
+    // recovery reads the complete lines, adopts the file the torn line named, and rewrites
+    // the index so that it holds only clean `./name` lines again.
+    for tail in [&b""[..], &b"\0\0\0\0"[..]] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Binlog::open(test_config(dir.path())).unwrap();
+        log.commit(log.new_cache(), 1).unwrap();
+        log.rotate().unwrap();
+        log.commit(log.new_cache(), 2).unwrap();
+        log.__crash_for_tests();
+        let index = dir.path().join("surge-bin.index");
+        let mut bytes = std::fs::read(&index).unwrap();
+        if tail.is_empty() {
+            bytes.truncate(bytes.len() - 5); // "./surge-bin.0000" without its end
+        } else {
+            bytes.extend_from_slice(tail);
+        }
+        std::fs::write(&index, &bytes).unwrap();
+        let log = Binlog::open(test_config(dir.path())).unwrap();
+        let r = log.recovery_report().clone();
+        if tail.is_empty() {
+            assert_eq!(r.adopted_files, vec!["surge-bin.000002".to_string()]);
+        }
+        assert_eq!(
+            log.files(),
+            vec!["surge-bin.000001", "surge-bin.000002", "surge-bin.000003"]
+        );
+        drop(log);
+        let text = std::fs::read_to_string(&index).unwrap();
+        assert_eq!(
+            text, "./surge-bin.000001\n./surge-bin.000002\n./surge-bin.000003\n",
+            "tail {tail:?}"
+        );
+        let (complete, _) = groups(&all_events(dir.path()).unwrap());
+        assert_eq!(complete, vec![(1, 1), (2, 2)]);
+        verify_all(dir.path());
+    }
+}
