@@ -111,9 +111,20 @@ impl FileEvents {
     /// reading the Format_description for the checksum algorithm.
     ///
     /// # Errors
-    /// As [`FileEvents::open`], plus decoding errors of the Format_description.
+    /// As [`FileEvents::open`], plus decoding errors of the Format_description, and
+    /// [`Error::Invalid`] for an offset past the end of the file.
     pub fn open_at(path: impl AsRef<Path>, offset: u64) -> Result<Self> {
         let mut f = FileEvents::open(path)?;
+        if offset > f.len {
+            return Err(Error::Invalid {
+                what: "position",
+                detail: format!(
+                    "offset {offset} is past the end of {} ({} bytes)",
+                    f.path.display(),
+                    f.len
+                ),
+            });
+        }
         if offset > 4 {
             f.next_event()?;
             f.reader

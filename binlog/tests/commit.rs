@@ -290,6 +290,15 @@ fn reader_starts_at_a_commit_position_and_crosses_files() {
         offset: 4,
     };
     assert!(LogReader::open(dir.path(), "surge-bin", Some(bad)).is_err());
+    // A position past the end of its file is refused, not read as "nothing more here".
+    let past = Position {
+        file: first.file.clone(),
+        offset: 1 << 30,
+    };
+    assert!(matches!(
+        LogReader::open(dir.path(), "surge-bin", Some(past)),
+        Err(Error::Invalid { .. })
+    ));
 }
 
 #[test]
