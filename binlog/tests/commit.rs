@@ -484,3 +484,24 @@ fn a_failed_fsync_fails_its_whole_group_and_every_later_commit() {
     drop(log);
     verify_all(dir.path());
 }
+
+#[test]
+fn purge_to_the_current_file_keeps_it_and_the_gtid_state() {
+    let (dir, log) = fresh();
+    for i in 0..3 {
+        log.commit(log.new_cache(), i).unwrap();
+        log.rotate().unwrap();
+    }
+    let current = log.current_position().file;
+    let gone = log.purge_to(&current).unwrap();
+    assert_eq!(gone.len(), 3);
+    assert_eq!(log.files(), vec![current.clone()]);
+    let info = log.commit(log.new_cache(), 10).unwrap();
+    assert_eq!((info.gtid.seq_no, info.file.as_str()), (4, current.as_str()));
+    log.close().unwrap();
+    // Reopened, the GTIDs continue from the only file's Gtid_list and events.
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    assert_eq!(log.commit(log.new_cache(), 11).unwrap().gtid.seq_no, 5);
+    drop(log);
+    verify_all(dir.path());
+}
