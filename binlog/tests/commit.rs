@@ -497,7 +497,10 @@ fn purge_to_the_current_file_keeps_it_and_the_gtid_state() {
     assert_eq!(gone.len(), 3);
     assert_eq!(log.files(), vec![current.clone()]);
     let info = log.commit(log.new_cache(), 10).unwrap();
-    assert_eq!((info.gtid.seq_no, info.file.as_str()), (4, current.as_str()));
+    assert_eq!(
+        (info.gtid.seq_no, info.file.as_str()),
+        (4, current.as_str())
+    );
     log.close().unwrap();
     // Reopened, the GTIDs continue from the only file's Gtid_list and events.
     let log = Binlog::open(test_config(dir.path())).unwrap();
