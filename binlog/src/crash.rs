@@ -42,7 +42,8 @@ pub mod crash_points {
     ];
 }
 
-/// Stops here forever if `SURGE_CRASH_AT` names `point`.
+/// Stops here (until killed, at most 10 minutes, then aborts) if `SURGE_CRASH_AT` names
+/// `point`.
 pub(crate) fn crash_point(point: &'static str) {
     static TARGET: OnceLock<Option<(String, u64)>> = OnceLock::new();
     static HITS: AtomicU64 = AtomicU64::new(0);
@@ -59,8 +60,11 @@ pub(crate) fn crash_point(point: &'static str) {
         // If stdout is gone the parent is gone too; nothing useful to do with the error.
         let _ = writeln!(out, "reached {point}");
         let _ = out.flush();
-        loop {
+        // Waits for the SIGKILL; if the parent died without sending it, the process ends
+        // itself after a while instead of lingering as an orphan.
+        for _ in 0..600 {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
+        std::process::abort();
     }
 }
