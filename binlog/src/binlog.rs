@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     pub(crate) queue: Mutex<Vec<Arc<Pending>>>,
     pub(crate) stats: Counters,
     report: RecoveryReport,
+    /// Test hook: the leader of the next group of two or more transactions panics.
+    pub(crate) panic_next_group: std::sync::atomic::AtomicBool,
     /// Released (explicitly) when the last handle goes, after the close.
     _lock: DirLock,
 }
@@ -205,6 +207,7 @@ impl Binlog {
                 log: Mutex::new(log),
                 queue: Mutex::new(Vec::new()),
                 stats: Counters::default(),
+                panic_next_group: Default::default(),
                 report: rec.report,
                 _lock: lock,
             }),
@@ -334,6 +337,13 @@ impl Binlog {
     #[doc(hidden)]
     pub fn __fail_next_fsync_for_tests(&self) {
         self.shared.log.lock().cur.gate.fail_next();
+    }
+
+    /// Test hook: the leader of the next group of two or more transactions panics while
+    /// writing it.
+    #[doc(hidden)]
+    pub fn __panic_in_next_group_for_tests(&self) {
+        self.shared.panic_next_group.store(true, Ordering::SeqCst);
     }
 
     /// Test hook: stops the log as a crash would (no fsync, the in-use flag stays set) but

@@ -7,6 +7,7 @@
 //! written). So groups, and transactions within them, reach the log in queue order.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -29,13 +30,41 @@ pub(crate) struct Pending {
     cache: Mutex<Option<TxnCache>>,
     xid: u64,
     result: Mutex<Option<Result<CommitInfo>>>,
+    /// Set once `finish` ran (the result may since have been taken by the waiter).
+    answered: AtomicBool,
     done: Condvar,
 }
 
 impl Pending {
     fn finish(&self, r: Result<CommitInfo>) {
         *self.result.lock() = Some(r);
+        self.answered.store(true, Ordering::Release);
         self.done.notify_one();
+    }
+}
+
+/// Answers a leader's group if the leader unwinds (a panic while writing it): the log is
+/// stopped and every transaction not yet answered gets an error, instead of its thread
+/// waiting forever. Declared before the log guard, so it runs after the lock is released.
+struct LeaderGuard<'a> {
+    sh: &'a Shared,
+    group: Vec<Arc<Pending>>,
+}
+
+impl Drop for LeaderGuard<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let reason = "the group-commit leader panicked while writing its group".to_string();
+        let reason = self.sh.log.lock().poisoned.get_or_insert(reason).clone();
+        for p in &self.group {
+            if !p.answered.load(Ordering::Acquire) {
+                p.finish(Err(Error::Poisoned {
+                    reason: reason.clone(),
+                }));
+            }
+        }
     }
 }
 
@@ -45,6 +74,7 @@ pub(crate) fn commit_queued(sh: &Shared, cache: TxnCache, xid: u64) -> Result<Co
         cache: Mutex::new(Some(cache)),
         xid,
         result: Mutex::new(None),
+        answered: AtomicBool::new(false),
         done: Condvar::new(),
     });
     let leader = {
@@ -65,10 +95,15 @@ pub(crate) fn commit_queued(sh: &Shared, cache: TxnCache, xid: u64) -> Result<Co
 }
 
 fn lead(sh: &Shared) {
+    let mut guard = LeaderGuard {
+        sh,
+        group: Vec::new(),
+    };
     let mut log = sh.log.lock();
     let start = Instant::now();
-    let group = std::mem::take(&mut *sh.queue.lock());
-    match write_group(sh, &mut log, &group) {
+    guard.group = std::mem::take(&mut *sh.queue.lock());
+    let group = &guard.group;
+    match write_group(sh, &mut log, group) {
         Ok(infos) => {
             let hold = start.elapsed();
             for (p, mut info) in group.iter().zip(infos) {
@@ -82,7 +117,7 @@ fn lead(sh: &Shared) {
                 Error::Poisoned { reason } => reason.clone(),
                 other => log.poison(other),
             };
-            for p in &group {
+            for p in group {
                 p.finish(Err(Error::Poisoned {
                     reason: reason.clone(),
                 }));
@@ -94,6 +129,9 @@ fn lead(sh: &Shared) {
 /// Writes GTID + cache + Xid for every queued transaction, then syncs per policy.
 fn write_group(sh: &Shared, log: &mut LogState, group: &[Arc<Pending>]) -> Result<Vec<CommitInfo>> {
     log.check()?;
+    if group.len() >= 2 && sh.panic_next_group.swap(false, Ordering::SeqCst) {
+        panic!("injected group-commit leader panic (test hook)");
+    }
     let server_id = sh.cfg.server_id;
     let start_pos = log.cur.pos;
     let mut buf: Vec<u8> = Vec::with_capacity(64 << 10);

@@ -508,3 +508,45 @@ fn purge_to_the_current_file_keeps_it_and_the_gtid_state() {
     drop(log);
     verify_all(dir.path());
 }
+
+#[test]
+fn a_panicking_leader_fails_its_followers_instead_of_leaving_them_waiting() {
+    let (_dir, log) = fresh();
+    let log = Arc::new(log);
+    log.__panic_in_next_group_for_tests();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for t in 0..8u64 {
+        let (log, tx) = (Arc::clone(&log), tx.clone());
+        std::thread::spawn(move || {
+            let mut outcomes = Vec::new();
+            for i in 0..200u64 {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    log.commit(log.new_cache(), t * 1000 + i)
+                }));
+                let stop = !matches!(r, Ok(Ok(_)));
+                outcomes.push(r.map(|r| r.is_ok()));
+                if stop {
+                    break;
+                }
+            }
+            tx.send(outcomes).unwrap();
+        });
+    }
+    drop(tx);
+    let mut panics = 0;
+    for _ in 0..8 {
+        // Without the guard, a follower of the panicking leader waits forever.
+        let outcomes = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a committer is still waiting for its group");
+        panics += outcomes.iter().filter(|o| o.is_err()).count();
+    }
+    assert_eq!(
+        panics, 1,
+        "exactly one leader panicked (a group of two formed)"
+    );
+    assert!(matches!(
+        log.commit(log.new_cache(), 99_999),
+        Err(Error::Poisoned { .. })
+    ));
+}
