@@ -10,7 +10,7 @@ use crate::group::{GroupReport, MemberResult, run_group};
 use crate::key_state::{KeyState, LeaderWait};
 use crate::registry::Registry;
 use crate::stats::Counters;
-use crate::waiter::{Waiter, Wake, WakeList, wake_children};
+use crate::waiter::{BELLS, Waiter, Wake};
 use crate::{Config, ConfigError, GroupExecutor, Hints, Stats};
 
 /// A leader starts a timed wait only if at most this many expected followers are missing.
@@ -24,6 +24,8 @@ struct Entry<X: GroupExecutor> {
     op: X::Op,
     hints: Hints,
     waiter: Arc<Waiter<MemberResult<X>>>,
+    /// Index of the bell the member sleeps on (`KeyState::bells`).
+    bell: usize,
 }
 
 impl<X: GroupExecutor> std::fmt::Debug for Entry<X> {
@@ -39,8 +41,8 @@ impl<X: GroupExecutor> std::fmt::Debug for Entry<X> {
 /// For each key the first request becomes the leader of a group; requests arriving while it
 /// works join that group, or the next one if it has already started (two slots per key: one
 /// collects while the other commits). The leader applies every member in arrival order through
-/// the [`GroupExecutor`], makes the group durable once, and wakes each member individually with
-/// its own result.
+/// the [`GroupExecutor`], makes the group durable once, puts each member's own result in its
+/// mailbox and wakes the group with one ring of the bell its members sleep on.
 ///
 /// Unlike AliSQL's group update:
 /// - a leader with no other request in flight for its key commits at once, with no timed wait,
@@ -138,13 +140,15 @@ impl<X: GroupExecutor> Coordinator<X> {
         if !grouped {
             return self.run_alone(key, ks, op, hints);
         }
-        let waiter = Waiter::for_current_thread();
-        let mut leads = {
+        let waiter = Arc::new(Waiter::new());
+        let (mut leads, bell) = {
             let mut c = ks.collect.lock();
+            let bell = c.seq % BELLS;
             c.pending.push(Entry {
                 op,
                 hints,
                 waiter: Arc::clone(&waiter),
+                bell,
             });
             let n = c.pending.len();
             if n > 1
@@ -154,13 +158,13 @@ impl<X: GroupExecutor> Coordinator<X> {
                 drop(c);
                 w.thread.unpark();
             }
-            n == 1
+            (n == 1, bell)
         };
         loop {
             if leads && let Some(mine) = self.lead(key, ks, &waiter) {
                 return mine;
             }
-            match waiter.wait() {
+            match waiter.wait(&ks.bells[bell]) {
                 Wake::Done(r) => return r,
                 Wake::Leader => leads = true,
             }
@@ -188,6 +192,8 @@ impl<X: GroupExecutor> Coordinator<X> {
         let mut batch = {
             let mut c = ks.collect.lock();
             c.leader_wait = None;
+            // Later arrivals sleep on the next bell, so this group's ring does not wake them.
+            c.seq = c.seq.wrapping_add(1);
             if c.pending.len() <= max {
                 let spare = std::mem::take(&mut c.spare);
                 std::mem::replace(&mut c.pending, spare)
@@ -195,7 +201,8 @@ impl<X: GroupExecutor> Coordinator<X> {
                 let rest = c.pending.split_off(max);
                 let batch = std::mem::replace(&mut c.pending, rest);
                 // Keep the invariant: the new first member leads the next group.
-                c.pending[0].waiter.promote();
+                let first = &c.pending[0];
+                first.waiter.promote(&ks.bells[first.bell]);
                 batch
             }
         };
@@ -205,27 +212,21 @@ impl<X: GroupExecutor> Coordinator<X> {
         // The next group may start (and flush) while this one's members are being woken.
         drop(commit);
         self.count_group(batch.len(), &report, waited);
-        // Deliver every result first, then start the wake tree (see `waiter`).
-        let others: WakeList<MemberResult<X>> = batch
-            .iter()
-            .filter(|e| !Arc::ptr_eq(&e.waiter, me))
-            .map(|e| Arc::clone(&e.waiter))
-            .collect();
-        // Deliver last to first: a member may pick its result up early (before being
-        // unparked) and then wakes its tree children at once, so they must already hold
-        // theirs; children have higher indices than their parent.
+        // Deliver every result first, then ring each bell the members sleep on once (one bell
+        // unless a `max_group_size` split left members on an earlier group's bell).
         let mut mine = None;
-        let mut index = others.len();
-        for (e, r) in batch.drain(..).zip(results.drain(..)).rev() {
+        let mut rung = [false; BELLS];
+        for (e, r) in batch.drain(..).zip(results.drain(..)) {
             if Arc::ptr_eq(&e.waiter, me) {
                 mine = Some(r);
             } else {
-                index -= 1;
-                e.waiter.deliver(r, Some((Arc::clone(&others), index)));
+                e.waiter.deliver(r);
+                rung[e.bell] = true;
             }
         }
-        wake_children(&others, None);
-        drop(others);
+        for (bell, _) in ks.bells.iter().zip(rung).filter(|(_, r)| *r) {
+            bell.ring();
+        }
         let mut c = ks.collect.lock();
         if c.spare.capacity() == 0 {
             c.spare = batch;

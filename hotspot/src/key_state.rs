@@ -5,6 +5,8 @@ use std::thread::Thread;
 
 use parking_lot::Mutex;
 
+use crate::waiter::{BELLS, Bell};
+
 /// One hot key's group object (AliSQL's `GroupUpdate`), pooled and reused across keys.
 ///
 /// Two slots, as in AliSQL's `go_[2]`: the *collecting* group is `collect.pending`; the
@@ -25,6 +27,9 @@ pub(crate) struct KeyState<M> {
     pub(crate) in_flight: AtomicUsize,
     pub(crate) collect: Mutex<Collect<M>>,
     pub(crate) commit: Mutex<()>,
+    /// Where members sleep: a member of the group with sequence number `s` sleeps on
+    /// `bells[s % BELLS]`, and its leader rings that bell once when the group is done.
+    pub(crate) bells: [Bell; BELLS],
 }
 
 /// The collecting slot.
@@ -36,6 +41,9 @@ pub(crate) struct Collect<M> {
     pub(crate) spare: Vec<M>,
     /// A leader in its timed wait, to be woken once `pending.len() >= target`.
     pub(crate) leader_wait: Option<LeaderWait>,
+    /// Sequence number of the collecting group (picks its members' bell); bumped each time a
+    /// leader takes a batch.
+    pub(crate) seq: usize,
 }
 
 /// A leader parked in its timed wait for followers.
@@ -53,8 +61,10 @@ impl<M> KeyState<M> {
                 pending: Vec::new(),
                 spare: Vec::new(),
                 leader_wait: None,
+                seq: 0,
             }),
             commit: Mutex::new(()),
+            bells: Default::default(),
         }
     }
 }

@@ -13,8 +13,9 @@
 //!   `hotspot_update_max_wait_time` and halves single-thread throughput).
 //! - **Per-member failure.** A member whose operation is rejected or misses
 //!   `target_affect_row(n)` fails alone; the rest of its group commits.
-//! - **Per-member wake-up** with the member's own result (its own post-update value, the
-//!   `SELECT ... FROM UPDATE` of the seed), not a broadcast.
+//! - **Per-member results, one wake-up call per group**: each member gets its own result (its own
+//!   post-update value, the `SELECT ... FROM UPDATE` of the seed) in its own mailbox; the group's
+//!   members are woken with one `notify_all` on a condition variable only they sleep on.
 //!
 //! It is **not** a lock manager, a transaction layer or a storage engine: it serializes requests
 //! per key only among requests that go through the same [`Coordinator`], and it does not retry.
