@@ -8,8 +8,11 @@
 //!
 //! ```text
 //! cargo run --release -p surge-hotspot --example hot_row -- [--threads 1,8,64,256,512]
-//!     [--seconds 5] [--rounds 5] [--max-wait-us 100] [--dir DIR] [--json] [--only on|off]
+//!     [--seconds 5] [--rounds 5] [--max-wait-us 100] [--spin-yields 64] [--dir DIR] [--json]
+//!     [--only on|off]
 //! ```
+//! `--spin-yields` sets how often a waiting member yields the CPU before it sleeps (0: sleep at
+//! once, as before 0.1.0's adaptive wait).
 //! `--only` runs one mode (for profiling it alone); it does not apply to one thread, where the
 //! two modes alternate request by request.
 //! `--seconds` is the measured time per mode per thread count. With `--json` each line is one
@@ -41,6 +44,7 @@ struct Args {
     seconds: f64,
     rounds: u32,
     max_wait_us: u64,
+    spin_yields: u32,
     dir: Option<PathBuf>,
     json: bool,
     off_lock: OffLock,
@@ -53,6 +57,7 @@ fn parse_args() -> Result<Args, Error> {
         seconds: 5.0,
         rounds: 5,
         max_wait_us: 100,
+        spin_yields: surge_hotspot::DEFAULT_SPIN_YIELDS,
         dir: None,
         json: false,
         off_lock: OffLock::Fifo,
@@ -81,6 +86,11 @@ fn parse_args() -> Result<Args, Error> {
                 a.max_wait_us = value()?
                     .parse()
                     .map_err(|e| format!("--max-wait-us: {e}"))?
+            }
+            "--spin-yields" => {
+                a.spin_yields = value()?
+                    .parse()
+                    .map_err(|e| format!("--spin-yields: {e}"))?
             }
             "--dir" => a.dir = Some(PathBuf::from(value()?)),
             "--json" => a.json = true,
@@ -261,6 +271,7 @@ fn main() -> Result<(), Error> {
     };
     let config = Config {
         max_wait: Duration::from_micros(args.max_wait_us),
+        spin_yields: args.spin_yields,
         ..Config::default()
     };
     if !args.json {

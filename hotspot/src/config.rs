@@ -1,6 +1,6 @@
 //! Parameters: the `hotspot` switch, `max_wait`, `max_group_size` and the automatic mode.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::ConfigError;
@@ -9,6 +9,8 @@ use crate::ConfigError;
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_micros(100);
 /// Default `max_group_size`: large enough never to bind below 512 clients.
 pub const DEFAULT_MAX_GROUP_SIZE: usize = 1024;
+/// Default `spin_yields`: how many times a waiting member yields the CPU before it sleeps.
+pub const DEFAULT_SPIN_YIELDS: u32 = 64;
 const MAX_MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// Coordinator parameters. Every one can also be changed at run time on the
@@ -31,6 +33,11 @@ pub struct Config {
     /// at least this many requests (itself included) are in flight for its key. Zero (default):
     /// hints only.
     pub auto_group_threshold: usize,
+    /// How many times a member waiting for its group yields the CPU (`sched_yield`) before it
+    /// sleeps on a condition variable. With more clients than cores this replaces most futex
+    /// sleep/wake pairs by cheaper yields; with idle cores a yield returns at once. Zero: sleep at
+    /// once. Default [`DEFAULT_SPIN_YIELDS`].
+    pub spin_yields: u32,
 }
 
 impl Default for Config {
@@ -40,6 +47,7 @@ impl Default for Config {
             max_wait: DEFAULT_MAX_WAIT,
             max_group_size: DEFAULT_MAX_GROUP_SIZE,
             auto_group_threshold: 0,
+            spin_yields: DEFAULT_SPIN_YIELDS,
         }
     }
 }
@@ -78,6 +86,7 @@ pub(crate) struct Settings {
     max_wait_ns: AtomicU64,
     max_group_size: AtomicUsize,
     auto_group_threshold: AtomicUsize,
+    spin_yields: AtomicU32,
 }
 
 impl Settings {
@@ -87,6 +96,7 @@ impl Settings {
             max_wait_ns: AtomicU64::new(duration_ns(c.max_wait)),
             max_group_size: AtomicUsize::new(c.max_group_size),
             auto_group_threshold: AtomicUsize::new(c.auto_group_threshold),
+            spin_yields: AtomicU32::new(c.spin_yields),
         }
     }
 
@@ -114,12 +124,19 @@ impl Settings {
     pub(crate) fn set_auto_group_threshold(&self, n: usize) {
         self.auto_group_threshold.store(n, Ordering::Relaxed);
     }
+    pub(crate) fn spin_yields(&self) -> u32 {
+        self.spin_yields.load(Ordering::Relaxed)
+    }
+    pub(crate) fn set_spin_yields(&self, n: u32) {
+        self.spin_yields.store(n, Ordering::Relaxed);
+    }
     pub(crate) fn snapshot(&self) -> Config {
         Config {
             hotspot: self.hotspot(),
             max_wait: self.max_wait(),
             max_group_size: self.max_group_size(),
             auto_group_threshold: self.auto_group_threshold(),
+            spin_yields: self.spin_yields(),
         }
     }
 }

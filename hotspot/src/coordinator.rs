@@ -164,7 +164,7 @@ impl<X: GroupExecutor> Coordinator<X> {
             if leads && let Some(mine) = self.lead(key, ks, &waiter) {
                 return mine;
             }
-            match waiter.wait(&ks.bells[bell]) {
+            match waiter.wait(&ks.bells[bell], self.settings.spin_yields()) {
                 Wake::Done(r) => return r,
                 Wake::Leader => leads = true,
             }
@@ -341,6 +341,11 @@ impl<X: GroupExecutor> Coordinator<X> {
         check_group_size(n)?;
         self.settings.set_max_group_size(n);
         Ok(())
+    }
+
+    /// Changes `spin_yields` at run time (0: a waiting member sleeps at once).
+    pub fn set_spin_yields(&self, n: u32) {
+        self.settings.set_spin_yields(n);
     }
 
     /// Changes the automatic-mode threshold at run time (0 turns it off).

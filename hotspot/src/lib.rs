@@ -97,7 +97,7 @@ mod registry;
 mod stats;
 mod waiter;
 
-pub use config::{Config, DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_WAIT};
+pub use config::{Config, DEFAULT_MAX_GROUP_SIZE, DEFAULT_MAX_WAIT, DEFAULT_SPIN_YIELDS};
 pub use coordinator::Coordinator;
 pub use error::{ConfigError, Error, Phase};
 pub use executor::{Applied, GroupExecutor};

@@ -8,9 +8,29 @@ use crate::common::{Kind, Op, TestExec, coordinator};
 
 #[test]
 fn sixty_four_threads_lose_and_double_nothing() {
+    assert_eq!(
+        Config::default().spin_yields,
+        surge_hotspot::DEFAULT_SPIN_YIELDS
+    );
+    lose_and_double_nothing(Config::default());
+}
+
+/// The same with members that sleep at once (no yielding first), and with members that yield
+/// so long they hardly ever sleep: the wait strategy must not change any result.
+#[test]
+fn any_spin_yields_setting_loses_and_doubles_nothing() {
+    for spin_yields in [0, 100_000] {
+        lose_and_double_nothing(Config {
+            spin_yields,
+            ..Config::default()
+        });
+    }
+}
+
+fn lose_and_double_nothing(config: Config) {
     const THREADS: u64 = 64;
     const EACH: u64 = 60;
-    let hot = coordinator(TestExec::default(), Config::default());
+    let hot = coordinator(TestExec::default(), config);
     let results: Vec<Vec<(u64, Result<i64, String>)>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..THREADS)
             .map(|t| {

@@ -139,3 +139,12 @@ fn automatic_mode_groups_unhinted_requests_once_concurrency_passes_the_threshold
     assert!(hot.set_max_group_size(0).is_err());
     assert!(hot.set_max_wait(Duration::from_secs(5)).is_err());
 }
+
+#[test]
+fn spin_yields_changes_at_run_time() {
+    let hot = coordinator(TestExec::default(), Config::default());
+    assert_eq!(hot.config().spin_yields, surge_hotspot::DEFAULT_SPIN_YIELDS);
+    hot.set_spin_yields(0);
+    assert_eq!(hot.config().spin_yields, 0);
+    assert_eq!(hot.execute(&1, add(1, 5), Hints::hot_update()).unwrap(), 5);
+}
