@@ -27,7 +27,8 @@
 //!   that group whose change was in it ([`Error::Load`], [`Error::Durable`],
 //!   [`Error::ExecutorPanicked`]); members already rejected alone keep their own error.
 //! - `max_group_size` >= 1, `max_wait` <= 1 s ([`ConfigError`]).
-//! - Each waiting request parks its own thread: this is a blocking, thread-per-request API.
+//! - Each waiting request blocks its own thread (it yields the CPU up to
+//!   [`Config::spin_yields`] times, then sleeps): this is a blocking, thread-per-request API.
 //!
 //! # Example
 //!
