@@ -3,27 +3,16 @@
 //! no acknowledged entry (or hard state) was lost and nothing unwritten appeared.
 #![allow(clippy::unwrap_used)] // Tests: a failure is a test failure.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::time::Duration;
 
 use bytes::Bytes;
 use surge_raft_lite::*;
 
-const ROLE: &str = "RAFT_LITE_CRASH_CHILD_DIR";
+mod child;
+use child::CrashChild;
 
-/// The child's stdout lines, read on a thread so the parent can wait with a deadline.
-fn line_channel(out: std::process::ChildStdout) -> crossbeam_channel::Receiver<String> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
+const ROLE: &str = "RAFT_LITE_CRASH_CHILD_DIR";
 
 fn data(group: u64, i: u64) -> Bytes {
     Bytes::from(format!(
@@ -80,52 +69,21 @@ fn sigkill_while_writing_loses_no_acknowledged_entry() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut acked_total = 0;
     for round in 0..3u64 {
-        let mut c = Command::new(&exe)
-            .args([
-                "sigkill_while_writing_loses_no_acknowledged_entry",
-                "--exact",
-                "--nocapture",
-            ])
-            .env(ROLE, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lines = line_channel(c.stdout.take().unwrap());
+        let mut c = CrashChild::spawn(
+            "sigkill_while_writing_loses_no_acknowledged_entry",
+            &[(ROLE, dir.path().display().to_string())],
+        );
         let mut acked = 0;
-        // Bounded wait for "reached" (a hung child must fail the test, not hang it).
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(n) = line.strip_prefix("ack ") {
-                        acked = n.parse().unwrap();
-                    }
-                    if line == "reached" {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    panic!("child never reached its crash point: {e:?}");
-                }
-            }
-        }
-        // Let it keep writing for a moment, then kill it mid-write.
-        std::thread::sleep(Duration::from_millis(5 + 7 * round));
-        c.kill().unwrap();
-        c.wait().unwrap();
-        // The pipe closes with the child: the reader thread then ends the channel.
-        for line in lines.iter() {
+        let mut track = |line: &str| {
             if let Some(n) = line.strip_prefix("ack ") {
                 acked = n.parse().unwrap();
             }
-        }
+        };
+        c.wait_reached(&mut track);
+        // Let it keep writing for a moment, then kill it mid-write.
+        c.kill_after(Duration::from_millis(5 + 7 * round), &mut track);
         assert!(acked >= acked_total + 50, "child made progress");
         acked_total = acked;
         let wal = Wal::open(

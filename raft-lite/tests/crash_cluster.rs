@@ -6,9 +6,8 @@
 #![allow(clippy::unwrap_used)] // Tests: a failure is a test failure.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,20 +15,10 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use surge_raft_lite::*;
 
-const ROLE: &str = "RAFT_LITE_CLUSTER_CHILD_DIR";
+mod child;
+use child::CrashChild;
 
-/// The child's stdout lines, read on a thread so the parent can wait with a deadline.
-fn line_channel(out: std::process::ChildStdout) -> crossbeam_channel::Receiver<String> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
+const ROLE: &str = "RAFT_LITE_CLUSTER_CHILD_DIR";
 
 #[derive(Clone, Default)]
 struct Set(Arc<Mutex<BTreeSet<u64>>>);
@@ -133,52 +122,23 @@ fn sigkill_of_the_whole_cluster_loses_no_acknowledged_proposal() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut acked: Vec<u64> = Vec::new();
     for round in 0..2u64 {
         let first = round * 1_000_000;
-        let mut c = Command::new(&exe)
-            .args([
-                "sigkill_of_the_whole_cluster_loses_no_acknowledged_proposal",
-                "--exact",
-                "--nocapture",
-            ])
-            .env(ROLE, dir.path())
-            .env("RAFT_LITE_CLUSTER_FIRST", first.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lines = line_channel(c.stdout.take().unwrap());
-        // Bounded wait for "reached" (a hung child must fail the test, not hang it).
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(n) = line.strip_prefix("ack ") {
-                        acked.push(n.parse().unwrap());
-                    }
-                    if line == "reached" {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    panic!("child never reached its crash point: {e:?}");
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20 + 30 * round));
-        c.kill().unwrap();
-        c.wait().unwrap();
-        // The pipe closes with the child: the reader thread then ends the channel.
-        for line in lines.iter() {
+        let mut c = CrashChild::spawn(
+            "sigkill_of_the_whole_cluster_loses_no_acknowledged_proposal",
+            &[
+                (ROLE, dir.path().display().to_string()),
+                ("RAFT_LITE_CLUSTER_FIRST", first.to_string()),
+            ],
+        );
+        let mut track = |line: &str| {
             if let Some(n) = line.strip_prefix("ack ") {
                 acked.push(n.parse().unwrap());
             }
-        }
+        };
+        c.wait_reached(&mut track);
+        c.kill_after(Duration::from_millis(20 + 30 * round), &mut track);
         assert!(
             acked.len() as u64 >= 100 * (round + 1),
             "child made progress"
