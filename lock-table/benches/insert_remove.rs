@@ -7,6 +7,8 @@
 // `criterion_group!` generates a public function without docs.
 #![allow(missing_docs)]
 
+mod support;
+
 use std::hint::black_box;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -112,12 +114,5 @@ fn shared(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-}
-
-criterion_group! { name = benches; config = config(); targets = single_thread_plain, shared }
+criterion_group! { name = benches; config = support::config(); targets = single_thread_plain, shared }
 criterion_main!(benches);

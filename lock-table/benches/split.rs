@@ -4,8 +4,9 @@
 // `criterion_group!` generates a public function without docs.
 #![allow(missing_docs)]
 
+mod support;
+
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use surge_lock_table::{BudgetConfig, KeyRange, MemoryBudget, RegionLockTable};
@@ -78,12 +79,5 @@ fn split(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-}
-
-criterion_group! { name = benches; config = config(); targets = split }
+criterion_group! { name = benches; config = support::config(); targets = split }
 criterion_main!(benches);
