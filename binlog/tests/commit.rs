@@ -8,7 +8,7 @@ use surge_binlog::{
     SyncPolicy,
 };
 
-use crate::common::{all_events, fresh, groups, test_config, verify_all};
+use crate::common::{all_events, first_row_keys, fresh, groups, test_config, verify_all};
 
 #[test]
 fn one_commit_reads_back_as_gtid_rows_xid() {
@@ -196,14 +196,7 @@ fn savepoints_roll_back_in_memory_and_spilled() {
     c.rollback_to(sp2).unwrap();
     c.put(b"after", b"3").unwrap();
     log.commit(c, 1).unwrap();
-    let keys: Vec<Vec<u8>> = all_events(dir.path())
-        .unwrap()
-        .iter()
-        .filter_map(|(_, e)| match &e.body {
-            EventBody::Rows(r) => Some(r.kv_rows().unwrap()[0].key.clone()),
-            _ => None,
-        })
-        .collect();
+    let keys = first_row_keys(dir.path());
     assert_eq!(keys, vec![b"keep".to_vec(), b"after".to_vec()]);
     drop(log);
     verify_all(dir.path());
@@ -418,14 +411,7 @@ fn a_failed_spill_loses_no_buffered_event() {
     c.put(b"big", &[5u8; 8000]).unwrap();
     assert!(c.is_spilled());
     log.commit(c, 1).unwrap();
-    let keys: Vec<Vec<u8>> = all_events(dir.path())
-        .unwrap()
-        .iter()
-        .filter_map(|(_, e)| match &e.body {
-            EventBody::Rows(r) => Some(r.kv_rows().unwrap()[0].key.clone()),
-            _ => None,
-        })
-        .collect();
+    let keys = first_row_keys(dir.path());
     assert_eq!(
         keys,
         vec![b"first".to_vec(), b"second".to_vec(), b"big".to_vec()]

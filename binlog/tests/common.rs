@@ -17,6 +17,18 @@ pub fn all_events(dir: &Path) -> Result<Vec<(Position, Event)>> {
     LogReader::open(dir, "surge-bin", None)?.collect()
 }
 
+/// The key of the first `surgedb`.`kv` row of every rows event in the log at `dir`, in order.
+pub fn first_row_keys(dir: &Path) -> Vec<Vec<u8>> {
+    all_events(dir)
+        .unwrap()
+        .iter()
+        .filter_map(|(_, e)| match &e.body {
+            EventBody::Rows(r) => Some(r.kv_rows().unwrap()[0].key.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Transactions found in the log: (GTID seq, xid) for every GTID ... Xid group, and the
 /// seqs of groups without an Xid.
 pub fn groups(events: &[(Position, Event)]) -> (Vec<(u64, u64)>, Vec<u64>) {
