@@ -67,9 +67,14 @@ impl Command {
     }
 }
 
-/// Appends a 2-byte key length, the key and an 8-byte `start_ts`. Keys of this scenario
-/// are a few bytes; longer ones are cut at the format's 64 KiB limit.
+/// Longest key the command format carries (2-byte length). `lock_in_memory` and `prewrite`
+/// refuse longer keys, and every key that reaches `put_pair` came through one of them.
+const MAX_KEY_LEN: usize = u16::MAX as usize;
+
+/// Appends a 2-byte key length, the key and an 8-byte `start_ts`. Keys are at most
+/// [`MAX_KEY_LEN`] bytes (checked where they enter the scenario).
 fn put_pair(out: &mut Vec<u8>, key: &[u8], ts: u64) {
+    debug_assert!(key.len() <= MAX_KEY_LEN, "key length checked on entry");
     let len = u16::try_from(key.len()).unwrap_or(u16::MAX);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&key[..usize::from(len)]);
@@ -274,6 +279,7 @@ impl Cluster {
 
     /// Takes in-memory pessimistic locks on the leader `id`: no Raft write.
     fn lock_in_memory(&self, id: NodeId, keys: &[&[u8]], ts: u64) -> Result<(), ScenarioError> {
+        check_keys(keys)?;
         let table = &self.replica(id)?.table;
         let batch = keys.iter().map(|k| (k.to_vec(), ts)).collect();
         table
@@ -285,6 +291,7 @@ impl Cluster {
     /// Prewrites `key` for `ts` on the leader `id`: the transaction's pessimistic lock must
     /// be in the leader's memory or in the replicated lock column.
     fn prewrite(&self, id: NodeId, key: &[u8], ts: u64) -> Result<PrewriteOutcome, ScenarioError> {
+        check_keys(&[key])?;
         let replica = self.replica(id)?;
         let in_memory = replica
             .table
@@ -389,6 +396,14 @@ pub fn run(dir: &Path) -> Result<ClusterReport, ScenarioError> {
         t2_prewrite_after_crash,
         t3_prewrite_same_key,
     })
+}
+
+/// Refuses keys the command format cannot carry.
+fn check_keys(keys: &[&[u8]]) -> Result<(), ScenarioError> {
+    if keys.iter().any(|k| k.len() > MAX_KEY_LEN) {
+        return Err(ScenarioError::Unexpected("a key is over 64 KiB - 1 bytes"));
+    }
+    Ok(())
 }
 
 /// Waits for a leader that satisfies `ok`.
