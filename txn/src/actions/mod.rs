@@ -1,0 +1,1 @@
+//! Percolator actions (being written).

@@ -1,0 +1,51 @@
+//! [`Mutation`]: one key's change in a prewrite.
+
+use serde::{Deserialize, Serialize};
+
+/// One key's change, as sent in a prewrite (TiKV's `Mutation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mutation {
+    /// Write `value` at `key`.
+    Put {
+        /// The key.
+        key: Vec<u8>,
+        /// The new value.
+        value: Vec<u8>,
+    },
+    /// Delete `key`.
+    Delete {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Lock `key` without changing it (commits as a `Lock` record).
+    Lock {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Fail with `AlreadyExist` if `key` has a visible value; writes nothing.
+    CheckNotExists {
+        /// The key.
+        key: Vec<u8>,
+    },
+}
+
+impl Mutation {
+    /// The key this mutation touches.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Mutation::Put { key, .. }
+            | Mutation::Delete { key }
+            | Mutation::Lock { key }
+            | Mutation::CheckNotExists { key } => key,
+        }
+    }
+}
+
+/// What prewrite must check about a key's pessimistic lock (TiKV's `PessimisticAction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PessimisticAction {
+    /// An optimistic key (or a key of an optimistic transaction): no pessimistic lock expected.
+    SkipPessimisticCheck,
+    /// The transaction locked this key pessimistically: the lock must be there (or amended).
+    DoPessimisticCheck,
+}
