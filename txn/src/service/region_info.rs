@@ -1,0 +1,103 @@
+//! [`RegionInfo`], [`RegionEpoch`] and [`Context`]: how requests name a region.
+
+use serde::{Deserialize, Serialize};
+use surge_raft_lite::NodeId;
+
+/// A region's epoch: `version` grows on every split and merge, `conf_ver` on every membership
+/// change. A request made for another epoch gets `EpochNotMatch`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RegionEpoch {
+    /// Bumped by splits and merges.
+    pub version: u64,
+    /// Bumped by membership changes.
+    pub conf_ver: u64,
+}
+
+/// A region: the key range `[start, end)` one Raft group replicates (an empty `end` means
+/// the end of the key space).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionInfo {
+    /// The region's id, which is also its Raft group id.
+    pub id: u64,
+    /// First key (inclusive).
+    pub start: Vec<u8>,
+    /// End key (exclusive); empty: unbounded.
+    pub end: Vec<u8>,
+    /// The epoch.
+    pub epoch: RegionEpoch,
+    /// The nodes holding a replica.
+    pub peers: Vec<NodeId>,
+}
+
+impl RegionInfo {
+    /// Whether `key` lies in the region's range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && (self.end.is_empty() || key < self.end.as_slice())
+    }
+
+    /// The end key as an option (`None`: unbounded).
+    pub fn end_key(&self) -> Option<&[u8]> {
+        (!self.end.is_empty()).then_some(self.end.as_slice())
+    }
+}
+
+/// What every region request carries: which region and epoch the client believes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Context {
+    /// The region.
+    pub region_id: u64,
+    /// The epoch the client knows.
+    pub epoch: RegionEpoch,
+}
+
+/// How pessimistic locks are written (per cluster, changeable at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LockMode {
+    /// Through the region's Raft log; the reply comes after apply.
+    Sync,
+    /// Through the Raft log; the reply comes once the leader accepted the proposal, and the
+    /// key latches stay held until apply.
+    Pipelined,
+    /// In the leader's lock table only (no Raft write); falls back to `Pipelined` when the table
+    /// is not writable or over budget.
+    InMemory,
+}
+
+impl LockMode {
+    /// The mode's name (`sync`, `pipelined`, `in-memory`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Sync => "sync",
+            LockMode::Pipelined => "pipelined",
+            LockMode::InMemory => "in-memory",
+        }
+    }
+}
+
+impl std::fmt::Display for LockMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_respects_bounds() {
+        let r = RegionInfo {
+            id: 1,
+            start: b"b".to_vec(),
+            end: b"d".to_vec(),
+            epoch: RegionEpoch::default(),
+            peers: vec![1],
+        };
+        assert!(!r.contains(b"a"));
+        assert!(r.contains(b"b"));
+        assert!(r.contains(b"c\xff"));
+        assert!(!r.contains(b"d"));
+        let all = RegionInfo { start: vec![], end: vec![], ..r };
+        assert!(all.contains(b"") && all.contains(b"\xff\xff"));
+    }
+}

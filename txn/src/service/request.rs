@@ -1,0 +1,273 @@
+//! [`KvRequest`]: every node-side command as a value.
+
+use serde::{Deserialize, Serialize};
+
+use super::region_info::{Context, LockMode};
+use crate::{Mutation, PessimisticAction, TxnProps};
+
+/// The version of the request/response format. A peer speaking another version is refused at
+/// the handshake (the TCP layer in `surgedb` checks it).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// One key of a pessimistic lock request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockKey {
+    /// The key.
+    pub key: Vec<u8>,
+    /// Fail with `AlreadyExist` if the key has a visible value (an INSERT).
+    pub should_not_exist: bool,
+}
+
+/// A request to a node. Region requests carry a [`Context`]; placement and detector
+/// requests go to the meta group's leader.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KvRequest {
+    /// Snapshot read of one key at `version`.
+    Get {
+        /// Region and epoch.
+        ctx: Context,
+        /// The key.
+        key: Vec<u8>,
+        /// The read timestamp.
+        version: u64,
+        /// Start timestamps of transactions whose locks this read may ignore (their
+        /// `min_commit_ts` was pushed past `version`).
+        bypass_locks: Vec<u64>,
+    },
+    /// Snapshot read of several keys of one region.
+    BatchGet {
+        /// Region and epoch.
+        ctx: Context,
+        /// The keys.
+        keys: Vec<Vec<u8>>,
+        /// The read timestamp.
+        version: u64,
+        /// As for `Get`.
+        bypass_locks: Vec<u64>,
+    },
+    /// Snapshot scan of `[start, end)` within one region.
+    Scan {
+        /// Region and epoch.
+        ctx: Context,
+        /// First key.
+        start: Vec<u8>,
+        /// End key (exclusive); `None`: the region's end.
+        end: Option<Vec<u8>>,
+        /// At most this many pairs.
+        limit: usize,
+        /// The read timestamp.
+        version: u64,
+        /// As for `Get`.
+        bypass_locks: Vec<u64>,
+    },
+    /// Lock keys of a pessimistic transaction (before its DML writes them).
+    AcquirePessimisticLock {
+        /// Region and epoch.
+        ctx: Context,
+        /// The keys, all in the region.
+        keys: Vec<LockKey>,
+        /// The transaction's primary key.
+        primary: Vec<u8>,
+        /// The transaction's start timestamp.
+        start_ts: u64,
+        /// Lock TTL in milliseconds.
+        lock_ttl: u64,
+        /// The DML's `for_update_ts`.
+        for_update_ts: u64,
+        /// Wait at most this long for a conflicting lock (`None`: fail at once with
+        /// `KeyIsLocked`).
+        wait_timeout_ms: Option<u64>,
+        /// Return each key's value at `for_update_ts`.
+        need_value: bool,
+        /// The transaction's `min_commit_ts`.
+        min_commit_ts: u64,
+    },
+    /// First phase of commit (or the only one, with a one-phase commit kind).
+    Prewrite {
+        /// Region and epoch.
+        ctx: Context,
+        /// The keys' mutations with their pessimistic checks.
+        mutations: Vec<(Mutation, PessimisticAction)>,
+        /// The transaction's properties.
+        props: TxnProps,
+    },
+    /// Second phase: commit keys at `commit_ts`.
+    Commit {
+        /// Region and epoch.
+        ctx: Context,
+        /// The keys.
+        keys: Vec<Vec<u8>>,
+        /// The transaction.
+        start_ts: u64,
+        /// The commit timestamp.
+        commit_ts: u64,
+    },
+    /// Roll back keys of a transaction.
+    BatchRollback {
+        /// Region and epoch.
+        ctx: Context,
+        /// The keys.
+        keys: Vec<Vec<u8>>,
+        /// The transaction.
+        start_ts: u64,
+    },
+    /// Release pessimistic locks that were never prewritten.
+    PessimisticRollback {
+        /// Region and epoch.
+        ctx: Context,
+        /// The keys.
+        keys: Vec<Vec<u8>>,
+        /// The transaction.
+        start_ts: u64,
+        /// Release only locks taken at or before this `for_update_ts`.
+        for_update_ts: u64,
+    },
+    /// Find out (and settle) a transaction's fate from its primary key.
+    CheckTxnStatus {
+        /// Region and epoch of the primary key.
+        ctx: Context,
+        /// The primary key.
+        primary_key: Vec<u8>,
+        /// The transaction.
+        lock_ts: u64,
+        /// The asking transaction's start_ts (to push `min_commit_ts` past it).
+        caller_start_ts: u64,
+        /// Now, from the timestamp oracle (for TTL expiry).
+        current_ts: u64,
+        /// Write a rollback record if nothing is found.
+        rollback_if_not_exist: bool,
+        /// The caller is resolving a pessimistic lock.
+        resolving_pessimistic_lock: bool,
+    },
+    /// Commit (`commit_ts > 0`) or roll back (`0`) a transaction's locks in the region.
+    ResolveLock {
+        /// Region and epoch.
+        ctx: Context,
+        /// The transaction.
+        start_ts: u64,
+        /// Its commit timestamp, or 0 to roll back.
+        commit_ts: u64,
+        /// The keys; empty: every lock of `start_ts` in the region.
+        keys: Vec<Vec<u8>>,
+    },
+    /// Extend a transaction's TTL.
+    TxnHeartBeat {
+        /// Region and epoch of the primary key.
+        ctx: Context,
+        /// The primary key.
+        primary_key: Vec<u8>,
+        /// The transaction.
+        start_ts: u64,
+        /// The TTL asked for, in milliseconds.
+        advise_ttl: u64,
+    },
+    /// List locks with `start_ts <= max_ts` in `[start, end)` (memory and replicated).
+    ScanLock {
+        /// Region and epoch.
+        ctx: Context,
+        /// Only locks of transactions started at or before this.
+        max_ts: u64,
+        /// First key.
+        start: Vec<u8>,
+        /// End key; `None`: the region's end.
+        end: Option<Vec<u8>>,
+        /// At most this many locks.
+        limit: usize,
+    },
+    /// `count` fresh timestamps from the oracle (meta leader); the reply gives the last.
+    GetTimestamp {
+        /// How many (at least 1).
+        count: u32,
+    },
+    /// The region that holds `key` (meta leader).
+    GetRegion {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Regions from `start` on, at most `limit` (meta leader).
+    ScanRegions {
+        /// First key.
+        start: Vec<u8>,
+        /// At most this many.
+        limit: usize,
+    },
+    /// Deadlock detector (meta leader): `txn` is about to wait for `wait_for_txn` on `key`.
+    DetectDeadlock {
+        /// The waiting transaction.
+        txn: u64,
+        /// The lock holder.
+        wait_for_txn: u64,
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Deadlock detector: `txn` stopped waiting for `wait_for_txn` on `key`.
+    CleanUpWaitFor {
+        /// The waiting transaction.
+        txn: u64,
+        /// The lock holder.
+        wait_for_txn: u64,
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Deadlock detector: `txn` finished; drop its edges.
+    CleanUpTxn {
+        /// The transaction.
+        txn: u64,
+    },
+    /// Set the cluster's pessimistic lock mode on this node.
+    SetLockMode {
+        /// The mode.
+        mode: LockMode,
+    },
+    /// This node's regions, roles, lock tables and counters.
+    NodeStatus,
+}
+
+impl KvRequest {
+    /// The request's name, for logs and errors.
+    pub fn name(&self) -> &'static str {
+        match self {
+            KvRequest::Get { .. } => "get",
+            KvRequest::BatchGet { .. } => "batch_get",
+            KvRequest::Scan { .. } => "scan",
+            KvRequest::AcquirePessimisticLock { .. } => "acquire_pessimistic_lock",
+            KvRequest::Prewrite { .. } => "prewrite",
+            KvRequest::Commit { .. } => "commit",
+            KvRequest::BatchRollback { .. } => "batch_rollback",
+            KvRequest::PessimisticRollback { .. } => "pessimistic_rollback",
+            KvRequest::CheckTxnStatus { .. } => "check_txn_status",
+            KvRequest::ResolveLock { .. } => "resolve_lock",
+            KvRequest::TxnHeartBeat { .. } => "txn_heartbeat",
+            KvRequest::ScanLock { .. } => "scan_lock",
+            KvRequest::GetTimestamp { .. } => "get_timestamp",
+            KvRequest::GetRegion { .. } => "get_region",
+            KvRequest::ScanRegions { .. } => "scan_regions",
+            KvRequest::DetectDeadlock { .. } => "detect_deadlock",
+            KvRequest::CleanUpWaitFor { .. } => "clean_up_wait_for",
+            KvRequest::CleanUpTxn { .. } => "clean_up_txn",
+            KvRequest::SetLockMode { .. } => "set_lock_mode",
+            KvRequest::NodeStatus => "node_status",
+        }
+    }
+
+    /// The region context of a region request (`None` for placement, detector and admin
+    /// requests).
+    pub fn context(&self) -> Option<&Context> {
+        match self {
+            KvRequest::Get { ctx, .. }
+            | KvRequest::BatchGet { ctx, .. }
+            | KvRequest::Scan { ctx, .. }
+            | KvRequest::AcquirePessimisticLock { ctx, .. }
+            | KvRequest::Prewrite { ctx, .. }
+            | KvRequest::Commit { ctx, .. }
+            | KvRequest::BatchRollback { ctx, .. }
+            | KvRequest::PessimisticRollback { ctx, .. }
+            | KvRequest::CheckTxnStatus { ctx, .. }
+            | KvRequest::ResolveLock { ctx, .. }
+            | KvRequest::TxnHeartBeat { ctx, .. }
+            | KvRequest::ScanLock { ctx, .. } => Some(ctx),
+            _ => None,
+        }
+    }
+}
