@@ -5,7 +5,9 @@
 //! register workload is checked for linearizability at the end of each run.
 //!
 //! `RAFT_SIM_SEEDS=N` runs N seeds per cluster size (default 300), starting at
-//! `RAFT_SIM_SEED_BASE` (default 0). A failure prints its seed.
+//! `RAFT_SIM_SEED_BASE` (default 0), each for `RAFT_SIM_STEPS` steps (default 1500; CI
+//! also runs 30 000). `RAFT_SIM_VERBOSE=1` prints one line per seed
+//! (`seed N: M committed, ...`). A failure prints its seed.
 #![allow(clippy::unwrap_used)] // Test code: a failure is a test failure.
 
 mod invariants;
@@ -87,6 +89,7 @@ impl Sm {
 fn wal_opts() -> WalOptions {
     WalOptions {
         max_segment_bytes: 2048,
+        ..WalOptions::default()
     }
 }
 
@@ -824,19 +827,28 @@ fn seeds() -> (u64, u64) {
     (base, n)
 }
 
-fn run_many(nodes: u64, steps: u64) {
+/// Steps per seed: `RAFT_SIM_STEPS`, or 1500.
+fn steps() -> u64 {
+    std::env::var("RAFT_SIM_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500)
+}
+
+fn run_many(nodes: u64) {
     let (base, n) = seeds();
+    let steps = steps();
     for seed in base..base + n {
         let r = std::panic::catch_unwind(|| run_seed(seed, nodes, steps));
         match r {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => panic!(
                 "{nodes}-node simulation failed with seed {seed}: {e}\n\
-                 reproduce: RAFT_SIM_SEED_BASE={seed} RAFT_SIM_SEEDS=1 cargo test -p surge-raft-lite --test sim"
+                 reproduce: RAFT_SIM_SEED_BASE={seed} RAFT_SIM_SEEDS=1 RAFT_SIM_STEPS={steps} cargo test -p surge-raft-lite --test sim"
             ),
             Err(_) => panic!(
                 "{nodes}-node simulation panicked with seed {seed}\n\
-                 reproduce: RAFT_SIM_SEED_BASE={seed} RAFT_SIM_SEEDS=1 cargo test -p surge-raft-lite --test sim"
+                 reproduce: RAFT_SIM_SEED_BASE={seed} RAFT_SIM_SEEDS=1 RAFT_SIM_STEPS={steps} cargo test -p surge-raft-lite --test sim"
             ),
         }
     }
@@ -844,12 +856,12 @@ fn run_many(nodes: u64, steps: u64) {
 
 #[test]
 fn sim_3_nodes() {
-    run_many(3, 1500);
+    run_many(3);
 }
 
 #[test]
 fn sim_5_nodes() {
-    run_many(5, 1500);
+    run_many(5);
 }
 
 #[test]
