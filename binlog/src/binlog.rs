@@ -1,6 +1,6 @@
 //! `Binlog`: opening (with recovery), the commit entry point, rotation, purge and close.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,6 +18,7 @@ use crate::header::ChecksumAlg;
 use crate::index::{Index, file_name, sync_dir};
 use crate::log_file::{LogFile, build_header, reservation_for};
 use crate::query::Rotate;
+use crate::reader::LogReader;
 use crate::recovery::{RecoveryReport, recover};
 use crate::rename::commit_by_rename;
 use crate::stats::{BinlogStats, Counters};
@@ -42,9 +43,7 @@ impl LogState {
             });
         }
         if self.closed {
-            return Err(Error::Poisoned {
-                reason: "the binlog was closed".to_string(),
-            });
+            return Err(Error::Closed);
         }
         Ok(())
     }
@@ -231,6 +230,13 @@ impl Binlog {
 
     /// Commits a transaction: its GTID, its events and an Xid carrying `xid`.
     ///
+    /// `xid` is the caller's identifier of the transaction, written as is in its Xid event
+    /// (in MariaDB, the storage engine's transaction id, which crash recovery matches
+    /// against the engine's prepared transactions). The log does not interpret it: the same
+    /// xid may be committed twice (each commit gets its own GTID, and both are in the log
+    /// and in [`RecoveryReport::complete`]). An empty cache may be committed: it writes a
+    /// GTID and an Xid with nothing between (an empty transaction, which replicas accept).
+    ///
     /// A spilled cache larger than [`BinlogConfig::large_commit_threshold`] is committed by
     /// renaming its file (when its reserved header space suffices); anything else joins the
     /// group-commit queue.
@@ -238,6 +244,7 @@ impl Binlog {
     /// # Errors
     /// [`Error::Invalid`] for a cache made by another `Binlog`;
     /// [`Error::Poisoned`] if this or an earlier write failed (the log is then stopped);
+    /// [`Error::Closed`] after [`Binlog::shutdown`];
     /// [`Error::Io`] if syncing a large cache before its rename fails (the log stays up).
     pub fn commit(&self, mut cache: TxnCache, xid: u64) -> Result<CommitInfo> {
         let sh = &self.shared;
@@ -274,9 +281,39 @@ impl Binlog {
         }
     }
 
-    /// The files of the log, oldest first (as in the index).
+    /// The names of the log's files, oldest first (as in the index): bare file names such as
+    /// `surge-bin.000001`, relative to [`Binlog::dir`]. See [`Binlog::file_paths`] for paths.
     pub fn files(&self) -> Vec<String> {
         self.shared.log.lock().index.files.clone()
+    }
+
+    /// The paths of the log's files (its directory joined with each name of
+    /// [`Binlog::files`]), oldest first.
+    pub fn file_paths(&self) -> Vec<PathBuf> {
+        let dir = &self.shared.cfg.dir;
+        self.files().iter().map(|f| dir.join(f)).collect()
+    }
+
+    /// A reader over this log's files, from the first event of the oldest file to the
+    /// current end of the log (the position when the reader was made: groups committed
+    /// later are not seen, nor is a group being written meanwhile).
+    ///
+    /// # Errors
+    /// As [`LogReader::open`].
+    pub fn reader(&self) -> Result<LogReader> {
+        self.reader_from(None)
+    }
+
+    /// As [`Binlog::reader`], starting at `from` (`None`: the first event of the oldest
+    /// file); `from.offset` must be where an event starts, such as a
+    /// [`CommitInfo::end_position`].
+    ///
+    /// # Errors
+    /// As [`LogReader::open`], e.g. [`Error::NotEventBoundary`].
+    pub fn reader_from(&self, from: Option<Position>) -> Result<LogReader> {
+        let end = self.current_position();
+        let cfg = &self.shared.cfg;
+        Ok(LogReader::open(&cfg.dir, &cfg.base_name, from)?.until(end))
     }
 
     /// Directory of the log.
@@ -324,11 +361,26 @@ impl Binlog {
     }
 
     /// Fsyncs the current file and clears its in-use flag. Dropping the log does the same,
-    /// ignoring errors.
+    /// ignoring errors. For a log shared as `Arc<Binlog>`, use [`Binlog::shutdown`].
     ///
     /// # Errors
     /// [`Error::Poisoned`] if the log was stopped by an earlier failure; [`Error::Io`].
     pub fn close(self) -> Result<()> {
+        self.close_inner()
+    }
+
+    /// Closes the log through a shared reference (e.g. an `Arc<Binlog>`), as
+    /// [`Binlog::close`] does: fsyncs the current file and clears its in-use flag. Later
+    /// commits fail with [`Error::Closed`]; reading the files still works. The directory
+    /// lock is released when the last handle is dropped.
+    ///
+    /// Idempotent: after a successful shutdown, later calls return `Ok(())`. If the shutdown
+    /// fails, the log is stopped and this and every later call return the failure (as
+    /// [`Error::Poisoned`] after the first).
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if the log was stopped by an earlier failure; [`Error::Io`].
+    pub fn shutdown(&self) -> Result<()> {
         self.close_inner()
     }
 
@@ -355,14 +407,25 @@ impl Binlog {
 
     fn close_inner(&self) -> Result<()> {
         let mut log = self.shared.log.lock();
+        // A failed close poisons the log, so it is reported again on every later call.
+        if let Some(reason) = &log.poisoned {
+            return Err(Error::Poisoned {
+                reason: reason.clone(),
+            });
+        }
         if log.closed {
             return Ok(());
         }
-        log.check()?;
         log.closed = true;
-        log.cur.sync()?;
-        log.cur.clear_in_use()?;
-        log.cur.sync()
+        let r = log
+            .cur
+            .sync()
+            .and_then(|()| log.cur.clear_in_use())
+            .and_then(|()| log.cur.sync());
+        if let Err(e) = &r {
+            log.poison(e);
+        }
+        r
     }
 }
 

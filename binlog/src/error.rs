@@ -81,6 +81,20 @@ pub enum Error {
         #[source]
         source: DecodeError,
     },
+    /// A reader was asked to start at an offset where no event starts (inside an event, or
+    /// inside the file's magic).
+    #[error("binlog: offset {offset} in {file} is not an event boundary ({reason})")]
+    NotEventBoundary {
+        /// The file.
+        file: PathBuf,
+        /// The offset asked for.
+        offset: u64,
+        /// What the bytes there failed: the header check that refused them.
+        reason: &'static str,
+    },
+    /// The log was shut down ([`crate::Binlog::shutdown`]); it accepts no more commits.
+    #[error("binlog: the log was shut down; open it again to commit")]
+    Closed,
     /// Another process (or another [`crate::Binlog`] in this one) has the directory open.
     #[error("binlog: {path} is locked by another writer")]
     Locked {
@@ -135,7 +149,7 @@ impl Error {
     pub fn is_fatal(&self) -> bool {
         matches!(
             self,
-            Error::Io { .. } | Error::Corrupt { .. } | Error::Poisoned { .. }
+            Error::Io { .. } | Error::Corrupt { .. } | Error::Poisoned { .. } | Error::Closed
         )
     }
 }

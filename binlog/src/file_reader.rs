@@ -110,9 +110,16 @@ impl FileEvents {
     /// Opens `path` and positions at `offset` (which must be an event boundary), after
     /// reading the Format_description for the checksum algorithm.
     ///
+    /// The header at `offset` is checked before anything is decoded there, so an offset
+    /// inside an event is refused with a clear error rather than read as a huge or garbled
+    /// event: its type code must be known, its length at least a header and within the
+    /// file, and its end-of-event field either 0 (events copied from a transaction cache)
+    /// or `offset + length` (modulo 2^32, the field's width).
+    ///
     /// # Errors
-    /// As [`FileEvents::open`], plus decoding errors of the Format_description, and
-    /// [`Error::Invalid`] for an offset past the end of the file.
+    /// As [`FileEvents::open`], plus decoding errors of the Format_description,
+    /// [`Error::Invalid`] for an offset past the end of the file and
+    /// [`Error::NotEventBoundary`] for one where no event starts.
     pub fn open_at(path: impl AsRef<Path>, offset: u64) -> Result<Self> {
         let mut f = FileEvents::open(path)?;
         if offset > f.len {
@@ -125,14 +132,59 @@ impl FileEvents {
                 ),
             });
         }
+        if offset < 4 {
+            return Err(f.not_boundary(offset, "inside the 4-byte magic; the first event is at 4"));
+        }
         if offset > 4 {
             f.next_event()?;
             f.reader
                 .seek(SeekFrom::Start(offset))
                 .map_err(|e| Error::io("seek", &f.path, e))?;
             f.offset = offset;
+            if offset < f.len {
+                f.check_boundary()?;
+            }
         }
         Ok(f)
+    }
+
+    fn not_boundary(&self, offset: u64, reason: &'static str) -> Error {
+        Error::NotEventBoundary {
+            file: self.path.clone(),
+            offset,
+            reason,
+        }
+    }
+
+    /// Checks that the header at the current offset is plausible (see
+    /// [`FileEvents::open_at`]), leaving the reader where it was.
+    fn check_boundary(&mut self) -> Result<()> {
+        let at = self.offset;
+        let available = self.len - at;
+        if available < HEADER_LEN as u64 {
+            return Err(self.not_boundary(at, "fewer bytes left than an event header"));
+        }
+        let mut head = [0u8; HEADER_LEN];
+        self.reader
+            .read_exact(&mut head)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        self.reader
+            .seek_relative(-(HEADER_LEN as i64))
+            .map_err(|e| Error::io("seek", &self.path, e))?;
+        let Ok(header) = EventHeader::parse(&head) else {
+            return Err(self.not_boundary(at, "unknown event type code"));
+        };
+        let size = u64::from(header.event_size);
+        if size < HEADER_LEN as u64 {
+            return Err(self.not_boundary(at, "event length shorter than a header"));
+        }
+        if size > available {
+            return Err(self.not_boundary(at, "event length runs past the end of the file"));
+        }
+        if header.log_pos != 0 && header.log_pos != (at + size) as u32 {
+            return Err(self.not_boundary(at, "end-of-event field is not offset + length"));
+        }
+        Ok(())
     }
 
     /// Offset of the next event (or the end of the file).

@@ -112,6 +112,13 @@ fn lead(sh: &Shared) {
             }
             sh.rotate_if_full(&mut log);
         }
+        Err(Error::Closed) => {
+            // Shut down before this group was written: nothing of it reached the log, and
+            // the log is not damaged.
+            for p in group {
+                p.finish(Err(Error::Closed));
+            }
+        }
         Err(e) => {
             let reason = match &e {
                 Error::Poisoned { reason } => reason.clone(),

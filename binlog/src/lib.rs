@@ -13,14 +13,16 @@
 //!   (one leader writes the queue and fsyncs once), and **commit by rename** for large
 //!   spilled caches (MariaDB 11.7, MDEV-32014): the cache file becomes the next binlog file,
 //!   so the log lock is held for a time that does not depend on the transaction's size;
-//! * recovery at open ([`RecoveryReport`]) and a reader across files ([`LogReader`]).
+//! * recovery at open ([`RecoveryReport`]), a reader across files ([`LogReader`],
+//!   [`Binlog::reader`]) and an iterator of whole transactions ([`Transactions`]).
 //!
 //! Durability: with [`SyncPolicy::EveryGroup`] (the default) a commit returns only after
 //! its bytes, and the name of the file holding them, are fsynced. Recovery keeps every
 //! such commit (tested by killing a child process at each step of both commit paths, and
-//! by replaying power cuts after every recorded I/O step); transactions written but not
-//! acknowledged are reported as complete or incomplete so the caller can commit or roll
-//! back its side. A torn last event of a file left in use is cut; other damage stops
+//! by replaying power cuts after every recorded I/O step). Recovery lists the transactions
+//! of the files left in use: [`RecoveryReport::complete`] holds every one with its commit
+//! event, acknowledged or not (all are committed now: commit your side of each), and
+//! [`RecoveryReport::incomplete`] those without (roll your side back). A torn last event of a file left in use is cut; other damage stops
 //! [`Binlog::open`] with [`Error::Corrupt`].
 //!
 //! It is **not** a replication server (no network protocol, no semi-sync), not a storage
@@ -83,6 +85,7 @@ mod recovery;
 mod rename;
 mod rows;
 mod stats;
+mod transactions;
 mod wire;
 
 pub use binlog::{Binlog, CommitInfo, CommitMethod, Position};
@@ -115,6 +118,7 @@ pub use reader::LogReader;
 pub use recovery::{RecoveryReport, TailTxn, TruncatedTail};
 pub use rows::{MAX_TABLE_ID, ROWS_FLAG_STMT_END, RowsEvent, RowsKind, TableMap};
 pub use stats::BinlogStats;
+pub use transactions::{Transaction, Transactions};
 
 /// Test hooks: a trace of writes, fsyncs, renames and the log lock, to check their order.
 #[doc(hidden)]

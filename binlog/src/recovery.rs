@@ -52,9 +52,18 @@ pub struct RecoveryReport {
     pub in_use_files: Vec<String>,
     /// Torn events cut off.
     pub truncated: Vec<TruncatedTail>,
-    /// Transactions in in-use files that have their commit event.
+    /// Every transaction with its commit event (Xid, or `COMMIT`/standalone query) in the
+    /// files left in use, in log order: both those whose commit call returned before the
+    /// crash and those written but not yet acknowledged (the log cannot tell them apart).
+    /// All of them are in the log for good: readers and replicas see them, so the caller
+    /// must treat each as committed (MariaDB commits the prepared engine transaction of
+    /// every xid found here). Files that were closed cleanly are not scanned, so their
+    /// transactions are not listed.
     pub complete: Vec<TailTxn>,
-    /// Transactions in in-use files without a commit event: not committed.
+    /// Transactions in files left in use that have no commit event (cut short by the crash,
+    /// or ended by `ROLLBACK`): not committed, never acknowledged; the caller rolls its side
+    /// back. Their events stay in the file, and readers skip them
+    /// ([`crate::Transactions`]).
     pub incomplete: Vec<TailTxn>,
 }
 

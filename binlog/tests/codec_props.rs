@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use surge_binlog::{
     BinlogCheckpoint, ChecksumAlg, Event, EventBody, FormatDescription, Gtid, GtidEvent, GtidList,
-    QueryEvent, Rotate, RowsEvent, RowsKind, TableMap, decode_file_bytes,
+    KvRow, QueryEvent, Rotate, RowsEvent, RowsKind, TableMap, decode_file_bytes,
 };
 
 fn name() -> impl Strategy<Value = String> {
@@ -176,5 +176,55 @@ proptest! {
         let crc = crc32fast::hash(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         let _ = Event::decode(&b, ChecksumAlg::Crc32);
+    }
+}
+
+/// One kv statement: 0 insert, 1 update, 2 delete; key; value (up to 12 KB, so caches spill
+/// and statements are cut into several rows events).
+fn kv_statement() -> impl Strategy<Value = (u8, Vec<u8>, Vec<u8>)> {
+    (0u8..3, bytes(80), bytes(12_000))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn kv_statements_decode_to_the_rows_written(
+        stmts in proptest::collection::vec(kv_statement(), 1..25)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = surge_binlog::Binlog::open(crate::common::test_config(dir.path())).unwrap();
+        let mut cache = log.new_cache();
+        let mut want = Vec::new();
+        for (kind, key, value) in &stmts {
+            let row = |value: Option<&Vec<u8>>| KvRow { key: key.clone(), value: value.cloned() };
+            match kind {
+                0 => {
+                    cache.put(key, value).unwrap();
+                    want.push((RowsKind::Write, row(Some(value))));
+                }
+                1 => {
+                    cache.update(key, value).unwrap();
+                    want.push((RowsKind::Update, row(None)));
+                    want.push((RowsKind::Update, row(Some(value))));
+                }
+                _ => {
+                    cache.delete(key).unwrap();
+                    want.push((RowsKind::Delete, row(None)));
+                }
+            }
+        }
+        log.commit(cache, 1).unwrap();
+        let got: Vec<(RowsKind, KvRow)> = log
+            .reader()
+            .unwrap()
+            .map(|r| r.unwrap().1.body)
+            .filter_map(|b| match b {
+                EventBody::Rows(r) => Some(r),
+                _ => None,
+            })
+            .flat_map(|r| r.kv_rows().unwrap().into_iter().map(move |row| (r.kind, row)))
+            .collect();
+        prop_assert_eq!(got, want);
     }
 }

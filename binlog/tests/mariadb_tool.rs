@@ -85,3 +85,30 @@ fn mariadb_binlog_sees_the_in_use_flag_of_an_open_file() {
         assert!(!text.contains("Warning: this binlog is either in use"));
     }
 }
+
+#[test]
+fn mariadb_binlog_decodes_our_update_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Binlog::open(test_config(dir.path())).unwrap();
+    let mut c = log.new_cache();
+    c.put(b"user:1", b"old").unwrap();
+    log.commit(c, 1).unwrap();
+    let mut c = log.new_cache();
+    c.update(b"user:1", b"new-value").unwrap();
+    log.commit(c, 2).unwrap();
+    let file = dir.path().join(log.current_position().file);
+    log.close().unwrap();
+    let Some(text) = verify_with_mariadb(&file) else {
+        return;
+    };
+    assert!(text.contains("Update_rows"), "{text}");
+    let update = text
+        .find("### UPDATE `surgedb`.`kv`")
+        .unwrap_or_else(|| panic!("no UPDATE decoded:\n{text}"));
+    // Minimal image: WHERE names the key only, SET the new value only.
+    let block: Vec<&str> = text[update..].lines().take(5).collect();
+    assert_eq!(block[1], "### WHERE", "{block:?}");
+    assert!(block[2].starts_with("###   @1='user:1'"), "{block:?}");
+    assert_eq!(block[3], "### SET", "{block:?}");
+    assert!(block[4].starts_with("###   @2='new-value'"), "{block:?}");
+}

@@ -11,5 +11,7 @@ mod dir_lock;
 mod fixtures;
 mod mariadb_tool;
 mod power_loss;
+mod reading;
 mod recovery;
 mod rename;
+mod shutdown;
