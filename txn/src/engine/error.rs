@@ -10,6 +10,14 @@ pub enum EngineError {
         /// The decoder's message.
         detail: String,
     },
+    /// Bytes that should be an encoded key are not one (see [`crate::decode_key`]).
+    #[error("malformed engine key at byte {offset}: {reason}")]
+    BadKey {
+        /// Where in the bytes the problem was found.
+        offset: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// The engine cannot store more.
     #[error("engine {what}: {detail}")]
     Io {

@@ -81,7 +81,10 @@ pub enum MvccError {
         primary: Vec<u8>,
     },
     /// A pessimistic key's lock is gone at prewrite (lost with a crashed leader, or taken).
-    #[error("pessimistic lock of txn {start_ts} not found on key {:?} ({reason:?})", String::from_utf8_lossy(key))]
+    #[error(
+        "pessimistic lock of txn {start_ts} not found on key {:?} ({reason:?})",
+        String::from_utf8_lossy(key)
+    )]
     PessimisticLockNotFound {
         /// The transaction.
         start_ts: u64,
@@ -91,7 +94,10 @@ pub enum MvccError {
         reason: LockNotFoundReason,
     },
     /// The transaction was already rolled back on this key when it tried to lock it.
-    #[error("txn {start_ts} was rolled back on key {:?}", String::from_utf8_lossy(key))]
+    #[error(
+        "txn {start_ts} was rolled back on key {:?}",
+        String::from_utf8_lossy(key)
+    )]
     PessimisticLockRolledBack {
         /// The transaction.
         start_ts: u64,
@@ -99,7 +105,10 @@ pub enum MvccError {
         key: Vec<u8>,
     },
     /// Commit found neither the lock nor a commit record (the transaction was rolled back).
-    #[error("txn {start_ts} lock not found on key {:?} at commit", String::from_utf8_lossy(key))]
+    #[error(
+        "txn {start_ts} lock not found on key {:?} at commit",
+        String::from_utf8_lossy(key)
+    )]
     TxnLockNotFound {
         /// The transaction.
         start_ts: u64,
@@ -127,6 +136,19 @@ pub enum MvccError {
         key: Vec<u8>,
         /// The lock's min_commit_ts.
         min_commit_ts: u64,
+    },
+    /// A rollback found the transaction already committed on the key (TiKV's `Committed`).
+    #[error(
+        "txn {start_ts} is already committed at {commit_ts} on key {:?}",
+        String::from_utf8_lossy(key)
+    )]
+    Committed {
+        /// The transaction.
+        start_ts: u64,
+        /// Its commit timestamp.
+        commit_ts: u64,
+        /// The key.
+        key: Vec<u8>,
     },
     /// A key that must not exist has a visible value.
     #[error("key {:?} already exists", String::from_utf8_lossy(key))]

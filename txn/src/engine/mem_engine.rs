@@ -1,0 +1,400 @@
+//! [`MemEngine`]: a region's three column families as ordered maps in memory.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+use super::cf::Cf;
+use super::error::EngineError;
+use super::traits::{Engine, Snapshot};
+use super::write_batch::{Modify, WriteBatch};
+
+/// The first bytes of every export: the format's name and version.
+const EXPORT_MAGIC: &[u8; 8] = b"SGTXNEX1";
+
+type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The data proper: one map per column family, the applied index and the byte count.
+#[derive(Debug, Default)]
+struct State {
+    lock: Map,
+    write: Map,
+    default: Map,
+    applied_index: u64,
+    /// Sum of key and value lengths over all maps.
+    size: u64,
+}
+
+impl State {
+    fn cf(&self, cf: Cf) -> &Map {
+        match cf {
+            Cf::Lock => &self.lock,
+            Cf::Write => &self.write,
+            Cf::Default => &self.default,
+        }
+    }
+
+    fn cf_mut(&mut self, cf: Cf) -> &mut Map {
+        match cf {
+            Cf::Lock => &mut self.lock,
+            Cf::Write => &mut self.write,
+            Cf::Default => &mut self.default,
+        }
+    }
+
+    fn apply(&mut self, modify: &Modify) {
+        let cf = modify.cf();
+        let (added, removed) = match modify {
+            Modify::Put { key, value, .. } => {
+                let added = (key.len() + value.len()) as u64;
+                let old = self.cf_mut(cf).insert(key.clone(), value.clone());
+                (added, old.map_or(0, |v| (key.len() + v.len()) as u64))
+            }
+            Modify::Delete { key, .. } => {
+                let old = self.cf_mut(cf).remove(key);
+                (0, old.map_or(0, |v| (key.len() + v.len()) as u64))
+            }
+        };
+        self.size = self.size + added - removed;
+    }
+}
+
+/// What an export holds after its magic: every map and the index it was taken at.
+#[derive(Serialize, Deserialize)]
+struct ExportBody {
+    lock: Map,
+    write: Map,
+    default: Map,
+    applied_index: u64,
+}
+
+/// Who holds the engine: live snapshots, and whether a writer is waiting or writing.
+#[derive(Debug, Default)]
+struct Pins {
+    readers: usize,
+    writer: bool,
+}
+
+/// A region's data in memory: one ordered map per [`Cf`] plus the applied index.
+///
+/// # Invariants
+/// - A snapshot sees the engine as of exactly one applied batch. While any snapshot lives,
+///   writes wait; a waiting writer holds back new snapshots, so writers do not starve. This
+///   is a read/write lock whose read side is `Send` (a `parking_lot` read guard is not, and
+///   [`Snapshot`] must be), built from a pin count and a condition variable.
+/// - Consequently a thread must not write, nor take a second snapshot, while it holds a
+///   snapshot: with a writer waiting in between, that deadlocks (as re-entrant read locks
+///   do).
+/// - `size_bytes` is exactly the sum of key and value lengths held.
+#[derive(Debug, Default)]
+pub struct MemEngine {
+    state: RwLock<State>,
+    pins: Mutex<Pins>,
+    pins_changed: Condvar,
+}
+
+impl MemEngine {
+    /// An empty engine at applied index 0.
+    pub fn new() -> MemEngine {
+        MemEngine::default()
+    }
+
+    /// Waits until no writer is active, then pins the current state for a snapshot.
+    fn pin(&self) {
+        let mut pins = self.pins.lock();
+        while pins.writer {
+            self.pins_changed.wait(&mut pins);
+        }
+        pins.readers += 1;
+    }
+
+    fn unpin(&self) {
+        let mut pins = self.pins.lock();
+        pins.readers -= 1;
+        if pins.readers == 0 {
+            self.pins_changed.notify_all();
+        }
+    }
+
+    /// Runs `change` on the state once no snapshot lives and no other writer is active.
+    fn exclusive<R>(&self, change: impl FnOnce(&mut State) -> R) -> R {
+        {
+            let mut pins = self.pins.lock();
+            while pins.writer {
+                self.pins_changed.wait(&mut pins);
+            }
+            // From here on new snapshots wait; then wait for the live ones to go.
+            pins.writer = true;
+            while pins.readers > 0 {
+                self.pins_changed.wait(&mut pins);
+            }
+        }
+        let result = change(&mut self.state.write());
+        let mut pins = self.pins.lock();
+        pins.writer = false;
+        self.pins_changed.notify_all();
+        result
+    }
+}
+
+/// A consistent view of a [`MemEngine`]: no write is applied while it lives.
+struct MemSnapshot<'a> {
+    engine: &'a MemEngine,
+}
+
+impl Drop for MemSnapshot<'_> {
+    fn drop(&mut self) {
+        self.engine.unpin();
+    }
+}
+
+impl Snapshot for MemSnapshot<'_> {
+    fn get(&self, cf: Cf, key: &[u8]) -> Option<Vec<u8>> {
+        self.engine.state.read().cf(cf).get(key).cloned()
+    }
+
+    fn scan(
+        &self,
+        cf: Cf,
+        start: &[u8],
+        end: Option<&[u8]>,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) {
+        if end.is_some_and(|end| end <= start) {
+            return;
+        }
+        let end = end.map_or(Bound::Unbounded, Bound::Excluded);
+        let state = self.engine.state.read();
+        for (key, value) in state.cf(cf).range::<[u8], _>((Bound::Included(start), end)) {
+            if !visit(key, value) {
+                break;
+            }
+        }
+    }
+
+    fn applied_index(&self) -> u64 {
+        self.engine.state.read().applied_index
+    }
+}
+
+impl Engine for MemEngine {
+    fn snapshot(&self) -> Box<dyn Snapshot + '_> {
+        self.pin();
+        Box::new(MemSnapshot { engine: self })
+    }
+
+    fn write(&self, batch: &WriteBatch) -> Result<(), EngineError> {
+        // Applying to ordered maps cannot fail half-way, so the batch is atomic by the
+        // exclusive section alone: no snapshot sees a partly applied batch.
+        self.exclusive(|state| {
+            for modify in &batch.modifies {
+                state.apply(modify);
+            }
+            state.applied_index = batch.applied_index;
+        });
+        Ok(())
+    }
+
+    fn applied_index(&self) -> u64 {
+        self.state.read().applied_index
+    }
+
+    fn export(&self) -> Vec<u8> {
+        let state = self.state.read();
+        let body = ExportBody {
+            lock: state.lock.clone(),
+            write: state.write.clone(),
+            default: state.default.clone(),
+            applied_index: state.applied_index,
+        };
+        drop(state);
+        let mut out = EXPORT_MAGIC.to_vec();
+        // Serializing maps of byte vectors into a Vec cannot fail.
+        out.extend(postcard::to_allocvec(&body).unwrap_or_default());
+        out
+    }
+
+    /// Replaces all data by `data`. The engine's applied index becomes `applied_index`
+    /// (the Raft snapshot's index), which may be ahead of the index recorded in the export
+    /// when the log's last entries carried no data.
+    fn import(&self, data: &[u8], applied_index: u64) -> Result<(), EngineError> {
+        let Some(body) = data.strip_prefix(EXPORT_MAGIC.as_slice()) else {
+            return Err(EngineError::BadExport {
+                detail: "missing magic SGTXNEX1".to_string(),
+            });
+        };
+        let (body, rest): (ExportBody, &[u8]) =
+            postcard::take_from_bytes(body).map_err(|e| EngineError::BadExport {
+                detail: e.to_string(),
+            })?;
+        if !rest.is_empty() {
+            return Err(EngineError::BadExport {
+                detail: format!("{} trailing bytes", rest.len()),
+            });
+        }
+        let size = [&body.lock, &body.write, &body.default]
+            .iter()
+            .flat_map(|map| map.iter())
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum();
+        self.exclusive(|state| {
+            *state = State {
+                lock: body.lock,
+                write: body.write,
+                default: body.default,
+                applied_index,
+                size,
+            };
+        });
+        Ok(())
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.state.read().size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(cf: Cf, key: &[u8], value: &[u8]) -> Modify {
+        Modify::Put {
+            cf,
+            key: key.to_vec(),
+            value: value.to_vec(),
+        }
+    }
+
+    fn all(snap: &dyn Snapshot, cf: Cf) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        snap.scan(cf, b"", None, &mut |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn batch_applies_in_order_and_records_index() {
+        let engine = MemEngine::new();
+        let batch = WriteBatch {
+            modifies: vec![
+                put(Cf::Lock, b"a", b"1"),
+                put(Cf::Write, b"a", b"2"),
+                Modify::Delete {
+                    cf: Cf::Lock,
+                    key: b"a".to_vec(),
+                },
+                put(Cf::Default, b"b", b"33"),
+            ],
+            applied_index: 7,
+        };
+        engine.write(&batch).unwrap();
+        assert_eq!(engine.applied_index(), 7);
+        let snap = engine.snapshot();
+        assert_eq!(snap.get(Cf::Lock, b"a"), None);
+        assert_eq!(snap.get(Cf::Write, b"a"), Some(b"2".to_vec()));
+        assert_eq!(snap.applied_index(), 7);
+        drop(snap);
+        assert_eq!(engine.size_bytes(), 2 + 3);
+    }
+
+    #[test]
+    fn scan_respects_bounds_and_stop() {
+        let engine = MemEngine::new();
+        let modifies = [b"a", b"b", b"c", b"d"]
+            .iter()
+            .map(|k| put(Cf::Write, *k, b"v"))
+            .collect();
+        engine
+            .write(&WriteBatch {
+                modifies,
+                applied_index: 1,
+            })
+            .unwrap();
+        let snap = engine.snapshot();
+        type Case<'a> = (&'a [u8], Option<&'a [u8]>, usize, Vec<&'a [u8]>);
+        let cases: Vec<Case> = vec![
+            (b"b", Some(b"d"), 10, vec![b"b", b"c"]),
+            (b"", None, 2, vec![b"a", b"b"]),
+            (b"c", None, 10, vec![b"c", b"d"]),
+            (b"c", Some(b"c"), 10, vec![]),
+            (b"d", Some(b"a"), 10, vec![]),
+        ];
+        for (start, end, limit, want) in cases {
+            let mut got = Vec::new();
+            snap.scan(Cf::Write, start, end, &mut |k, _| {
+                got.push(k.to_vec());
+                got.len() < limit
+            });
+            assert_eq!(got, want, "{start:?}..{end:?}");
+        }
+    }
+
+    #[test]
+    fn size_counts_overwrites_once() {
+        let engine = MemEngine::new();
+        let batch = |m| WriteBatch {
+            modifies: vec![m],
+            applied_index: 1,
+        };
+        engine.write(&batch(put(Cf::Lock, b"k", b"12345"))).unwrap();
+        engine.write(&batch(put(Cf::Lock, b"k", b"1"))).unwrap();
+        assert_eq!(engine.size_bytes(), 2);
+        engine
+            .write(&batch(Modify::Delete {
+                cf: Cf::Lock,
+                key: b"k".to_vec(),
+            }))
+            .unwrap();
+        assert_eq!(engine.size_bytes(), 0);
+    }
+
+    #[test]
+    fn export_import_round_trip() {
+        let engine = MemEngine::new();
+        engine
+            .write(&WriteBatch {
+                modifies: vec![put(Cf::Lock, b"l", b"x"), put(Cf::Default, b"d", b"yy")],
+                applied_index: 4,
+            })
+            .unwrap();
+        let copy = MemEngine::new();
+        copy.import(&engine.export(), 9).unwrap();
+        assert_eq!(copy.applied_index(), 9);
+        assert_eq!(copy.size_bytes(), engine.size_bytes());
+        for cf in Cf::ALL {
+            assert_eq!(all(&*copy.snapshot(), cf), all(&*engine.snapshot(), cf));
+        }
+    }
+
+    #[test]
+    fn bad_exports_are_refused_and_change_nothing() {
+        let engine = MemEngine::new();
+        engine
+            .write(&WriteBatch {
+                modifies: vec![put(Cf::Lock, b"l", b"x")],
+                applied_index: 3,
+            })
+            .unwrap();
+        let good = engine.export();
+        let mut trailing = good.clone();
+        trailing.push(0);
+        let cases: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            b"SGTXNEX0".to_vec(),
+            good[..good.len() - 1].to_vec(),
+            trailing,
+            [EXPORT_MAGIC.as_slice(), &[0xFF; 16]].concat(),
+        ];
+        for bad in cases {
+            let err = engine.import(&bad, 100).unwrap_err();
+            assert!(matches!(err, EngineError::BadExport { .. }), "{bad:?}");
+            assert_eq!(engine.applied_index(), 3);
+            assert_eq!(engine.snapshot().get(Cf::Lock, b"l"), Some(b"x".to_vec()));
+        }
+    }
+}
