@@ -1,11 +1,11 @@
-//! SurgeDB: the assembled system.
+//! SurgeDB's command-line tool and the scenarios it runs.
 //!
-//! This package (`surgedb`, not published) holds the full store built from SurgeDB's crates, the
-//! `surgedb` command-line tool, the benchmarks that reproduce the seed documents' experiments, and
-//! the cluster and fault tests.
+//! This package (`surgedb`, not published) holds the `surgedb` command (`demo` and
+//! `binlog dump`), the scenarios the demo runs (each technique on its own crate, with real
+//! threads, files and `fdatasync`) and their tests.
 //!
-//! The library re-exports every layer under a short name, so that tools and tests written against
-//! the assembled system need one dependency:
+//! What exists today is the four component crates, which this library re-exports under short
+//! names so that tools and tests need one dependency:
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
@@ -13,16 +13,19 @@
 //! | [`raft`] | `surge-raft-lite` | minimal crash-safe Raft |
 //! | [`binlog`] | `surge-binlog` | MariaDB-compatible binary log |
 //! | [`hotspot`] | `surge-hotspot` | hot-row group commit |
-//! | [`txn`] | `surge-txn` | transactions over the four |
+//! | [`txn`] | `surge-txn` | transactions over the four (being built: no API yet) |
 //!
-//! # What this package is not
+//! # What this package is not (yet)
 //!
-//! It is not a library to build on: depend on the lower crates instead. The node server, client and
-//! `surgedb bench` runs described in the workspace's `DESIGN.md` are not built yet; the `surgedb demo`
-//! command says plainly what runs today.
+//! It is not the assembled transactional store: that store (`surge-txn`: Percolator
+//! transactions over Raft regions, with the binlog and hot-row updates) is being built, and a
+//! node server, client and `surgedb bench` will follow it. The demo's scenarios wire the
+//! crates together by hand. It is not a library to build on either: depend on the component
+//! crates instead.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod demo;
 pub mod dump;
 pub mod scenarios;
 

@@ -1,17 +1,25 @@
 //! The `surgedb` command.
 #![deny(unsafe_code)]
 
-use std::path::PathBuf;
+use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use surgedb::scenarios;
+use surgedb::dump::{self, Input};
 
-/// SurgeDB: in-memory pessimistic locks, large-transaction binlog commit by rename, hot-row
-/// group commit.
+/// SurgeDB's command-line tool: a demo of its crates and a binlog file reader.
 #[derive(Debug, Parser)]
-#[command(name = "surgedb", version, about)]
+#[command(
+    name = "surgedb",
+    version,
+    about = "SurgeDB's command-line tool: a demo of its crates and a binlog file reader.",
+    long_about = "SurgeDB's command-line tool: a demo of its crates and a binlog file reader.\n\n\
+        Today SurgeDB is four crates that work on their own: in-memory pessimistic locks \
+        (surge-lock-table), Raft (surge-raft-lite), a MariaDB-compatible binlog with commit by \
+        rename (surge-binlog) and hot-row group commit (surge-hotspot). The transactional store \
+        that assembles them (surge-txn) is being built; `surgedb demo` runs each crate on its \
+        own, not through that store."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,7 +27,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the seed scenarios and print what each shows.
+    /// Run each technique on its own crate and print what it shows (about 10 s).
     Demo,
     /// Binlog tools.
     Binlog {
@@ -32,49 +40,26 @@ enum Command {
 enum BinlogCommand {
     /// Print a binlog file's events, one per line, verifying every checksum.
     Dump {
-        /// The binlog file.
-        file: PathBuf,
+        /// The binlog file, or `-` to read standard input.
+        file: OsString,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Demo => match demo() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("surgedb demo: {e}");
-                ExitCode::FAILURE
-            }
+    let mut stdout = std::io::stdout().lock();
+    let (context, failure) = match cli.command {
+        Command::Demo => match surgedb::demo::run(&mut stdout) {
+            Err(e) if !e.is_broken_pipe() => ("surgedb demo", e.to_string()),
+            _ => return ExitCode::SUCCESS,
         },
         Command::Binlog {
             command: BinlogCommand::Dump { file },
-        } => match surgedb::dump::dump(&file, &mut std::io::stdout().lock()) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("surgedb binlog dump: {e}");
-                ExitCode::FAILURE
-            }
+        } => match dump::dump(&Input::from_arg(&file), &mut stdout) {
+            Err(e) if !e.is_broken_pipe() => ("surgedb binlog dump", e.to_string()),
+            _ => return ExitCode::SUCCESS,
         },
-    }
-}
-
-fn demo() -> Result<(), scenarios::ScenarioError> {
-    println!("SurgeDB demo: the seed techniques, each on its own crate.");
-    println!("(The full transactional store over these crates, surge-txn, is not built yet.)");
-    println!();
-    println!("== seed 000: in-memory pessimistic locks (surge-lock-table) ==");
-    println!("{}", scenarios::run_locks()?);
-    println!();
-    let dir = tempfile::tempdir()?;
-    println!("== seed 000 on a three-node Raft group (surge-raft-lite + surge-lock-table) ==");
-    println!("{}", scenarios::run_cluster(dir.path())?);
-    println!();
-    println!("== seed 003: a 64 MiB transaction commits by copy, then by rename (surge-binlog) ==");
-    println!("{}", scenarios::run_big_txn(dir.path(), 64)?);
-    println!();
-    println!("== seed 004: hot-row group commit, every update fdatasynced (surge-hotspot) ==");
-    let report = scenarios::run_hot_row(dir.path(), &[1, 64], Duration::from_secs(1))?;
-    println!("{report}");
-    Ok(())
+    };
+    eprintln!("{context}: {failure}");
+    ExitCode::FAILURE
 }

@@ -27,4 +27,13 @@ fn big_txn_commits_by_copy_and_by_rename_and_every_commit_is_read_back() {
     // The copy stays in the first file; the rename makes the cache file the second one.
     assert_eq!(copy.files, 1);
     assert!(rename.files >= 2);
+    let text = report.to_string();
+    assert!(
+        text.contains("(MiB)") && text.contains("(ms)"),
+        "units: {text}"
+    );
+    assert!(
+        text.lines().last().unwrap().starts_with("Shows: "),
+        "{text}"
+    );
 }

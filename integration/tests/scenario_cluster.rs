@@ -1,4 +1,4 @@
-//! Seed 000 on a three-node Raft group: in-memory locks cost no Raft write, survive a
+//! In-memory pessimistic locks (TiKV 6.0) on a three-node Raft group: in-memory locks cost no Raft write, survive a
 //! voluntary transfer, and their loss in a crash is detected at prewrite.
 
 use surgedb::scenarios::{PrewriteOutcome, run_cluster};
@@ -18,4 +18,10 @@ fn in_memory_locks_migrate_on_transfer_and_their_loss_is_detected_after_a_crash(
         PrewriteOutcome::PessimisticLockNotFound
     );
     assert_eq!(r.t3_prewrite_same_key, PrewriteOutcome::Prewritten);
+    // The evidence the demo prints: the replicated lock column holds T3's prewrite only.
+    assert_eq!(r.k2_prewritten_by, Some(30));
+    assert!(
+        r.to_string().contains("prewrite lock of start_ts 30"),
+        "{r}"
+    );
 }

@@ -1,6 +1,6 @@
-//! Seed 000 on a real three-node Raft group: in-memory pessimistic locks that cost no Raft
-//! write, migrate through the log on a voluntary leader transfer, and are lost (and the loss
-//! detected at prewrite) when the leader crashes.
+//! In-memory pessimistic locks (TiKV 6.0, TiKV RFC 77) on a real three-node Raft group: they
+//! cost no Raft write, migrate through the log on a voluntary leader transfer, and are lost
+//! (and the loss detected at prewrite) when the leader crashes.
 //!
 //! Each node runs a `surge-raft-lite` driver with its durable write-ahead log in its own
 //! directory; the nodes talk over the in-process network. The replicated state machine holds
@@ -187,6 +187,9 @@ pub struct ClusterReport {
     pub t2_prewrite_after_crash: PrewriteOutcome,
     /// T3 then locks and prewrites the same key: exactly one of T2 and T3 can commit.
     pub t3_prewrite_same_key: PrewriteOutcome,
+    /// The `start_ts` of the transaction whose prewrite lock the replicated lock column holds
+    /// for `k2` on the last leader at the end (T3's, 30), or `None` if no prewrite lock.
+    pub k2_prewritten_by: Option<u64>,
 }
 
 /// How a prewrite of a pessimistically locked key ended.
@@ -384,6 +387,16 @@ pub fn run(dir: &Path) -> Result<ClusterReport, ScenarioError> {
     // T3 (start_ts 30) takes the key T2 lost.
     cluster.lock_in_memory(leader_after_crash, &[b"k2"], 30)?;
     let t3_prewrite_same_key = cluster.prewrite(leader_after_crash, b"k2", 30)?;
+    let k2_prewritten_by = match cluster
+        .replica(leader_after_crash)?
+        .lock_cf
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(b"k2".as_slice())
+    {
+        Some(&(ts, LockKind::Prewrite)) => Some(ts),
+        _ => None,
+    };
 
     Ok(ClusterReport {
         first_leader,
@@ -395,6 +408,7 @@ pub fn run(dir: &Path) -> Result<ClusterReport, ScenarioError> {
         leader_after_crash,
         t2_prewrite_after_crash,
         t3_prewrite_same_key,
+        k2_prewritten_by,
     })
 }
 
@@ -423,33 +437,67 @@ fn wait_for(cluster: &Cluster, ok: impl Fn(NodeId) -> bool) -> Result<NodeId, Sc
     }
 }
 
+impl fmt::Display for PrewriteOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PrewriteOutcome::Prewritten => "lock found, prewrite replicated",
+            PrewriteOutcome::PessimisticLockNotFound => "PessimisticLockNotFound",
+        })
+    }
+}
+
 impl fmt::Display for ClusterReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "node {} leads region 1 (3 replicas, durable logs)",
+            "node {} leads region 1 (3 replicas, each with a durable write-ahead log)",
             self.first_leader
         )?;
         writeln!(
             f,
-            "T1 locks k1 in the leader's memory: {} Raft entries written",
+            "T1 (start_ts 10) locks k1 in the leader's memory: {} Raft proposals made for it",
             self.raft_entries_for_in_memory_lock
         )?;
         writeln!(
             f,
-            "voluntary transfer to node {}: {} in-memory lock(s) proposed through Raft first; \
-             T1's prewrite there: {:?}",
-            self.leader_after_transfer, self.migrated_on_transfer, self.t1_prewrite_after_transfer
+            "node {} hands leadership to node {} on purpose: {} in-memory lock(s) proposed \
+             through Raft first",
+            self.first_leader, self.leader_after_transfer, self.migrated_on_transfer
         )?;
         writeln!(
             f,
-            "T2 locks k2 in memory, then node {} crashes; node {} is elected",
-            self.crashed_leader, self.leader_after_crash
+            "  T1's prewrite of k1 on node {}: {}",
+            self.leader_after_transfer, self.t1_prewrite_after_transfer
+        )?;
+        writeln!(
+            f,
+            "T2 (start_ts 20) locks k2 in node {}'s memory; node {} crashes; node {} is elected",
+            self.crashed_leader, self.crashed_leader, self.leader_after_crash
+        )?;
+        writeln!(
+            f,
+            "  T2's prewrite of k2 on node {}: {}",
+            self.leader_after_crash, self.t2_prewrite_after_crash
+        )?;
+        writeln!(
+            f,
+            "  T3 (start_ts 30) locks k2 and prewrites it: {}",
+            self.t3_prewrite_same_key
+        )?;
+        writeln!(
+            f,
+            "  replicated lock column on node {}, key k2: {}",
+            self.leader_after_crash,
+            match self.k2_prewritten_by {
+                Some(ts) => format!("prewrite lock of start_ts {ts}"),
+                None => "no prewrite lock".to_owned(),
+            }
         )?;
         write!(
             f,
-            "T2's prewrite: {:?}; T3 then locks k2 and prewrites: {:?} (only one can commit)",
-            self.t2_prewrite_after_crash, self.t3_prewrite_same_key
+            "Shows: on a real Raft group an in-memory lock costs no log entry, survives a planned \
+             transfer, and when a crash loses it, the lock holder's prewrite fails, so only one \
+             of the two transactions that locked k2 (T3) can commit."
         )
     }
 }

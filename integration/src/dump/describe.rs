@@ -1,39 +1,8 @@
-//! `surgedb binlog dump FILE`: one line per event of a binlog file.
+//! One binlog event as one line of text.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use surge_binlog::{Event, EventBody, FileEvents};
-
-/// Writes one line per event of the binlog file at `path` to `out`: offset, type, size, end
-/// position and a summary (rows of the `surgedb`.`kv` table are decoded key by key).
-///
-/// Returns the number of events written.
-///
-/// # Errors
-/// [`DumpError::Binlog`] for the first event that does not decode, naming the file and
-/// offset (the lines before it are written), [`DumpError::Output`] if `out` fails.
-pub fn dump(path: &Path, out: &mut impl std::io::Write) -> Result<u64, DumpError> {
-    let mut events = 0;
-    for item in FileEvents::open(path)? {
-        let (offset, event) = item?;
-        writeln!(out, "{}", describe(offset, &event)).map_err(DumpError::Output)?;
-        events += 1;
-    }
-    Ok(events)
-}
-
-/// Why a dump stopped.
-#[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
-pub enum DumpError {
-    /// The file could not be opened or an event does not decode.
-    #[error(transparent)]
-    Binlog(#[from] surge_binlog::Error),
-    /// Writing the output failed.
-    #[error("writing the dump: {0}")]
-    Output(std::io::Error),
-}
+use surge_binlog::{Event, EventBody};
 
 /// One event as a line of text.
 pub fn describe(offset: u64, event: &Event) -> String {
