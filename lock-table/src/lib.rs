@@ -16,8 +16,9 @@
 //!   per key) shared by all tables of a node, changeable at run time, with the node-wide
 //!   [`LockTableCounters`].
 //! - [`SharedRegionLockTable`]: the thread-safe handle (`Arc` + `parking_lot::RwLock`).
-//! - [`LockWaitManager`]: per-key wait queues with timeouts; a release wakes the waiter with
-//!   the smallest `start_ts` first and the others after a delay (20 ms by default).
+//! - [`LockWaitManager`]: one wait queue per key, with timeouts; a release of the key wakes
+//!   its waiter with the smallest `start_ts` first and the others after a delay (20 ms by
+//!   default), whichever holder they queued under, and removes their wait-for edges.
 //! - [`DeadlockDetector`]: a wait-for graph with edge expiry that returns the wait chain.
 //!
 //! What it is **not**: it knows nothing of Raft, MVCC or the persistent lock column. It
@@ -87,6 +88,10 @@ mod migration;
 mod shared;
 mod status;
 mod table;
+mod wait_config;
+mod wait_handle;
+mod wait_outcome;
+mod waiter;
 
 pub use budget::{BudgetConfig, MemoryBudget};
 pub use counters::LockTableCounters;
@@ -95,10 +100,13 @@ pub use entry::{InsertReport, LockEntry, LockScan, LostLocks};
 pub use error::{LockError, RefuseReason, Refused, Result};
 pub use key_range::KeyRange;
 pub use lock_value::LockValue;
-pub use lock_wait::{LockWaitManager, WaitConfig, WaitHandle, WaitOutcome, WakeUpReport};
+pub use lock_wait::LockWaitManager;
 pub use shared::SharedRegionLockTable;
 pub use status::LockStatus;
 pub use table::RegionLockTable;
+pub use wait_config::WaitConfig;
+pub use wait_handle::WaitHandle;
+pub use wait_outcome::{WaitOutcome, WakeUpReport};
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

@@ -1,93 +1,64 @@
-//! Per-key lock wait queues with timeouts, smallest-`start_ts`-first wake-up and deadlock
-//! detection (TiKV's `WaiterManager` plus its detector, on one node).
+//! `LockWaitManager`: per-key lock wait queues with timeouts, smallest-`start_ts`-first
+//! wake-up and deadlock detection (TiKV's lock waiting plus its detector, on one node).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use crate::deadlock::{Deadlock, DeadlockDetector};
-
-/// Timing of lock waits; changeable at run time with [`LockWaitManager::set_config`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WaitConfig {
-    /// How long a waiter waits when no timeout is given (TiKV `wait-for-lock-timeout`, 1 s).
-    pub default_timeout: Duration,
-    /// After a release wakes the waiter with the smallest `start_ts`, the others are woken
-    /// this much later (TiKV `wake-up-delay-duration`, 20 ms), so the first one can take the
-    /// lock without a stampede.
-    pub wake_up_delay: Duration,
-}
-
-impl Default for WaitConfig {
-    fn default() -> Self {
-        WaitConfig {
-            default_timeout: Duration::from_secs(1),
-            wake_up_delay: Duration::from_millis(20),
-        }
-    }
-}
-
-/// How a wait ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitOutcome {
-    /// The lock was released and this waiter had the smallest `start_ts`: retry at once.
-    Woken,
-    /// The lock was released and this waiter was woken after the wake-up delay.
-    WokenAfterDelay,
-    /// The timeout passed before the lock was released (a retryable lock-wait timeout).
-    TimedOut,
-}
-
-/// What [`LockWaitManager::wake_up`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct WakeUpReport {
-    /// `start_ts` of the waiter woken at once, if any waited for that lock.
-    pub woken: Option<u64>,
-    /// Waiters that will be woken after the delay.
-    pub delayed: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Waiting; `wake_at` is set once a release scheduled a delayed wake-up.
-    Waiting { wake_at: Option<Instant> },
-    /// Removed from the queue by a release and woken at once.
-    Woken,
-}
-
-#[derive(Debug)]
-struct Waiter {
-    id: u64,
-    start_ts: u64,
-    lock_ts: u64,
-    state: Mutex<State>,
-    cond: Condvar,
-}
+use crate::wait_config::WaitConfig;
+use crate::wait_handle::WaitHandle;
+use crate::wait_outcome::{WaitOutcome, WakeUpReport};
+use crate::waiter::{State, Waiter, earliest};
 
 #[derive(Debug)]
 struct Inner {
-    /// Lock order: `queues`, then a waiter's `state`; `detector` is never held with either.
+    /// Lock order: `queues` first; under it a waiter's `state` or the `detector`, never
+    /// both at once, and neither of those is held while taking `queues`.
     queues: Mutex<HashMap<Vec<u8>, Vec<Arc<Waiter>>>>,
     detector: Mutex<DeadlockDetector>,
     config: Mutex<WaitConfig>,
     next_id: AtomicU64,
 }
 
-/// Lock waiting for one node: per-key queues of transactions waiting for a lock to be
-/// released, plus a [`DeadlockDetector`] consulted before anyone waits. Cheap to clone;
+/// Lock waiting for one node: one queue per key of the transactions waiting for it to be
+/// unlocked, plus a [`DeadlockDetector`] consulted before anyone waits. Cheap to clone;
 /// clones share the queues.
 ///
 /// # Not losing a release
-/// [`wake_up`](Self::wake_up) only reaches waiters already queued: a release that happens
-/// after a transaction saw the lock but before it enqueued wakes nobody, and the transaction
-/// would sleep until its timeout. So a waiter follows **enqueue, re-check, wait**: enqueue
-/// first, then look at the lock again, and wait only if it is still held. A release after
-/// the enqueue marks the handle woken even if [`WaitHandle::wait`] has not been called yet,
-/// so nothing is lost in between. [`wait_for`](Self::wait_for) skips the re-check; use it
-/// only when releases cannot race the call (the key's latch is held, say).
+/// A release wakes the waiters queued on its **key**, whichever holder each of them queued
+/// under. A lock can change hands between the moment a transaction sees it and the moment
+/// it enqueues: txn 20 sees `k` held by txn 10; txn 10 releases while nobody is queued; txn
+/// 30 locks `k`; txn 20 enqueues naming txn 10. Txn 10's release is over, so only txn 30's
+/// can wake txn 20, and it does. TiKV's lock manager likewise keeps one wait queue per key
+/// and wakes its head whoever the holder was (`src/storage/lock_manager/lock_waiting_queue.rs`).
+///
+/// A release that happens before the enqueue still wakes nobody, so a waiter follows
+/// **enqueue, re-check, wait**: enqueue first, then look at the lock again, and
+/// - if the key is unlocked, drop the handle and retry at once;
+/// - if another transaction than the `lock_ts` given now holds it, drop the handle and
+///   enqueue again under that one: the wait would still be woken by the new holder's
+///   release, but its wait-for edge would name the old holder, so a deadlock through the
+///   new one would only end by timeout ([`WaitHandle::lock_ts`] gives the old holder);
+/// - otherwise [`WaitHandle::wait`].
+///
+/// A release after the enqueue marks the handle woken even if `wait` has not been called
+/// yet, so nothing is lost in between. [`wait_for`](Self::wait_for) skips the re-check; use
+/// it only when releases cannot race the call (the key's latch is held, say).
+///
+/// # Wait-for edges
+/// [`enqueue`](Self::enqueue) adds the edge `start_ts -> lock_ts`, under the same lock as
+/// the queueing, so a release sees either both or neither. A release removes the edges of
+/// every waiter it wakes, at once and after the delay, before it returns (TiKV's waiter
+/// manager does the same for the waiter it wakes): they no longer wait for the former
+/// holder, which may itself wait for one of them right away and must not be refused with a
+/// deadlock that does not exist. During the delay the others wait for whoever takes the
+/// lock next, which the manager cannot know; a cycle through them ends with the delay, when
+/// they retry and enqueue again under the real holder. A wait that times out or whose
+/// handle is dropped removes its own edge.
 ///
 /// ```
 /// use std::time::Duration;
@@ -101,12 +72,14 @@ struct Inner {
 ///
 /// // Txn 20 finds "k" locked by txn 10: enqueue, then re-check before waiting.
 /// let handle = waits.enqueue(b"k", 20, 10)?;
-/// // ... txn 10 rolls back meanwhile: the lock goes and the waiters are woken.
+/// // ... txn 10 rolls back meanwhile: the lock goes and the key's waiters are woken.
 /// table.remove_applied(b"k", 1, 1);
 /// waits.wake_up(b"k", 10);
 /// // The re-check (or the wait) sees it; no timeout is spent.
-/// if table.get(b"k").is_some() {
-///     assert_eq!(handle.wait(Some(Duration::from_secs(1))), WaitOutcome::Woken);
+/// match table.get(b"k").map(|entry| *entry.lock()) {
+///     None => drop(handle), // unlocked: retry at once
+///     Some(holder) if holder != handle.lock_ts() => drop(handle), // enqueue under `holder`
+///     Some(_) => assert_eq!(handle.wait(Some(Duration::from_secs(1))), WaitOutcome::Woken),
 /// }
 /// # Ok::<_, Box<dyn std::error::Error>>(())
 /// ```
@@ -119,16 +92,6 @@ impl Default for LockWaitManager {
     fn default() -> Self {
         LockWaitManager::new(WaitConfig::default())
     }
-}
-
-/// A registered wait. [`wait`](Self::wait) blocks until woken or timed out; dropping the
-/// handle without waiting leaves the queue and cleans the wait-for edge.
-#[derive(Debug)]
-pub struct WaitHandle {
-    manager: LockWaitManager,
-    waiter: Arc<Waiter>,
-    key: Vec<u8>,
-    finished: bool,
 }
 
 impl LockWaitManager {
@@ -163,41 +126,34 @@ impl LockWaitManager {
         detector.set_ttl(ttl);
     }
 
-    /// Runs `f` on the deadlock detector (to clean up a finished transaction, say).
+    /// Runs `f` on the deadlock detector (to clean up a finished transaction, say). The
+    /// detector stays locked while `f` runs: `f` must not call this manager or its handles.
     pub fn with_detector<R>(&self, f: impl FnOnce(&mut DeadlockDetector) -> R) -> R {
         f(&mut self.inner.detector.lock())
     }
 
-    /// Transaction `start_ts` will wait for the lock held by `lock_ts` on `key`.
+    /// Transaction `start_ts` will wait on `key`, which it found locked by `lock_ts`: the
+    /// wait is queued on the key and the wait-for edge `start_ts -> lock_ts` added.
     ///
     /// # Errors
     /// [`Deadlock`] if waiting would close a cycle; nothing is queued then.
     pub fn enqueue(&self, key: &[u8], start_ts: u64, lock_ts: u64) -> Result<WaitHandle, Deadlock> {
+        let mut queues = self.inner.queues.lock();
         self.inner.detector.lock().detect(start_ts, lock_ts, key)?;
-        let waiter = Arc::new(Waiter {
-            id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
-            start_ts,
-            lock_ts,
-            state: Mutex::new(State::Waiting { wake_at: None }),
-            cond: Condvar::new(),
-        });
-        self.inner
-            .queues
-            .lock()
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let waiter = Arc::new(Waiter::new(id, start_ts, lock_ts));
+        queues
             .entry(key.to_vec())
             .or_default()
             .push(Arc::clone(&waiter));
-        Ok(WaitHandle {
-            manager: self.clone(),
-            waiter,
-            key: key.to_vec(),
-            finished: false,
-        })
+        drop(queues);
+        Ok(WaitHandle::new(self.clone(), waiter, key))
     }
 
     /// [`enqueue`](Self::enqueue) then [`WaitHandle::wait`], with no re-check of the lock in
     /// between: a release that happened before the call is missed and the wait lasts until
-    /// the timeout (see [Not losing a release](Self#not-losing-a-release)).
+    /// the next release of the key or the timeout (see
+    /// [Not losing a release](Self#not-losing-a-release)).
     ///
     /// # Errors
     /// [`Deadlock`] if waiting would close a cycle.
@@ -211,8 +167,11 @@ impl LockWaitManager {
         Ok(self.enqueue(key, start_ts, lock_ts)?.wait(timeout))
     }
 
-    /// The lock of `lock_ts` on `key` was released: the waiter with the smallest `start_ts`
-    /// is woken now, the other waiters for that lock after the wake-up delay.
+    /// The lock of `lock_ts` on `key` was released: of the transactions waiting on `key`,
+    /// whichever holder each queued under, the one with the smallest `start_ts` is woken
+    /// now and the others after the wake-up delay. The wait-for edges of all of them are
+    /// removed before this returns (see [Wait-for edges](Self#wait-for-edges)). `lock_ts`
+    /// only names the releaser in traces.
     pub fn wake_up(&self, key: &[u8], lock_ts: u64) -> WakeUpReport {
         let delay = self.config().wake_up_delay;
         let mut report = WakeUpReport::default();
@@ -223,11 +182,10 @@ impl LockWaitManager {
         let first = queue
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.lock_ts == lock_ts)
             .min_by_key(|(_, w)| (w.start_ts, w.id))
             .map(|(i, _)| i);
-        if let Some(i) = first {
-            let waiter = queue.remove(i);
+        let woken = first.map(|i| queue.remove(i));
+        if let Some(waiter) = &woken {
             *waiter.state.lock() = State::Woken;
             waiter.cond.notify_one();
             report.woken = Some(waiter.start_ts);
@@ -235,7 +193,7 @@ impl LockWaitManager {
         // `None` when the delay is too large for an `Instant` (it would panic): those waiters
         // are then never woken by the delay, only by a later release or their own timeout.
         let wake_at = Instant::now().checked_add(delay);
-        for waiter in queue.iter().filter(|w| w.lock_ts == lock_ts) {
+        for waiter in queue.iter() {
             let mut state = waiter.state.lock();
             if let State::Waiting { wake_at: at } = &mut *state {
                 *at = earliest(*at, wake_at);
@@ -244,9 +202,22 @@ impl LockWaitManager {
             drop(state);
             waiter.cond.notify_one();
         }
+        {
+            let mut detector = self.inner.detector.lock();
+            for waiter in woken.iter().chain(queue.iter()) {
+                waiter.clean_edge(&mut detector, key);
+            }
+        }
         if queue.is_empty() {
             queues.remove(key);
         }
+        drop(queues);
+        tracing::trace!(
+            released_by = lock_ts,
+            woken = ?report.woken,
+            delayed = report.delayed,
+            "lock wait: key released"
+        );
         report
     }
 
@@ -268,7 +239,7 @@ impl LockWaitManager {
     }
 
     /// Removes a waiter from its queue; returns whether it was still there.
-    fn leave(&self, key: &[u8], id: u64) -> bool {
+    pub(crate) fn leave(&self, key: &[u8], id: u64) -> bool {
         let mut queues = self.inner.queues.lock();
         let Some(queue) = queues.get_mut(key) else {
             return false;
@@ -281,109 +252,5 @@ impl LockWaitManager {
             queues.remove(key);
         }
         true
-    }
-}
-
-/// Shortest interval between two refreshes of a waiter's wait-for edge (guards a zero TTL).
-const REFRESH_FLOOR: Duration = Duration::from_millis(1);
-
-/// The earlier of two optional instants, `None` standing for "never".
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, None) => a,
-        (None, b) => b,
-    }
-}
-
-impl WaitHandle {
-    /// The waiting transaction's `start_ts`.
-    pub fn start_ts(&self) -> u64 {
-        self.waiter.start_ts
-    }
-
-    /// Blocks until woken or until `timeout` (the manager's default when `None`) passes.
-    /// A timeout too large to represent as an `Instant` (such as `Duration::MAX`) means
-    /// "until woken".
-    pub fn wait(mut self, timeout: Option<Duration>) -> WaitOutcome {
-        let timeout = timeout.unwrap_or_else(|| self.manager.config().default_timeout);
-        // `None`: no deadline (the addition would overflow `Instant`, which panics).
-        let deadline = Instant::now().checked_add(timeout);
-        let waiter = Arc::clone(&self.waiter);
-        // A wait may outlast the detector's edge TTL (a long explicit timeout, or a TTL
-        // changed meanwhile): refresh the edge every half TTL so that a deadlock closed late
-        // in the wait is still found. Waits shorter than half the TTL never wake for this.
-        let refresh_every = |ttl: Duration| (ttl / 2).max(REFRESH_FLOOR);
-        let mut next_refresh =
-            Instant::now().checked_add(refresh_every(self.manager.with_detector(|d| d.ttl())));
-        let outcome = {
-            let mut state = waiter.state.lock();
-            loop {
-                match *state {
-                    State::Woken => break WaitOutcome::Woken,
-                    State::Waiting { wake_at } => {
-                        let until = earliest(wake_at, deadline);
-                        let now = Instant::now();
-                        if until.is_some_and(|until| now >= until) {
-                            let delayed = wake_at.is_some_and(|t| deadline.is_none_or(|d| t <= d));
-                            drop(state);
-                            if self.manager.leave(&self.key, waiter.id) {
-                                break if delayed {
-                                    WaitOutcome::WokenAfterDelay
-                                } else {
-                                    WaitOutcome::TimedOut
-                                };
-                            }
-                            // A release removed us meanwhile and set `Woken` before doing so.
-                            state = waiter.state.lock();
-                            continue;
-                        }
-                        if next_refresh.is_some_and(|at| now >= at) {
-                            // Lock order: never hold a waiter's state with the detector.
-                            drop(state);
-                            let ttl = {
-                                let mut detector = self.manager.inner.detector.lock();
-                                detector.refresh(waiter.start_ts, waiter.lock_ts, now);
-                                detector.ttl()
-                            };
-                            // Re-read: the TTL may have changed meanwhile (`set_ttl`).
-                            next_refresh = now.checked_add(refresh_every(ttl));
-                            state = waiter.state.lock();
-                            continue;
-                        }
-                        match earliest(until, next_refresh) {
-                            Some(until) => {
-                                waiter.cond.wait_until(&mut state, until);
-                            }
-                            None => waiter.cond.wait(&mut state),
-                        }
-                    }
-                }
-            }
-        };
-        self.finish(false);
-        outcome
-    }
-
-    /// Cleans the wait-for edge and, if `leave_queue`, leaves the queue. Idempotent.
-    fn finish(&mut self, leave_queue: bool) {
-        if self.finished {
-            return;
-        }
-        self.finished = true;
-        if leave_queue {
-            self.manager.leave(&self.key, self.waiter.id);
-        }
-        self.manager.inner.detector.lock().clean_up_wait_for(
-            self.waiter.start_ts,
-            self.waiter.lock_ts,
-            &self.key,
-        );
-    }
-}
-
-impl Drop for WaitHandle {
-    fn drop(&mut self) {
-        self.finish(true);
     }
 }

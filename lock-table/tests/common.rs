@@ -1,6 +1,12 @@
-//! Shared test helpers: a TiKV-like pessimistic lock value and table constructors.
+//! Test helpers common to the modules: a TiKV-like pessimistic lock value, table
+//! constructors and a lock wait manager.
 
-use surge_lock_table::{BudgetConfig, LockValue, MemoryBudget, RegionLockTable};
+use std::time::Duration;
+
+use surge_lock_table::{
+    BudgetConfig, LockValue, LockWaitManager, MemoryBudget, RegionLockTable, SharedRegionLockTable,
+    WaitConfig,
+};
 
 /// A pessimistic lock shaped like TiKV's `PessimisticLock` (the parts that matter here).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,4 +64,20 @@ pub fn one(key: &[u8], l: PLock) -> Vec<(Vec<u8>, PLock)> {
 /// Sum of the charged bytes of every entry, computed from the entries themselves.
 pub fn recount(table: &Table) -> usize {
     table.iter().map(|(_, e)| e.charged_bytes()).sum()
+}
+
+/// A lock wait manager whose default timeout (20 s) is far above any test's wait, so that a
+/// wait ending quickly proves a wake-up reached it; `delay_ms` is the wake-up delay.
+pub fn wait_manager(delay_ms: u64) -> LockWaitManager {
+    LockWaitManager::new(WaitConfig {
+        default_timeout: Duration::from_secs(20),
+        wake_up_delay: Duration::from_millis(delay_ms),
+    })
+}
+
+/// A thread-safe leader table at term 1, version 1, whose lock is the holder's `start_ts`.
+pub fn leader_handle(budget: &MemoryBudget) -> SharedRegionLockTable<u64> {
+    let table = SharedRegionLockTable::new(budget);
+    table.become_leader(1, 1);
+    table
 }

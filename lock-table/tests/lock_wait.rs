@@ -6,12 +6,7 @@ use std::time::{Duration, Instant};
 
 use surge_lock_table::{LockWaitManager, WaitConfig, WaitOutcome};
 
-fn manager(delay_ms: u64) -> LockWaitManager {
-    LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_secs(20),
-        wake_up_delay: Duration::from_millis(delay_ms),
-    })
-}
+use crate::common::{leader_handle, wait_manager as manager};
 
 #[test]
 fn smallest_start_ts_is_woken_first_others_after_the_delay() {
@@ -79,14 +74,18 @@ fn dropping_a_handle_leaves_the_queue_and_clears_the_edge() {
     let _h = waits.enqueue(b"b", 2, 1).unwrap();
 }
 
+/// Wake-ups go by key: a release of "k" wakes its waiters whichever holder they queued under
+/// (the lock may have changed hands before they enqueued); a release of another key wakes
+/// nobody.
 #[test]
-fn wake_up_only_wakes_waiters_of_that_lock() {
+fn wake_up_wakes_the_waiters_of_the_key_whoever_the_holder() {
     let waits = manager(20);
     let h = waits.enqueue(b"k", 7, 5).unwrap();
-    assert_eq!(waits.wake_up(b"k", 6).woken, None);
     assert_eq!(waits.wake_up(b"other", 5).woken, None);
-    let t = thread::spawn(move || h.wait(Some(Duration::from_millis(100))));
-    assert_eq!(t.join().unwrap(), WaitOutcome::TimedOut);
+    assert_eq!(waits.waiters(b"k"), 1);
+    let t = thread::spawn(move || h.wait(Some(Duration::from_secs(10))));
+    assert_eq!(waits.wake_up(b"k", 6).woken, Some(7));
+    assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
 }
 
 #[test]
@@ -224,10 +223,8 @@ fn set_config_keeps_the_edge_ttl_above_the_timeout() {
 /// between the enqueue and the re-check) is never lost, the wait returns at once.
 #[test]
 fn release_between_recheck_and_wait_is_not_lost() {
-    use surge_lock_table::{MemoryBudget, SharedRegionLockTable};
-    let budget = MemoryBudget::default();
-    let table = SharedRegionLockTable::<u64>::new(&budget);
-    table.become_leader(1, 1);
+    let budget = surge_lock_table::MemoryBudget::default();
+    let table = leader_handle(&budget);
     let waits = manager(20);
     for round in 0..50u64 {
         let key = round.to_be_bytes();
@@ -340,7 +337,8 @@ fn queues_of_keys_without_waiters_are_dropped() {
             .unwrap(),
         WaitOutcome::TimedOut
     );
-    // Dropped without waiting, and a waiter for another lock on the same key.
+    // Dropped without waiting, and a waiter that queued under another holder of the key
+    // (woken after the delay by the same release).
     let c = waits.enqueue(b"c", 4, 9).unwrap();
     let d = waits.enqueue(b"c", 5, 8).unwrap();
     assert_eq!(waits.wake_up(b"c", 9).woken, Some(4));

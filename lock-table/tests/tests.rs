@@ -13,4 +13,6 @@ mod random_bytes;
 mod split;
 mod tikv_txn_ext;
 mod transfer;
+mod wake_by_key;
+mod wake_up_edges;
 mod write_path;
