@@ -9,6 +9,8 @@ mod commit;
 mod crash;
 mod dir_lock;
 mod fixtures;
+mod mariadb_replay;
+mod mariadb_server;
 mod mariadb_tool;
 mod power_loss;
 mod reading;
