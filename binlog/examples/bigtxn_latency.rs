@@ -26,6 +26,23 @@ use std::time::{Duration, Instant};
 
 use surge_binlog::{Binlog, BinlogConfig, CommitMethod, Error, Result};
 
+mod support {
+    pub mod cli;
+}
+
+const USAGE: &str = "
+Small-commit latency while one big transaction commits, by copy and by rename.
+
+usage: bigtxn_latency [--sizes 64,256] [--json] [--threads 4] [--repeat 7] [--dir PATH]
+
+  --sizes MIB,...  sizes of the big transaction in MiB (default 64,256)
+  --json           one JSON object per configuration instead of a table
+  --threads N      threads committing small transactions (default 4)
+  --repeat N       runs per configuration; figures are medians over them (default 7)
+  --dir PATH       where to create the temporary logs (default: the system temp dir)
+  --help           this text
+";
+
 #[derive(Debug)]
 struct Args {
     sizes: Vec<u64>,
@@ -65,7 +82,12 @@ fn parse_args() -> Result<Args> {
                 a.repeat = v.parse().map_err(|_| bad("--repeat", v))?;
             }
             "--dir" => a.dir = Some(PathBuf::from(value("--dir")?)),
-            other => return Err(bad("argument", other.to_string())),
+            other => {
+                return Err(bad(
+                    "flag",
+                    format!("{other} is not a flag of this example"),
+                ));
+            }
         }
     }
     Ok(a)
@@ -273,7 +295,11 @@ fn report(args: &Args, runs: &[RunResult]) {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    support::cli::main_with_usage(USAGE, real_main)
+}
+
+fn real_main() -> Result<()> {
     let args = parse_args()?;
     if !args.json {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());

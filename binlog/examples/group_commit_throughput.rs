@@ -11,23 +11,57 @@ use std::time::{Duration, Instant};
 
 use surge_binlog::{Binlog, BinlogConfig, Error, Result};
 
-fn main() -> Result<()> {
+mod support {
+    pub mod cli;
+}
+
+const USAGE: &str = "
+Group-commit throughput: committers commit small transactions, an fsync per group.
+
+usage: group_commit_throughput [--committers 64] [--secs 3] [--json] [--dir PATH]
+
+  --committers N  threads committing (default 64)
+  --secs N        measured seconds (default 3)
+  --json          one JSON object instead of text
+  --dir PATH      where to create the temporary log (default: the system temp dir)
+  --help          this text
+";
+
+fn main() -> std::process::ExitCode {
+    support::cli::main_with_usage(USAGE, real_main)
+}
+
+fn real_main() -> Result<()> {
     let (mut committers, mut secs, mut json, mut dir) = (64usize, 3u64, false, None::<PathBuf>);
     let mut it = std::env::args().skip(1);
     let bad = |what: &'static str, v: String| Error::Invalid { what, detail: v };
     while let Some(a) = it.next() {
         match a.as_str() {
             "--committers" => {
-                let v = it.next().unwrap_or_default();
+                let v = it
+                    .next()
+                    .ok_or_else(|| bad("--committers", "missing value".into()))?;
                 committers = v.parse().map_err(|_| bad("--committers", v))?;
             }
             "--secs" => {
-                let v = it.next().unwrap_or_default();
+                let v = it
+                    .next()
+                    .ok_or_else(|| bad("--secs", "missing value".into()))?;
                 secs = v.parse().map_err(|_| bad("--secs", v))?;
             }
             "--json" => json = true,
-            "--dir" => dir = it.next().map(PathBuf::from),
-            other => return Err(bad("argument", other.to_string())),
+            "--dir" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| bad("--dir", "missing value".into()))?;
+                dir = Some(PathBuf::from(v));
+            }
+            other => {
+                return Err(bad(
+                    "flag",
+                    format!("{other} is not a flag of this example"),
+                ));
+            }
         }
     }
     let tmp = match &dir {
