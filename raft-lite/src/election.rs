@@ -76,7 +76,16 @@ impl RawNode {
                 ..
             } => self.handle_vote_request(m.from, m.term, last_index, last_term, false),
             MessageKind::PreVoteResp { reject } => {
-                if self.role == Role::PreCandidate && m.term == self.term + 1 {
+                // A grant carries our pre-campaign's term (term + 1); a rejection the
+                // responder's own term, which is ours when it is not ahead (ahead, it made
+                // us a follower above): both count, or a refused pre-candidate would wait
+                // for its election timeout instead of stepping down at once.
+                let ours = if reject {
+                    m.term == self.term
+                } else {
+                    m.term == self.term + 1
+                };
+                if self.role == Role::PreCandidate && ours {
                     self.tally(m.from, !reject);
                 } else {
                     self.stats.messages_ignored += 1;

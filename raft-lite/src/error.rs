@@ -82,6 +82,17 @@ pub enum Error {
         /// Configured limit.
         limit: usize,
     },
+    /// A write the log could not read back (a log entry, snapshot data or record above its
+    /// limit): refused before anything of it was written; the log stays usable.
+    #[error("raft: {what} of {size} bytes exceeds the log's limit of {limit} bytes")]
+    WriteTooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// Its size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// Bytes could not be decoded.
     #[error("raft: cannot decode {what} at byte {offset}: {reason}")]
     Decode {
@@ -174,6 +185,11 @@ impl Error {
             Error::InvalidConfig { field, reason } => Error::InvalidConfig { field, reason },
             Error::OutcomeUnknown => Error::OutcomeUnknown,
             Error::ProposalTooLarge { size, limit } => Error::ProposalTooLarge {
+                size: *size,
+                limit: *limit,
+            },
+            Error::WriteTooLarge { what, size, limit } => Error::WriteTooLarge {
+                what,
                 size: *size,
                 limit: *limit,
             },

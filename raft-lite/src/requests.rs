@@ -163,6 +163,20 @@ impl RawNode {
         Ok(())
     }
 
+    /// Forgets the ReadIndex request `ctx` (its caller gave up): it is no longer waited on
+    /// for a quorum, nor reported. True if it was still pending. Allowed between `ready()`
+    /// and `advance()` (it changes nothing a Ready hands out).
+    pub fn cancel_read(&mut self, ctx: u64) -> bool {
+        let before = self.pending_reads.len();
+        self.pending_reads.retain(|r| r.ctx != ctx);
+        self.pending_reads.len() != before
+    }
+
+    /// ReadIndex requests waiting for a quorum's confirmation.
+    pub fn pending_read_count(&self) -> usize {
+        self.pending_reads.len()
+    }
+
     /// Records a snapshot the application built and made durable (covering entries up to
     /// `snapshot.meta.index <= applied`), and forgets the log entries it covers. The
     /// snapshot is kept to catch up followers that are behind the log's start.

@@ -176,6 +176,12 @@ pub trait LogStore: Send {
     /// Groups that have durable state.
     fn groups(&self) -> Vec<u64>;
 
+    /// The largest entry data a write may carry (a driver refuses larger proposals up
+    /// front: a write the store refuses stops the node).
+    fn max_entry_bytes(&self) -> usize {
+        crate::MAX_BYTES_LEN
+    }
+
     /// The stored hard state of `group` (stores override this to avoid copying the log).
     ///
     /// # Errors

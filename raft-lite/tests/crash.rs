@@ -26,6 +26,7 @@ fn child(dir: &str) {
         dir,
         WalOptions {
             max_segment_bytes: 64 << 10,
+            ..WalOptions::default()
         },
     )
     .unwrap();
@@ -90,6 +91,7 @@ fn sigkill_while_writing_loses_no_acknowledged_entry() {
             dir.path(),
             WalOptions {
                 max_segment_bytes: 64 << 10,
+                ..WalOptions::default()
             },
         )
         .unwrap();

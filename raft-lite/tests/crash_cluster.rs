@@ -60,6 +60,7 @@ fn start(base: &std::path::Path) -> (Vec<Node>, Vec<Set>) {
             base.join(format!("n{id}")),
             WalOptions {
                 max_segment_bytes: 16 << 10,
+                ..WalOptions::default()
             },
         )
         .unwrap();

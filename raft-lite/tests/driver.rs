@@ -389,6 +389,15 @@ fn membership_change_through_driver() {
     put(&c, "two", "voters");
 }
 
+/// Waits up to 10 s for the transport's counters to satisfy `done`.
+fn wait_stats(t: &TcpTransport, done: impl Fn(&TcpStats) -> bool) {
+    let t0 = Instant::now();
+    while !done(&t.stats()) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn tcp_transport_runs_a_cluster_and_refuses_garbage() {
     let addrs: Vec<std::net::SocketAddr> = (0..3)
@@ -432,15 +441,31 @@ fn tcp_transport_runs_a_cluster_and_refuses_garbage() {
     s.write_all(b"junk!").unwrap();
     s.write_all(&u32::MAX.to_le_bytes()).unwrap();
     s.flush().unwrap();
-    let t0 = Instant::now();
-    while transports[2].stats().malformed < 2 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            transports[2].stats()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_stats(&transports[2], |s| s.malformed >= 2);
+    // Regression: a frame claiming another sender was delivered. Node 1's connection
+    // speaks for node 2 here: a vote request at a far-off term in node 2's name.
+    let mut s = std::net::TcpStream::connect(addrs[2]).unwrap();
+    s.write_all(&hello).unwrap();
+    let spoofed = Message {
+        from: 2,
+        to: 3,
+        term: 1_000,
+        kind: MessageKind::Vote {
+            last_index: 1_000,
+            last_term: 1_000,
+            transfer: true,
+        },
+    };
+    let mut body = Vec::new();
+    encode_message(1, &spoofed, &mut body);
+    s.write_all(&(body.len() as u32).to_le_bytes()).unwrap();
+    s.write_all(&body).unwrap();
+    s.flush().unwrap();
+    wait_stats(&transports[2], |s| s.wrong_sender >= 1);
+    assert!(
+        c.nodes[2].status(1).unwrap().term < 1_000,
+        "the spoofed vote request reached the node"
+    );
     // The cluster still works.
     put(&c, "still", "ok");
     for t in &transports {

@@ -213,6 +213,7 @@ fn wal_compaction_deletes_old_segments() {
     let dir = tempfile::tempdir().unwrap();
     let opts = WalOptions {
         max_segment_bytes: 8192,
+        ..WalOptions::default()
     };
     {
         let mut wal = Wal::open(dir.path(), opts.clone()).unwrap();
@@ -302,6 +303,7 @@ fn regression_unsynced_bytes_never_left_behind_by_rotation() {
     let fs = MemFs::new();
     let opts = WalOptions {
         max_segment_bytes: 300,
+        ..WalOptions::default()
     };
     let open = || Wal::open_with(std::sync::Arc::new(fs.clone()), "/d", opts.clone());
     {
@@ -352,6 +354,7 @@ fn regression_partial_segment_retirement_still_opens() {
         let fs = MemFs::new();
         let opts = WalOptions {
             max_segment_bytes: 2048,
+            ..WalOptions::default()
         };
         let open = || Wal::open_with(std::sync::Arc::new(fs.clone()), "/r", opts.clone());
         let big = "y".repeat(300);

@@ -1,6 +1,7 @@
 //! One group hosted by a driver: its core, its state machine and its waiting proposals.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use crossbeam_channel::Sender;
 
@@ -19,10 +20,13 @@ pub(crate) struct Group {
     /// The term the state machine was told it leads in, if it was.
     pub(crate) sm_leader_term: Option<u64>,
     pub(crate) snapshot_every: u64,
-    /// ReadIndex requests by context, waiting for the quorum check.
-    pub(crate) reads: HashMap<u64, Sender<crate::Result<u64>>>,
+    /// No snapshot is taken before this applied index (set after one was too large).
+    pub(crate) snapshot_retry_at: u64,
+    /// ReadIndex requests by context, waiting for the quorum check, with the time their
+    /// caller gives up.
+    pub(crate) reads: HashMap<u64, (Instant, Sender<crate::Result<u64>>)>,
     /// Confirmed reads waiting for `applied >= index`.
-    pub(crate) reads_confirmed: Vec<(u64, Sender<crate::Result<u64>>)>,
+    pub(crate) reads_confirmed: Vec<(u64, Instant, Sender<crate::Result<u64>>)>,
     pub(crate) next_read_ctx: u64,
     /// Waiters up to this index were told their entry committed.
     pub(crate) commit_marked: u64,
@@ -122,19 +126,19 @@ impl Group {
     /// dropped ones (leadership lost) with `NotLeader`.
     pub(crate) fn answer_reads(&mut self, rd: &Ready) {
         for rs in &rd.read_states {
-            if let Some(tx) = self.reads.remove(&rs.ctx) {
-                self.reads_confirmed.push((rs.index, tx));
+            if let Some((deadline, tx)) = self.reads.remove(&rs.ctx) {
+                self.reads_confirmed.push((rs.index, deadline, tx));
             }
         }
         for ctx in &rd.dropped_reads {
-            if let Some(tx) = self.reads.remove(ctx) {
+            if let Some((_, tx)) = self.reads.remove(ctx) {
                 let _ = tx.send(Err(Error::NotLeader {
                     leader: rd.soft_state.leader,
                 }));
             }
         }
         let applied = self.raw.applied();
-        self.reads_confirmed.retain(|(index, tx)| {
+        self.reads_confirmed.retain(|(index, _, tx)| {
             if *index <= applied {
                 let _ = tx.send(Ok(*index));
                 false
@@ -144,13 +148,31 @@ impl Group {
         });
     }
 
+    /// Drops the ReadIndex requests whose caller gave up (here and in the core), so they
+    /// do not pile up while no quorum answers (a partitioned leader without check-quorum
+    /// may stay leader for a long time).
+    pub(crate) fn expire_reads(&mut self, now: Instant) {
+        let raw = &mut self.raw;
+        self.reads.retain(|ctx, (deadline, _)| {
+            let keep = *deadline > now;
+            if !keep {
+                raw.cancel_read(*ctx);
+            }
+            keep
+        });
+        self.reads_confirmed
+            .retain(|(_, deadline, _)| *deadline > now);
+    }
+
     /// A snapshot of the state machine at the applied index, if the log grew enough.
     pub(crate) fn maybe_snapshot(&mut self) -> Option<(GroupWrite, Snapshot)> {
         if self.snapshot_every == 0 {
             return None;
         }
         let applied = self.raw.applied();
-        if applied < self.raw.snapshot_index() + self.snapshot_every {
+        if applied < self.raw.snapshot_index() + self.snapshot_every
+            || applied < self.snapshot_retry_at
+        {
             return None;
         }
         let term = self.raw.term_at(applied)?;
@@ -173,14 +195,19 @@ impl Group {
         ))
     }
 
+    /// The snapshot just built could not be kept: wait another `snapshot_every` entries.
+    pub(crate) fn snapshot_skipped(&mut self) {
+        self.snapshot_retry_at = self.raw.applied() + self.snapshot_every;
+    }
+
     pub(crate) fn fail_all(&mut self, e: &Error) {
         for (_, (_, p)) in std::mem::take(&mut self.waiting) {
             p.fail(e.duplicate());
         }
-        for (_, tx) in self.reads.drain() {
+        for (_, (_, tx)) in self.reads.drain() {
             let _ = tx.send(Err(e.duplicate()));
         }
-        for (_, tx) in self.reads_confirmed.drain(..) {
+        for (_, _, tx) in self.reads_confirmed.drain(..) {
             let _ = tx.send(Err(e.duplicate()));
         }
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_channel::Sender;
@@ -57,6 +57,9 @@ pub struct GroupStatus {
     pub applied: u64,
     /// Membership in effect.
     pub conf: ConfState,
+    /// ReadIndex requests still waiting (for the quorum or for the apply). A request
+    /// whose caller timed out is dropped at the next tick.
+    pub pending_reads: usize,
 }
 
 /// Counters of a [`Node`] (a plain snapshot).
@@ -80,7 +83,8 @@ pub(crate) enum Input {
     Campaign(u64, Sender<Result<()>>),
     AddGroup(u64, ConfState, Box<dyn StateMachine>, Sender<Result<()>>),
     Status(u64, Sender<Result<GroupStatus>>),
-    ReadIndex(u64, Sender<Result<u64>>),
+    /// A ReadIndex request and when its caller gives up.
+    ReadIndex(u64, Instant, Sender<Result<u64>>),
     RemoveGroup(u64, Sender<Result<()>>),
     Stop,
 }
@@ -246,8 +250,10 @@ impl Node {
     /// commit: retry), [`Error::UnknownGroup`], [`Error::Stopped`], [`Error::Timeout`].
     pub fn read_index(&self, group: u64, timeout: Duration) -> Result<u64> {
         let (tx, rx) = crossbeam_channel::bounded(1);
+        // The driver drops the request once its caller stops waiting.
+        let deadline = Instant::now() + timeout;
         self.tx
-            .send(Input::ReadIndex(group, tx))
+            .send(Input::ReadIndex(group, deadline, tx))
             .map_err(|_| Error::Stopped)?;
         match rx.recv_timeout(timeout) {
             Ok(r) => r,

@@ -73,8 +73,10 @@ impl Worker {
                 if next_tick < Instant::now() {
                     next_tick = Instant::now() + self.opts.tick;
                 }
+                let now = Instant::now();
                 for g in self.groups.values_mut() {
                     let _ = g.raw.tick();
+                    g.expire_reads(now);
                 }
             }
             if let Err(e) = self.process_ready() {
@@ -104,7 +106,7 @@ impl Worker {
                 Input::Status(_, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
                 }
-                Input::ReadIndex(_, tx) => {
+                Input::ReadIndex(_, _, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
                 }
                 Input::RemoveGroup(_, tx) => {
@@ -173,17 +175,18 @@ impl Worker {
                         committed: g.raw.committed(),
                         applied: g.raw.applied(),
                         conf: g.raw.conf().clone(),
+                        pending_reads: g.reads.len() + g.reads_confirmed.len(),
                     })
                     .ok_or(Error::UnknownGroup { group });
                 let _ = tx.send(r);
             }
-            Input::ReadIndex(group, tx) => match self.groups.get_mut(&group) {
+            Input::ReadIndex(group, deadline, tx) => match self.groups.get_mut(&group) {
                 Some(g) => {
                     g.next_read_ctx += 1;
                     let ctx = g.next_read_ctx;
                     match g.raw.read_index(ctx) {
                         Ok(()) => {
-                            g.reads.insert(ctx, tx);
+                            g.reads.insert(ctx, (deadline, tx));
                         }
                         Err(e) => {
                             let _ = tx.send(Err(e));
@@ -221,6 +224,9 @@ impl Worker {
         let mut st = self.store.load(group)?.unwrap_or_default();
         st.conf = bootstrap;
         let mut cfg = self.opts.raft.clone();
+        // A proposal the store cannot write is refused when proposed
+        // (`Error::ProposalTooLarge`), never at the write, which would stop the node.
+        cfg.max_proposal_bytes = cfg.max_proposal_bytes.min(self.store.max_entry_bytes());
         if let Some(s) = &st.snapshot {
             sm.restore(s.meta.index, &s.data);
         }
@@ -235,6 +241,7 @@ impl Worker {
                 waiting: BTreeMap::new(),
                 sm_leader_term: None,
                 snapshot_every: self.opts.snapshot_every,
+                snapshot_retry_at: 0,
                 reads: HashMap::new(),
                 reads_confirmed: Vec::new(),
                 next_read_ctx: 0,
@@ -284,6 +291,18 @@ impl Worker {
             g.raw.advance();
             g.answer_reads(&rd);
             if let Some(s) = g.maybe_snapshot() {
+                if s.1.data.len() > crate::MAX_BYTES_LEN {
+                    // The log would refuse it (and a refused write stops the node): keep
+                    // the log instead and try again after another `snapshot_every`.
+                    tracing::error!(
+                        group = id,
+                        bytes = s.1.data.len(),
+                        limit = crate::MAX_BYTES_LEN,
+                        "raft: state machine snapshot too large; log not compacted"
+                    );
+                    g.snapshot_skipped();
+                    continue;
+                }
                 snaps.push(s);
             }
         }

@@ -2,7 +2,10 @@
 //! length-prefixed frames (`[len u32 LE][encoded (group, message)]`). The node with the
 //! smaller id dials (reconnecting with exponential backoff); the other side answers on
 //! the accepted connection. A malformed or oversized frame is refused and counted: a bad
-//! frame body is skipped, a bad length closes the connection (framing is lost).
+//! frame body is skipped, a bad length closes the connection (framing is lost). A
+//! connection carries the messages of one peer only, the one its handshake identified
+//! (the hello's id on an accepted connection, the dialled node on ours): a frame claiming
+//! another sender is dropped and counted.
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Read, Write};
@@ -36,6 +39,9 @@ pub struct TcpStats {
     pub received: u64,
     /// Frames refused: undecodable, oversized, or for another node.
     pub malformed: u64,
+    /// Frames dropped because their message claims a sender other than the peer the
+    /// connection's handshake identified.
+    pub wrong_sender: u64,
     /// Messages dropped because the peer's queue was full or unknown.
     pub dropped: u64,
     /// Connections established (dialled or accepted).
@@ -47,6 +53,7 @@ struct Counters {
     sent: AtomicU64,
     received: AtomicU64,
     malformed: AtomicU64,
+    wrong_sender: AtomicU64,
     dropped: AtomicU64,
     connects: AtomicU64,
 }
@@ -166,6 +173,7 @@ impl TcpTransport {
             sent: c.sent.load(Ordering::Relaxed),
             received: c.received.load(Ordering::Relaxed),
             malformed: c.malformed.load(Ordering::Relaxed),
+            wrong_sender: c.wrong_sender.load(Ordering::Relaxed),
             dropped: c.dropped.load(Ordering::Relaxed),
             connects: c.connects.load(Ordering::Relaxed),
         }
@@ -222,7 +230,7 @@ impl TcpTransport {
             }
             peer.cv.notify_all();
         }
-        self.read_loop(s, mailbox);
+        self.read_loop(from, s, mailbox);
     }
 
     /// Remembers a connection so that `shutdown` can close it (peers then notice at once
@@ -238,8 +246,8 @@ impl TcpTransport {
         }
     }
 
-    fn read_loop(&self, s: TcpStream, mailbox: Mailbox) {
-        read_frames(self.id, &self.counters, &self.stopped, s, &mailbox);
+    fn read_loop(&self, peer: NodeId, s: TcpStream, mailbox: Mailbox) {
+        read_frames((self.id, peer), &self.counters, &self.stopped, s, &mailbox);
     }
 
     /// Writes `peer`'s queue to its connection, (re)connecting as needed.
@@ -308,6 +316,7 @@ impl TcpTransport {
                         let mb = mailbox.clone();
                         let me = TcpReaderHandle {
                             id: self.id,
+                            peer,
                             counters: self.counters.clone(),
                             stopped: self.stopped.clone(),
                         };
@@ -346,18 +355,27 @@ impl TcpTransport {
 /// The reading half of a dialled connection (shares counters with its transport).
 struct TcpReaderHandle {
     id: NodeId,
+    /// The node we dialled: the only sender this connection carries.
+    peer: NodeId,
     counters: Arc<Counters>,
     stopped: Arc<AtomicBool>,
 }
 
 impl TcpReaderHandle {
     fn read_loop(&self, s: TcpStream, mailbox: Mailbox) {
-        read_frames(self.id, &self.counters, &self.stopped, s, &mailbox);
+        read_frames(
+            (self.id, self.peer),
+            &self.counters,
+            &self.stopped,
+            s,
+            &mailbox,
+        );
     }
 }
 
+/// Delivers the frames of a connection between this node (`id`) and `peer`.
 fn read_frames(
-    id: NodeId,
+    (id, peer): (NodeId, NodeId),
     counters: &Counters,
     stopped: &AtomicBool,
     mut s: TcpStream,
@@ -378,6 +396,10 @@ fn read_frames(
             }
         }
         match decode_message(&buf) {
+            Ok((_, msg)) if msg.to == id && msg.from != peer => {
+                // A node must not speak for another (a vote or an ack in its name).
+                counters.wrong_sender.fetch_add(1, Ordering::Relaxed);
+            }
             Ok((group, msg)) if msg.to == id => {
                 counters.received.fetch_add(1, Ordering::Relaxed);
                 mailbox.deliver(group, msg);

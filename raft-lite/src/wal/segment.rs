@@ -9,8 +9,6 @@ pub(crate) const MAGIC: &[u8; 4] = b"SRWL";
 pub(crate) const VERSION: u32 = 1;
 pub(crate) const HEADER_LEN: usize = 16;
 pub(crate) const FRAME_LEN: usize = 8;
-/// Largest record payload accepted when reading (a batch of one group).
-pub(crate) const MAX_RECORD: usize = 1 << 30;
 
 pub(crate) fn file_name(seq: u64) -> String {
     format!("wal-{seq:016x}.log")
@@ -40,8 +38,10 @@ fn crc(seq: u64, len: u32, payload: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// Appends a framed record to `out`.
+/// Appends a framed record to `out`. The caller keeps `payload` within the log's record
+/// limit (at most `WalOptions::MAX_RECORD_BYTES`, so the length fits the `u32` prefix).
 pub(crate) fn frame(out: &mut Vec<u8>, seq: u64, payload: &[u8]) {
+    debug_assert!(payload.len() <= crate::WalOptions::MAX_RECORD_BYTES);
     let len = payload.len() as u32;
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&crc(seq, len, payload).to_le_bytes());
@@ -53,6 +53,9 @@ pub(crate) fn frame(out: &mut Vec<u8>, seq: u64, payload: &[u8]) {
 pub(crate) struct Stop {
     pub(crate) offset: u64,
     pub(crate) reason: &'static str,
+    /// The stop is not a torn tail but an intact record the reader must not drop: one
+    /// above the record limit (written under a larger `max_record_bytes`).
+    pub(crate) intact: bool,
 }
 
 /// The verified records of one segment and, if the scan did not reach the end cleanly,
@@ -63,8 +66,9 @@ pub(crate) struct Scan<'a> {
     pub(crate) stop: Option<Stop>,
 }
 
-/// Verifies the header and every frame of a segment's bytes.
-pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
+/// Verifies the header and every frame of a segment's bytes; a frame longer than
+/// `max_record` is not a record.
+pub(crate) fn scan(bytes: &[u8], seq: u64, max_record: usize) -> Scan<'_> {
     let mut records = Vec::new();
     if bytes.len() < HEADER_LEN {
         return Scan {
@@ -72,6 +76,7 @@ pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
             stop: Some(Stop {
                 offset: 0,
                 reason: "segment header is incomplete",
+                intact: false,
             }),
         };
     }
@@ -81,6 +86,7 @@ pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
             stop: Some(Stop {
                 offset: 0,
                 reason: "bad segment magic",
+                intact: false,
             }),
         };
     }
@@ -93,6 +99,7 @@ pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
             stop: Some(Stop {
                 offset: 4,
                 reason: "unsupported segment version",
+                intact: false,
             }),
         };
     }
@@ -102,6 +109,7 @@ pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
             stop: Some(Stop {
                 offset: 8,
                 reason: "segment sequence does not match its file name",
+                intact: false,
             }),
         };
     }
@@ -111,6 +119,7 @@ pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
             Some(Stop {
                 offset: off as u64,
                 reason,
+                intact: false,
             })
         };
         if bytes.len() - off < FRAME_LEN {
@@ -133,7 +142,22 @@ pub(crate) fn scan(bytes: &[u8], seq: u64) -> Scan<'_> {
             };
         }
         let len_us = len as usize;
-        if len_us > MAX_RECORD || bytes.len() - off - FRAME_LEN < len_us {
+        let fits = bytes.len() - off - FRAME_LEN >= len_us;
+        if len_us > max_record
+            && fits
+            && crc(seq, len, &bytes[off + FRAME_LEN..off + FRAME_LEN + len_us]) == want
+        {
+            // Not a tear: truncating would drop an acknowledged write.
+            return Scan {
+                records,
+                stop: Some(Stop {
+                    offset: off as u64,
+                    reason: "record larger than max_record_bytes (was it lowered?)",
+                    intact: true,
+                }),
+            };
+        }
+        if len_us > max_record || !fits {
             return Scan {
                 records,
                 stop: stop("record extends past the end of the file"),
@@ -168,21 +192,25 @@ mod tests {
         let mut b = header(7).to_vec();
         frame(&mut b, 7, b"hello");
         frame(&mut b, 7, b"world");
-        let s = scan(&b, 7);
+        let s = scan(&b, 7, 1 << 20);
         assert!(s.stop.is_none());
         assert_eq!(s.records.len(), 2);
         // Wrong sequence (a record from another segment) fails the checksum.
         let mut other = header(8).to_vec();
         other.extend_from_slice(&b[HEADER_LEN..]);
-        let s = scan(&other, 8);
+        let s = scan(&other, 8, 1 << 20);
         assert_eq!(s.records.len(), 0);
         assert_eq!(s.stop.map(|s| s.reason), Some("record checksum mismatch"));
         // A torn tail stops at the last good record.
-        let s = scan(&b[..b.len() - 2], 7);
+        let s = scan(&b[..b.len() - 2], 7, 1 << 20);
         assert_eq!(s.records.len(), 1);
         assert_eq!(
             s.stop.map(|s| s.offset),
             Some((HEADER_LEN + FRAME_LEN + 5) as u64)
         );
+        // An intact record above the limit is reported as such, not as a tear.
+        let s = scan(&b, 7, 4);
+        assert_eq!(s.records.len(), 0);
+        assert!(s.stop.is_some_and(|s| s.intact));
     }
 }

@@ -7,19 +7,51 @@ use std::sync::Arc;
 use super::fs::{DirLock, StdFs, WalFile, WalFs};
 use super::{record, segment};
 use crate::codec::{self, Reader};
-use crate::{Error, GroupWrite, LogStore, RaftState, Result, Snapshot};
+use crate::{Entry, Error, GroupWrite, LogStore, RaftState, Result, Snapshot};
 
 /// Settings of a [`Wal`].
 #[derive(Debug, Clone)]
 pub struct WalOptions {
-    /// A segment is closed and a new one started once it grows past this size.
+    /// A segment is closed and a new one started once this many bytes were appended to it
+    /// (besides the checkpoint it starts with).
     pub max_segment_bytes: u64,
+    /// Largest record, for the writer and the reader alike: a group's write above it is
+    /// split over several records (applied together or not at all), and an entry that
+    /// cannot fit one record ([`Wal::max_entry_bytes`]) is refused with
+    /// [`Error::WriteTooLarge`]. At open, a frame longer than this is a torn tail, unless
+    /// it is intact, which means the limit was lowered after it was written: open then
+    /// refuses the log instead of dropping an acknowledged write, so never lower it on an
+    /// existing log. Between 4 KiB and [`WalOptions::MAX_RECORD_BYTES`] (default).
+    pub max_record_bytes: usize,
+}
+
+impl WalOptions {
+    /// The largest value of [`WalOptions::max_record_bytes`]: 1 GiB (a frame's length
+    /// prefix is a `u32`; one record holds at least one entry of
+    /// [`crate::MAX_BYTES_LEN`]).
+    pub const MAX_RECORD_BYTES: usize = 1 << 30;
+    const MIN_RECORD_BYTES: usize = 4 << 10;
+
+    fn validate(&self) -> Result<()> {
+        let bad = |field, reason| Err(Error::InvalidConfig { field, reason });
+        if self.max_record_bytes < Self::MIN_RECORD_BYTES {
+            return bad("max_record_bytes", "must be at least 4 KiB");
+        }
+        if self.max_record_bytes > Self::MAX_RECORD_BYTES {
+            return bad("max_record_bytes", "must be at most 1 GiB");
+        }
+        if self.max_segment_bytes == 0 {
+            return bad("max_segment_bytes", "must be at least 1");
+        }
+        Ok(())
+    }
 }
 
 impl Default for WalOptions {
     fn default() -> WalOptions {
         WalOptions {
             max_segment_bytes: 64 << 20,
+            max_record_bytes: WalOptions::MAX_RECORD_BYTES,
         }
     }
 }
@@ -35,6 +67,10 @@ pub struct WalStats {
     pub bytes: u64,
     /// Segments currently on disk.
     pub segments: u64,
+    /// Bytes in the segments currently on disk (what a restart replays).
+    pub segment_bytes: u64,
+    /// Checkpoints written (each retires every older segment).
+    pub checkpoints: u64,
     /// Bytes of torn tail cut from the last segment at open.
     pub truncated_tail_bytes: u64,
 }
@@ -50,6 +86,19 @@ pub struct WalStats {
 /// the **last** segment is truncated (those writes were never acknowledged); damage in any
 /// other segment is refused with [`Error::Corrupt`] naming the file and offset.
 ///
+/// Retirement: when a segment is closed and at least half of the bytes in the closed
+/// segments are dead (the live state, every group's entries since its snapshot plus its
+/// hard state, is at most half of them), the live state of every group is rewritten as a
+/// checkpoint at the start of the new segment and every older segment is deleted. So,
+/// whatever the number of groups, the segments on disk (and what a restart replays) stay
+/// under twice the live state plus the active segment (a checkpoint of the live state and
+/// `max_segment_bytes` after it), and rewriting costs at most one byte per byte appended.
+///
+/// Limits: whatever a write is acknowledged with reopens. A record never exceeds
+/// [`WalOptions::max_record_bytes`], the reader's limit too (larger writes are split); a
+/// snapshot's data never exceeds [`crate::MAX_BYTES_LEN`], the snapshot reader's limit.
+/// Writes above them are refused with [`Error::WriteTooLarge`] before anything is written.
+///
 /// Invariant: the in-memory mirror `groups` equals what replaying the segments yields. An
 /// I/O error poisons the log: later writes fail (a failed fsync may have lost data).
 #[derive(Debug)]
@@ -61,6 +110,10 @@ pub struct Wal {
     active: Box<dyn WalFile>,
     active_seq: u64,
     active_len: u64,
+    /// Length of the active segment's header and checkpoint (not counted toward rotation).
+    active_base: u64,
+    /// Bytes in the closed segments still on disk.
+    closed_bytes: u64,
     segments: Vec<u64>,
     groups: BTreeMap<u64, RaftState>,
     stats: WalStats,
@@ -128,6 +181,7 @@ impl Wal {
     /// # Errors
     /// As [`Wal::open`].
     pub fn open_with(fs: Arc<dyn WalFs>, dir: impl AsRef<Path>, opts: WalOptions) -> Result<Wal> {
+        opts.validate()?;
         let dir = dir.as_ref().to_path_buf();
         fs.create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let Some(lock) = fs.lock(&dir).map_err(|e| Error::io(dir.join("LOCK"), e))? else {
@@ -153,18 +207,41 @@ impl Wal {
         let mut groups: BTreeMap<u64, RaftState> = BTreeMap::new();
         let mut stats = WalStats::default();
         let mut kept = Vec::new();
+        let mut closed_bytes = 0;
         for (i, &seq) in seqs.iter().enumerate() {
             let path = segment::path(&dir, seq);
             let bytes = fs.read(&path).map_err(|e| Error::io(&path, e))?;
             let last = i + 1 == seqs.len();
-            let scan = segment::scan(&bytes, seq);
+            let scan = segment::scan(&bytes, seq, opts.max_record_bytes);
+            // Leading entries of split writes, applied only with their final record: a
+            // tear between them drops the whole (unacknowledged) write.
+            let mut parts: BTreeMap<u64, Vec<Entry>> = BTreeMap::new();
             for (off, payload) in &scan.records {
                 let corrupt = |reason| Error::Corrupt {
                     path: path.clone(),
                     offset: *off,
                     reason,
                 };
-                let rec = record::decode(payload).map_err(|_| corrupt("undecodable record"))?;
+                let mut rec = record::decode(payload).map_err(|_| corrupt("undecodable record"))?;
+                if rec.kind == record::REC_PART {
+                    let held = parts.entry(rec.group).or_default();
+                    if let (Some(a), Some(b)) = (held.last(), rec.write.entries.first())
+                        && a.index + 1 != b.index
+                    {
+                        return Err(corrupt("split write parts are not consecutive"));
+                    }
+                    held.append(&mut rec.write.entries);
+                    continue;
+                }
+                if let Some(mut held) = parts.remove(&rec.group) {
+                    if let (Some(a), Some(b)) = (held.last(), rec.write.entries.first())
+                        && a.index + 1 != b.index
+                    {
+                        return Err(corrupt("split write parts are not consecutive"));
+                    }
+                    held.append(&mut rec.write.entries);
+                    rec.write.entries = held;
+                }
                 if rec.kind == record::REC_CHECKPOINT {
                     let mut st = RaftState {
                         conf: rec.conf.unwrap_or_default(),
@@ -192,7 +269,7 @@ impl Wal {
                 }
             }
             if let Some(stop) = scan.stop {
-                if !last {
+                if !last || stop.intact {
                     return Err(Error::Corrupt {
                         path,
                         offset: stop.offset,
@@ -214,6 +291,17 @@ impl Wal {
                 }
                 fs.truncate(&path, stop.offset)
                     .map_err(|e| Error::io(&path, e))?;
+                closed_bytes += stop.offset;
+            } else {
+                if !last && !parts.is_empty() {
+                    // A batch never spans segments: its parts end before the next one.
+                    return Err(Error::Corrupt {
+                        path,
+                        offset: bytes.len() as u64,
+                        reason: "split write without its final record",
+                    });
+                }
+                closed_bytes += bytes.len() as u64;
             }
             kept.push(seq);
         }
@@ -253,6 +341,7 @@ impl Wal {
         let (active, active_len) = Self::create_segment(&*fs, &dir, seq)?;
         kept.push(seq);
         stats.segments = kept.len() as u64;
+        stats.segment_bytes = closed_bytes + active_len;
         Ok(Wal {
             dir,
             fs,
@@ -261,6 +350,8 @@ impl Wal {
             active,
             active_seq: seq,
             active_len,
+            active_base: active_len,
+            closed_bytes,
             segments: kept,
             groups,
             stats,
@@ -293,11 +384,24 @@ impl Wal {
         self.stats
     }
 
+    /// The largest entry data a write may carry: [`crate::MAX_BYTES_LEN`], or less if
+    /// [`WalOptions::max_record_bytes`] leaves less room in one record.
+    pub fn max_entry_bytes(&self) -> usize {
+        record::max_entry_data(self.opts.max_record_bytes)
+    }
+
+    /// An estimate (from above) of the bytes a checkpoint of every group takes.
     fn live_bytes(&self) -> u64 {
         self.groups
             .values()
             .map(|g| g.entries.iter().map(|e| e.size() as u64 + 16).sum::<u64>() + 64)
             .sum()
+    }
+
+    fn grew(&mut self, n: u64) {
+        self.stats.bytes += n;
+        self.active_len += n;
+        self.stats.segment_bytes = self.closed_bytes + self.active_len;
     }
 
     fn append_sync(&mut self) -> Result<()> {
@@ -312,8 +416,7 @@ impl Wal {
             return Err(Error::io(path, e));
         }
         self.stats.syncs += 1;
-        self.stats.bytes += self.buf.len() as u64;
-        self.active_len += self.buf.len() as u64;
+        self.grew(self.buf.len() as u64);
         self.dirty = false;
         Ok(())
     }
@@ -324,14 +427,37 @@ impl Wal {
             self.poisoned = true;
             return Err(Error::io(path, e));
         }
-        self.stats.bytes += self.buf.len() as u64;
-        self.active_len += self.buf.len() as u64;
+        self.grew(self.buf.len() as u64);
         self.dirty = true;
         Ok(())
     }
 
-    /// Starts a new segment. If the live state is small, it is checkpointed into the new
-    /// segment and every older segment is deleted.
+    /// Frames a checkpoint of every group into `buf`; false (and nothing framed) if one
+    /// does not fit the record limit (only a membership too large for one record could do
+    /// that: every entry was checked when written), in which case segments stay.
+    fn frame_checkpoint(&mut self, seq: u64) -> bool {
+        self.buf.clear();
+        for (g, st) in &self.groups {
+            let r = record::frame_checkpoint(
+                &mut self.buf,
+                &mut self.payload,
+                seq,
+                self.opts.max_record_bytes,
+                *g,
+                st,
+            );
+            if let Err(e) = r {
+                tracing::warn!(group = g, error = %e, "wal: cannot checkpoint; old segments stay");
+                self.buf.clear();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Starts a new segment. If at least half of the closed segments' bytes are dead, the
+    /// live state is checkpointed into the new segment and every older segment is deleted
+    /// (see the type docs for the bound this keeps).
     fn rotate(&mut self) -> Result<()> {
         // Only the last segment may have a torn tail: make this one whole first.
         if self.dirty {
@@ -344,18 +470,17 @@ impl Wal {
         }
         let seq = self.active_seq + 1;
         let (f, len) = Self::create_segment(&*self.fs, &self.dir, seq)?;
+        self.closed_bytes += self.active_len;
         self.active = f;
         self.active_seq = seq;
         self.active_len = len;
+        self.active_base = len;
+        self.stats.segment_bytes = self.closed_bytes + len;
         self.segments.push(seq);
-        if self.live_bytes() < self.opts.max_segment_bytes / 2 {
-            self.buf.clear();
-            for (g, st) in &self.groups {
-                self.payload.clear();
-                record::encode_checkpoint(&mut self.payload, *g, st);
-                segment::frame(&mut self.buf, seq, &self.payload);
-            }
+        if self.live_bytes().saturating_mul(2) <= self.closed_bytes && self.frame_checkpoint(seq) {
             self.append_sync()?;
+            self.active_base = self.active_len;
+            self.stats.checkpoints += 1;
             // Newest first: if we die midway, what remains is a prefix of the log (the
             // oldest segments) followed by the checkpoint, which replays consistently.
             // Oldest first would leave a later segment without its predecessors: a hole
@@ -366,6 +491,8 @@ impl Wal {
                 self.fs.remove(&p).map_err(|e| Error::io(&p, e))?;
             }
             sync_dir(&*self.fs, &self.dir)?;
+            self.closed_bytes = 0;
+            self.stats.segment_bytes = self.active_len;
         }
         self.stats.segments = self.segments.len() as u64;
         Ok(())
@@ -387,8 +514,30 @@ impl LogStore for Wal {
             } else {
                 RaftState::default().check_write(w)?;
             }
+            if let Some(s) = &w.snapshot
+                && s.data.len() > codec::MAX_BYTES_LEN
+            {
+                // The snapshot file's reader refuses more: the node could not restart.
+                return Err(Error::WriteTooLarge {
+                    what: "snapshot data",
+                    size: s.data.len(),
+                    limit: codec::MAX_BYTES_LEN,
+                });
+            }
         }
+        // Frame everything first: a write too large for the records is refused before
+        // any of it (or any snapshot file) is written.
         self.buf.clear();
+        let mut records = 0;
+        for w in batch {
+            records += record::frame_write(
+                &mut self.buf,
+                &mut self.payload,
+                self.active_seq,
+                self.opts.max_record_bytes,
+                w,
+            )?;
+        }
         for w in batch {
             if let Some(s) = &w.snapshot {
                 // The snapshot is durable before the record that drops the entries it covers.
@@ -397,9 +546,6 @@ impl LogStore for Wal {
                     return Err(e);
                 }
             }
-            self.payload.clear();
-            record::encode_write(&mut self.payload, w);
-            segment::frame(&mut self.buf, self.active_seq, &self.payload);
         }
         if batch.is_empty() {
             return Ok(());
@@ -419,14 +565,18 @@ impl LogStore for Wal {
         } else {
             self.append_only()?;
         }
-        self.stats.records += batch.len() as u64;
+        self.stats.records += records as u64;
         for w in batch {
             self.groups.entry(w.group).or_default().apply_write(w)?;
         }
-        if self.active_len >= self.opts.max_segment_bytes {
+        if self.active_len - self.active_base >= self.opts.max_segment_bytes {
             self.rotate()?;
         }
         Ok(())
+    }
+
+    fn max_entry_bytes(&self) -> usize {
+        Wal::max_entry_bytes(self)
     }
 
     fn load(&self, group: u64) -> Result<Option<RaftState>> {

@@ -112,3 +112,49 @@ fn test_dueling_pre_candidates() {
     net.tick_all(30);
     assert_eq!(net.leaders().len(), 1);
 }
+
+/// Regression: pre-vote rejections are sent at the responder's own term, which the
+/// pre-candidate (one term behind its pre-campaign) ignored, so a pre-candidate that the
+/// quorum refused waited for its election timeout instead of stepping down at once.
+#[test]
+fn test_pre_candidate_steps_down_when_the_quorum_refuses() {
+    let node = |id, log: &[(u64, u64)]| {
+        let mut c = cfg(id);
+        c.pre_vote = true;
+        let st = RaftState {
+            hard_state: HardState {
+                term: 2,
+                vote: 0,
+                commit: 0,
+            },
+            conf: ConfState::with_voters([1, 2, 3]),
+            snapshot: None,
+            entries: ents(log),
+        };
+        RawNode::new(c, st).unwrap()
+    };
+    // Node 1's log is behind: both others refuse it.
+    let mut n1 = node(1, &[(1, 1)]);
+    let mut others = [node(2, &[(1, 1), (2, 2)]), node(3, &[(1, 1), (2, 2)])];
+    n1.campaign_now().unwrap();
+    assert_eq!(n1.role(), Role::PreCandidate);
+    let asks = cycle(&mut n1).persisted_messages;
+    assert_eq!(asks.len(), 2);
+    let mut answers = Vec::new();
+    for m in asks {
+        let o = &mut others[m.to as usize - 2];
+        o.step(m).unwrap();
+        answers.extend(cycle(o).persisted_messages);
+    }
+    assert!(
+        answers
+            .iter()
+            .all(|m| m.kind == MessageKind::PreVoteResp { reject: true } && m.term == 2),
+        "{answers:?}"
+    );
+    for m in answers {
+        n1.step(m).unwrap();
+    }
+    assert_eq!(n1.role(), Role::Follower, "refused by a quorum");
+    assert_eq!(n1.term(), 2, "a pre-vote never changes the term");
+}
