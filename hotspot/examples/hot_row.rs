@@ -1,4 +1,5 @@
-//! One durable hot counter, hotspot `on` vs `off`, swept over thread counts (seed 004).
+//! One durable hot counter, hotspot `on` vs `off`, swept over thread counts (the benchmark of
+//! AliSQL's hot-row group commit: many clients updating one row).
 //!
 //! Every commit appends a 32-byte record per request to a file and `fdatasync`s it. `off` is the
 //! ordinary path (take a mutex, update, append + fdatasync, unlock, per request); `on` goes
@@ -38,6 +39,29 @@ use file_counter::{FileCounter, RECORD_LEN};
 use histogram::Histogram;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
+
+mod support {
+    pub mod cli;
+}
+
+const USAGE: &str = "
+One durable hot counter (append + fdatasync per commit), hotspot on vs off, over thread counts.
+
+usage: hot_row [--threads 1,8,64,256,512] [--seconds 5] [--rounds 5] [--max-wait-us 100]
+               [--spin-yields 64] [--dir DIR] [--json] [--only on|off]
+               [--off-lock fifo|std|parking-lot]
+
+  --threads N,...   client counts to sweep (default 1,8,64,256,512)
+  --seconds S       measured seconds per mode per thread count (default 5)
+  --rounds N        alternating on/off rounds the seconds are split into (default 5)
+  --max-wait-us N   Config::max_wait in microseconds (default 100)
+  --spin-yields N   yields before a waiting member sleeps; 0 sleeps at once (default 64)
+  --dir DIR         where the log file goes (default: the system temp dir)
+  --json            one JSON object per (threads, mode)
+  --only on|off     run one mode only (not with one thread, where they alternate per request)
+  --off-lock KIND   row lock of the off path: fifo (default), std or parking-lot
+  --help            this text
+";
 
 struct Args {
     threads: Vec<usize>,
@@ -113,7 +137,7 @@ fn parse_args() -> Result<Args, Error> {
                     }
                 }
             }
-            other => return Err(format!("unknown flag {other}").into()),
+            other => return Err(format!("{other} is not a flag of this example").into()),
         }
     }
     if !a.seconds.is_finite() || a.seconds <= 0.0 || a.rounds == 0 {
@@ -262,7 +286,11 @@ impl Bench {
     }
 }
 
-fn main() -> Result<(), Error> {
+fn main() -> std::process::ExitCode {
+    support::cli::run(USAGE, real_main)
+}
+
+fn real_main() -> Result<(), Error> {
     let args = parse_args()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let base = match &args.dir {

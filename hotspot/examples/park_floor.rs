@@ -23,12 +23,32 @@ use std::time::{Duration, Instant};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
+mod support {
+    pub mod cli;
+}
+
+const USAGE: &str = "
+The floor under hot_row's on mode: one park and one unpark (or one broadcast) per request.
+
+usage: park_floor [--threads 256] [--seconds 3] [--commit-us 150] [--broadcast]
+
+  --threads N     clients (default 256)
+  --seconds S     measured seconds (default 3)
+  --commit-us N   sleep per batch standing in for the group's fdatasync (default 150)
+  --broadcast     wake a batch with one notify_all instead of one unpark per client
+  --help          this text
+";
+
 struct Member {
     thread: std::thread::Thread,
     done: AtomicBool,
 }
 
-fn main() -> Result<(), Error> {
+fn main() -> std::process::ExitCode {
+    support::cli::run(USAGE, real_main)
+}
+
+fn real_main() -> Result<(), Error> {
     let (mut threads, mut seconds, mut commit_us) = (256usize, 3.0f64, 150u64);
     let mut broadcast = false;
     let mut it = std::env::args().skip(1);
@@ -37,12 +57,15 @@ fn main() -> Result<(), Error> {
             broadcast = true;
             continue;
         }
+        if !["--threads", "--seconds", "--commit-us"].contains(&flag.as_str()) {
+            return Err(format!("{flag} is not a flag of this example").into());
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--threads" => threads = value.parse().map_err(|e| format!("--threads: {e}"))?,
             "--seconds" => seconds = value.parse().map_err(|e| format!("--seconds: {e}"))?,
             "--commit-us" => commit_us = value.parse().map_err(|e| format!("--commit-us: {e}"))?,
-            other => return Err(format!("unknown flag {other}").into()),
+            other => return Err(format!("{other} is not a flag of this example").into()),
         }
     }
     if threads == 0 || !seconds.is_finite() || seconds <= 0.0 {

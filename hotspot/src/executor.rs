@@ -12,7 +12,7 @@ pub struct Applied<C, O> {
     /// The change to fold into the group's row image if the member is kept.
     pub change: C,
     /// What the member gets back once the group is durable (for example its post-update value,
-    /// the `SELECT ... FROM UPDATE` of the seed).
+    /// what AliSQL's `SELECT ... FROM UPDATE` returns).
     pub output: O,
     /// Rows the operation affected; checked against `target_affect_row(n)`. Zero counts as an
     /// "ignored" member in the statistics.

@@ -1,4 +1,5 @@
-//! Per-request hints, after the seed's `/*+ commit_on_success rollback_on_fail target_affect_row(n) */`.
+//! Per-request hints, after AliSQL's inventory hints
+//! `/*+ commit_on_success rollback_on_fail target_affect_row(n) */`.
 
 /// The hints a request carries.
 ///
@@ -22,7 +23,7 @@ impl Hints {
         }
     }
 
-    /// The usual hot-row hint set of the seed's benchmark:
+    /// The usual hot-row hint set of AliSQL's inventory-hint benchmark:
     /// `commit_on_success rollback_on_fail target_affect_row(1)`.
     pub const fn hot_update() -> Self {
         Self::new()

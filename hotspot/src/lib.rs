@@ -1,7 +1,9 @@
 //! Hot-row group commit: concurrent updates of one key merged into groups, each group applied in
 //! arrival order and made durable with one write and one flush.
 //!
-//! This is the coordinator of seed 004 (AliSQL / PolarDB "group update" for inventory hints):
+//! This is the coordinator of AliSQL's hot-row group commit ("group update" behind the inventory
+//! hints; <https://github.com/alibaba/AliSQL>, and the "Inventory hint" / hot-row update pages
+//! of Alibaba Cloud ApsaraDB RDS for MySQL and PolarDB for MySQL):
 //! the first request for a key becomes its group's leader, later ones join as followers, and two
 //! slots per key let one group collect while the other commits. The caller supplies a
 //! [`GroupExecutor`] that loads the row, applies each member's operation, and makes the group
@@ -14,7 +16,7 @@
 //! - **Per-member failure.** A member whose operation is rejected or misses
 //!   `target_affect_row(n)` fails alone; the rest of its group commits.
 //! - **Per-member results, one wake-up call per group**: each member gets its own result (its own
-//!   post-update value, the `SELECT ... FROM UPDATE` of the seed) in its own mailbox; the group's
+//!   post-update value, what AliSQL's `SELECT ... FROM UPDATE` returns) in its own mailbox; the group's
 //!   members are woken with one `notify_all` on a condition variable only they sleep on.
 //!
 //! It is **not** a lock manager, a transaction layer or a storage engine: it serializes requests

@@ -39,7 +39,12 @@ pub struct Stats {
     pub follower_count: u64,
     /// `Group_update_fail_count`: members (grouped or not) that did not commit, for any reason.
     pub fail_count: u64,
-    /// `Group_update_total_count`: per-key group objects ever created.
+    /// `Group_update_total_count`: per-key group objects ever allocated (AliSQL's name). Not a
+    /// count of groups: one object serves every group of its key for as long as requests for
+    /// the key are in flight, then goes to a free list and is reused for another key
+    /// ([`Stats::reuse_count`]). So it follows the most keys in flight at once (one for a
+    /// single hot row, whatever the load) and stays far below [`Stats::leader_count`], which
+    /// counts groups.
     pub total_count: u64,
     /// `Group_update_free_count`: per-key group objects now idle in the free list.
     pub free_count: u64,
