@@ -1,1 +1,33 @@
-//! Percolator actions (being written).
+//! Percolator actions, one file each as in TiKV's `storage/txn/actions`: pure functions that
+//! read through an [`MvccReader`](crate::MvccReader) and record their changes in an
+//! [`MvccTxn`](crate::MvccTxn). Applying (or replicating) the changes is the region's job.
+//!
+//! Every action is deterministic in its inputs: the same snapshot and arguments give the
+//! same changes, so a retried request is answered the same way (idempotence is tested per
+//! action).
+
+mod acquire_pessimistic_lock;
+mod check_txn_status;
+mod commit;
+mod one_pc;
+mod pessimistic_rollback;
+mod prewrite;
+mod resolve_lock;
+mod rollback;
+mod scan_lock;
+mod snapshot_read;
+mod txn_heartbeat;
+
+pub use acquire_pessimistic_lock::{
+    PessimisticLockOutcome, PessimisticLockRequest, acquire_pessimistic_lock,
+};
+pub use check_txn_status::{TxnStatus, check_txn_status};
+pub use commit::commit;
+pub use one_pc::commit_ts_floor;
+pub use pessimistic_rollback::pessimistic_rollback;
+pub use prewrite::{CommitKind, TxnProps, prewrite};
+pub use resolve_lock::resolve_lock;
+pub use rollback::rollback;
+pub use scan_lock::scan_lock;
+pub use snapshot_read::{batch_get, check_ts_conflict, point_get, scan};
+pub use txn_heartbeat::txn_heartbeat;

@@ -150,6 +150,20 @@ pub enum MvccError {
         /// The key.
         key: Vec<u8>,
     },
+    /// A prewrite found a lock of its own transaction of the wrong kind: a pessimistic lock
+    /// under an optimistic prewrite (TiKV's `LockTypeNotMatch`).
+    #[error(
+        "txn {start_ts} found its own {lock_type:?} lock on key {:?}, which its prewrite cannot replace",
+        String::from_utf8_lossy(key)
+    )]
+    LockTypeNotMatch {
+        /// The transaction.
+        start_ts: u64,
+        /// The key.
+        key: Vec<u8>,
+        /// The kind of the lock found.
+        lock_type: LockType,
+    },
     /// A key that must not exist has a visible value.
     #[error("key {:?} already exists", String::from_utf8_lossy(key))]
     AlreadyExist {
@@ -160,10 +174,56 @@ pub enum MvccError {
     #[error("corrupt {what} at key {:?}: {detail}", String::from_utf8_lossy(key))]
     Corrupt {
         /// Which record.
-        what: &'static str,
+        #[serde(deserialize_with = "deserialize_what")]
+        what: StaticName,
         /// Its key.
         key: Vec<u8>,
         /// The decoder's message.
         detail: String,
     },
+}
+
+/// `&'static str` under another name: serde's derive borrows a field spelled `&str` from the
+/// input even with `deserialize_with`, which would make [`MvccError`] deserialize only from
+/// `'static` input.
+type StaticName = &'static str;
+
+/// The names [`MvccError::Corrupt`] uses for `what`.
+const CORRUPT_WHAT: &[&str] = &[
+    "lock",
+    "write record",
+    "lock cf key",
+    "write cf key",
+    "default cf key",
+    "default cf value",
+];
+
+/// Reads `what` of [`MvccError::Corrupt`] as one of the known static names, so that the
+/// error deserializes from any input (a `&'static str` field would otherwise tie the
+/// deserializer to `'static` input). An unknown name reads as `"record"`.
+fn deserialize_what<'de, D: serde::Deserializer<'de>>(d: D) -> Result<StaticName, D::Error> {
+    let name = String::deserialize(d)?;
+    Ok(CORRUPT_WHAT
+        .iter()
+        .find(|known| **known == name)
+        .copied()
+        .unwrap_or("record"))
+}
+
+/// Carries [`MvccError::Corrupt`]'s record name over the wire: a `&'static str` cannot be
+/// borrowed from a message, so a received name maps back to the known names (anything else
+/// reads as "record").
+mod record_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const KNOWN: [&str; 6] = ["lock", "write record", "value", "key", "write key", "record"];
+
+    pub(super) fn serialize<S: Serializer>(name: &&'static str, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(name)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(KNOWN.iter().copied().find(|k| *k == name).unwrap_or("record"))
+    }
 }

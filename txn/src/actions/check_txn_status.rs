@@ -1,0 +1,129 @@
+//! [`check_txn_status`]: a reader or resolver asks a transaction's primary key what became of
+//! the transaction (TiKV's `actions/check_txn_status.rs`).
+
+use serde::{Deserialize, Serialize};
+
+use super::rollback::{MissingLock, rollback_lock, rollback_missing_lock};
+use crate::mvcc::{Lock, MvccError, MvccReader, MvccTxn};
+
+/// The state of a transaction as its primary key tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxnStatus {
+    /// Still running: the primary lock (after any push of its `min_commit_ts`).
+    Uncommitted {
+        /// The primary lock.
+        lock: Lock,
+        /// Whether `min_commit_ts` is now above the caller's `start_ts`, so the caller may
+        /// read past this transaction's locks.
+        min_commit_ts_pushed: bool,
+    },
+    /// Committed.
+    Committed {
+        /// The commit timestamp.
+        commit_ts: u64,
+    },
+    /// Rolled back earlier.
+    RolledBack,
+    /// The primary lock had expired and was rolled back now.
+    TtlExpire,
+    /// No lock and no record: a protected rollback record was written now.
+    LockNotExistRollback,
+    /// No lock and no record while resolving a pessimistic lock: nothing was written.
+    LockNotExistDoNothing,
+    /// The expired primary was a pessimistic lock and the caller resolves a pessimistic
+    /// lock: the primary lock was removed without a rollback record.
+    PessimisticRollBack,
+}
+
+/// Checks the transaction `txn.start_ts()` on its `primary_key`.
+///
+/// - Its lock, expired at `current_ts`: rolled back with a protected record
+///   ([`TxnStatus::TtlExpire`]); but when both the lock and the lock being resolved are
+///   pessimistic (`resolving_pessimistic_lock`), only removed
+///   ([`TxnStatus::PessimisticRollBack`]).
+/// - Its lock, alive: when `caller_start_ts >= min_commit_ts`, the lock's `min_commit_ts`
+///   is pushed to `max(caller_start_ts + 1, current_ts)` by a replicated lock put, so the
+///   caller can read without waiting and the transaction cannot commit below its snapshot.
+///   `caller_start_ts` 0 (no reader) and `u64::MAX` (an autocommit point get, which may
+///   just ignore the lock) push nothing.
+/// - No lock: its commit or rollback record; with neither, a protected rollback is written
+///   when `rollback_if_not_exist` ([`TxnStatus::LockNotExistRollback`]), nothing when
+///   `resolving_pessimistic_lock` ([`TxnStatus::LockNotExistDoNothing`]), else
+///   [`MvccError::TxnNotFound`].
+///
+/// Unlike TiKV, a `min_commit_ts` of 0 is pushed too: TiKV skips it only to stay compatible
+/// with old TiDB versions during rolling upgrades.
+///
+/// # Errors
+/// As above, and [`MvccError::Corrupt`] for damaged data.
+#[allow(clippy::too_many_arguments)] // TiKV's request fields, one each
+pub fn check_txn_status(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<'_>,
+    primary_key: &[u8],
+    caller_start_ts: u64,
+    current_ts: u64,
+    rollback_if_not_exist: bool,
+    resolving_pessimistic_lock: bool,
+) -> Result<TxnStatus, MvccError> {
+    let start_ts = txn.start_ts();
+    match reader.load_lock(primary_key)? {
+        Some(lock) if lock.start_ts == start_ts => lock_exists(
+            txn,
+            reader,
+            primary_key,
+            lock,
+            caller_start_ts,
+            current_ts,
+            resolving_pessimistic_lock,
+        ),
+        _ => {
+            let write = rollback_if_not_exist && !resolving_pessimistic_lock;
+            match rollback_missing_lock(txn, reader, primary_key, true, write)? {
+                MissingLock::Committed { commit_ts } => Ok(TxnStatus::Committed { commit_ts }),
+                MissingLock::RolledBack => Ok(TxnStatus::RolledBack),
+                MissingLock::NotFound if !rollback_if_not_exist => Err(MvccError::TxnNotFound {
+                    start_ts,
+                    key: primary_key.to_vec(),
+                }),
+                MissingLock::NotFound if resolving_pessimistic_lock => {
+                    Ok(TxnStatus::LockNotExistDoNothing)
+                }
+                MissingLock::NotFound => Ok(TxnStatus::LockNotExistRollback),
+            }
+        }
+    }
+}
+
+fn lock_exists(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<'_>,
+    primary_key: &[u8],
+    mut lock: Lock,
+    caller_start_ts: u64,
+    current_ts: u64,
+    resolving_pessimistic_lock: bool,
+) -> Result<TxnStatus, MvccError> {
+    if lock.is_expired(current_ts) {
+        if resolving_pessimistic_lock && lock.is_pessimistic_lock() {
+            txn.unlock_key(primary_key, lock.start_ts);
+            return Ok(TxnStatus::PessimisticRollBack);
+        }
+        rollback_lock(txn, reader, primary_key, &lock, true)?;
+        return Ok(TxnStatus::TtlExpire);
+    }
+    if caller_start_ts != 0 && caller_start_ts != u64::MAX && caller_start_ts >= lock.min_commit_ts
+    {
+        lock.min_commit_ts = caller_start_ts.saturating_add(1).max(current_ts);
+        // Replicated, even for a lock kept in memory: if the push were lost with the
+        // leader, the transaction could commit below the snapshot of a reader that skipped
+        // its locks.
+        txn.put_lock(primary_key, &lock);
+    }
+    let min_commit_ts_pushed = (caller_start_ts != 0 && lock.min_commit_ts > caller_start_ts)
+        || caller_start_ts == u64::MAX;
+    Ok(TxnStatus::Uncommitted {
+        lock,
+        min_commit_ts_pushed,
+    })
+}

@@ -1,0 +1,160 @@
+//! [`rollback`]: abort the transaction on one key (TiKV's `actions/cleanup.rs` without the
+//! TTL check, and the rollback helpers `check_txn_status` shares).
+
+use crate::mvcc::{
+    Lock, LockType, MvccError, MvccReader, MvccTxn, TxnCommitRecord, Write, WriteType,
+};
+
+/// Removes the transaction's rollback record below `start_ts` when it is an unprotected
+/// rollback: rollbacks of one key would otherwise pile up (TiKV's `collapse_prev_rollback`).
+fn collapse_prev_rollback(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<'_>,
+    key: &[u8],
+) -> Result<(), MvccError> {
+    if let Some((ts, write)) = reader.seek_write(key, txn.start_ts())?
+        && write.write_type == WriteType::Rollback
+        && !write.protected
+    {
+        txn.delete_write(key, ts);
+    }
+    Ok(())
+}
+
+/// Records the rollback of `txn.start_ts()` on `key` given what the write column family
+/// holds there (TiKV's `make_rollback`): a rollback record at `start_ts`, or, when another
+/// transaction committed at exactly `start_ts`, that record flagged with
+/// `has_overlapped_rollback` (only for a protected rollback: an unprotected one may be
+/// lost, as TiKV allows).
+fn write_rollback(txn: &mut MvccTxn, key: &[u8], protected: bool, overlapped_write: Option<Write>) {
+    let start_ts = txn.start_ts();
+    match overlapped_write {
+        Some(mut write) => {
+            if protected {
+                write.has_overlapped_rollback = true;
+                txn.put_write(key, start_ts, &write);
+            }
+        }
+        None => txn.put_write(key, start_ts, &Write::rollback(start_ts, protected)),
+    }
+}
+
+/// Rolls back the transaction's own `lock` on `key`: removes it and its long value and
+/// records the rollback (TiKV's `rollback_lock`). The rollback is protected when asked, and
+/// always on the primary key of a pessimistic transaction, whose record must keep a late
+/// prewrite or lock request from succeeding.
+pub(crate) fn rollback_lock(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<'_>,
+    key: &[u8],
+    lock: &Lock,
+    protect: bool,
+) -> Result<(), MvccError> {
+    let start_ts = txn.start_ts();
+    let overlapped_write = match reader.get_txn_commit_record(key, start_ts)? {
+        TxnCommitRecord::None { overlapped_write } => overlapped_write,
+        TxnCommitRecord::SingleRecord { commit_ts, write }
+            if write.write_type != WriteType::Rollback =>
+        {
+            // A lock and a commit record of one transaction on one key cannot coexist.
+            return Err(MvccError::Committed {
+                start_ts,
+                commit_ts,
+                key: key.to_vec(),
+            });
+        }
+        // Already rolled back: only the lock is left to remove.
+        _ => {
+            txn.unlock_key(key, start_ts);
+            return Ok(());
+        }
+    };
+    if lock.lock_type == LockType::Put && lock.short_value.is_none() {
+        txn.delete_value(key, start_ts);
+    }
+    let protected = protect || (lock.is_pessimistic_txn() && key == lock.primary.as_slice());
+    write_rollback(txn, key, protected, overlapped_write);
+    if !protected {
+        collapse_prev_rollback(txn, reader, key)?;
+    }
+    txn.unlock_key(key, start_ts);
+    Ok(())
+}
+
+/// What a rollback found when the transaction holds no lock on the key.
+pub(crate) enum MissingLock {
+    /// The transaction committed there.
+    Committed {
+        /// Its commit timestamp.
+        commit_ts: u64,
+    },
+    /// A rollback was already recorded.
+    RolledBack,
+    /// Nothing was there; a rollback record was written now (if `write` was asked).
+    NotFound,
+}
+
+/// Looks for the transaction's record on a key it holds no lock on and, when there is
+/// none and `write` is set, writes a rollback record so that a late prewrite fails
+/// (TiKV's `check_txn_status_missing_lock`).
+pub(crate) fn rollback_missing_lock(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<'_>,
+    key: &[u8],
+    protect: bool,
+    write: bool,
+) -> Result<MissingLock, MvccError> {
+    match reader.get_txn_commit_record(key, txn.start_ts())? {
+        TxnCommitRecord::SingleRecord { commit_ts, write } => {
+            if write.write_type == WriteType::Rollback {
+                Ok(MissingLock::RolledBack)
+            } else {
+                Ok(MissingLock::Committed { commit_ts })
+            }
+        }
+        TxnCommitRecord::OverlappedRollback { .. } => Ok(MissingLock::RolledBack),
+        TxnCommitRecord::None { overlapped_write } => {
+            if write {
+                if !protect {
+                    collapse_prev_rollback(txn, reader, key)?;
+                }
+                write_rollback(txn, key, protect, overlapped_write);
+            }
+            Ok(MissingLock::NotFound)
+        }
+    }
+}
+
+/// Rolls back `key` of the transaction `txn.start_ts()` (TiKV's `Rollback`/`Cleanup`).
+///
+/// - Its own lock (any type): removed with its long value, and a rollback record written
+///   ([`rollback_lock`] says when it is protected).
+/// - Already committed: [`MvccError::Committed`].
+/// - Already rolled back: `Ok`, nothing written.
+/// - Nothing (or another transaction's lock): a rollback record is written anyway, so that
+///   a prewrite arriving late fails. Unprotected rollbacks collapse the previous
+///   unprotected one.
+///
+/// # Errors
+/// As above, and [`MvccError::Corrupt`] for damaged data.
+pub fn rollback(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<'_>,
+    key: &[u8],
+    protect_rollback: bool,
+) -> Result<(), MvccError> {
+    let start_ts = txn.start_ts();
+    match reader.load_lock(key)? {
+        Some(lock) if lock.start_ts == start_ts => {
+            rollback_lock(txn, reader, key, &lock, protect_rollback)
+        }
+        _ => match rollback_missing_lock(txn, reader, key, protect_rollback, true)? {
+            MissingLock::Committed { commit_ts } => Err(MvccError::Committed {
+                start_ts,
+                commit_ts,
+                key: key.to_vec(),
+            }),
+            MissingLock::RolledBack | MissingLock::NotFound => Ok(()),
+        },
+    }
+}
