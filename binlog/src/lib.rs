@@ -37,19 +37,22 @@
 //! # Example
 //!
 //! ```
-//! use surge_binlog::{Binlog, BinlogConfig, LogReader, EventBody};
+//! use surge_binlog::{Binlog, BinlogConfig};
 //! # let dir = tempfile::tempdir().map_err(|e| surge_binlog::Error::Invalid { what: "tmp", detail: e.to_string() })?;
 //! let log = Binlog::open(BinlogConfig::new(dir.path()))?;
 //! let mut txn = log.new_cache();
-//! txn.put(b"alpha", b"1")?;
-//! txn.delete(b"beta")?;
+//! txn.put(b"alpha", b"1")?;     // INSERT: alpha did not exist
 //! let done = log.commit(txn, 42)?;
 //! assert_eq!(done.gtid.to_string(), "0-1-1");
 //!
-//! let xids: Vec<u64> = LogReader::open(dir.path(), "surge-bin", None)?
-//!     .filter_map(|r| match r { Ok((_, e)) => match e.body { EventBody::Xid(x) => Some(Ok(x)), _ => None }, Err(e) => Some(Err(e)) })
-//!     .collect::<Result<_, _>>()?;
-//! assert_eq!(xids, vec![42]);
+//! let mut txn = log.new_cache();
+//! txn.update(b"alpha", b"2")?;  // UPDATE: alpha exists now
+//! txn.delete(b"alpha")?;        // DELETE: likewise
+//! log.commit(txn, 43)?;
+//!
+//! let xids = log.reader()?.transactions().map(|t| t.map(|t| t.xid)).collect::<Result<Vec<_>, _>>()?;
+//! assert_eq!(xids, vec![Some(42), Some(43)]);
+//! log.shutdown()?;
 //! # Ok::<_, surge_binlog::Error>(())
 //! ```
 //!
