@@ -17,8 +17,12 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod actions;
+mod cluster;
 mod engine;
 mod mvcc;
+mod placement;
+mod region;
+mod service;
 mod ts;
 
 // engine layer re-exports
@@ -34,3 +38,12 @@ pub use mvcc::{
 // actions layer re-exports
 pub use actions::*;
 pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
+// region, placement, service and cluster layers
+pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
+pub use placement::META_REGION_ID;
+pub use region::{Context, LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
+pub use service::{
+    KeyError, KvNode, KvNodeConfig, KvRequest, KvResponse, KvService, LockKey, NodeRouter,
+    NodeStatusReport, PROTOCOL_VERSION, RegionStatus, ServiceError, WaitForEdge,
+};
+

@@ -209,21 +209,3 @@ fn deserialize_what<'de, D: serde::Deserializer<'de>>(d: D) -> Result<StaticName
         .copied()
         .unwrap_or("record"))
 }
-
-/// Carries [`MvccError::Corrupt`]'s record name over the wire: a `&'static str` cannot be
-/// borrowed from a message, so a received name maps back to the known names (anything else
-/// reads as "record").
-mod record_name {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    const KNOWN: [&str; 6] = ["lock", "write record", "value", "key", "write key", "record"];
-
-    pub(super) fn serialize<S: Serializer>(name: &&'static str, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(name)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
-        let name = String::deserialize(d)?;
-        Ok(KNOWN.iter().copied().find(|k| *k == name).unwrap_or("record"))
-    }
-}

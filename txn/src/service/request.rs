@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::region_info::{Context, LockMode};
+use crate::region::{Context, LockMode};
 use crate::{Mutation, PessimisticAction, TxnProps};
 
 /// The version of the request/response format. A peer speaking another version is refused at

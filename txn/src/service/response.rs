@@ -3,8 +3,7 @@
 use serde::{Deserialize, Serialize};
 use surge_raft_lite::NodeId;
 
-use super::region_error::RegionError;
-use super::region_info::{LockMode, RegionInfo};
+use crate::region::{LockMode, NodeCounters, RegionError, RegionInfo};
 use crate::{LockInfo, MvccError, PessimisticLockOutcome, TxnStatus};
 
 /// One edge of a deadlock's wait chain: `txn` waits for `wait_for_txn` on `key`.
@@ -78,35 +77,6 @@ pub struct RegionStatus {
     pub memory_lock_bytes: usize,
     /// The lock table's status name.
     pub lock_status: String,
-}
-
-/// A node's counters (a plain snapshot).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeCounters {
-    /// Pessimistic locks written to a leader's memory table.
-    pub in_memory_success: u64,
-    /// Lock requests refused by a full memory budget (they fell back).
-    pub in_memory_full: u64,
-    /// Lock requests that fell back because the table was not writable (transfer, merge).
-    pub in_memory_not_writable: u64,
-    /// Lock requests that fell back because the term or epoch changed.
-    pub in_memory_stale: u64,
-    /// Raft proposals made.
-    pub proposals: u64,
-    /// Bytes of commands proposed.
-    pub raft_bytes: u64,
-    /// Bytes of commands proposed for pessimistic locks only.
-    pub lock_raft_bytes: u64,
-    /// Lock waits started.
-    pub lock_waits: u64,
-    /// Lock waits that timed out.
-    pub lock_wait_timeouts: u64,
-    /// Deadlocks detected (victims).
-    pub deadlocks: u64,
-    /// In-memory locks lost because leadership was lost.
-    pub memory_locks_lost: u64,
-    /// One-phase commits.
-    pub one_pc: u64,
 }
 
 /// A node's status.

@@ -1,0 +1,283 @@
+//! [`LocalCluster`]: N nodes in one process with durable WALs and an in-memory network.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use surge_raft_lite::{MemNetwork, NetFaults, Node as RaftNode, NodeId, NodeOptions, Wal, WalOptions};
+
+use super::config::ClusterConfig;
+use super::router::LocalRouter;
+use crate::placement::{META_REGION_ID, initial_regions};
+use crate::region::{LockMode, RegionInfo};
+use crate::service::{KvNode, KvNodeConfig, KvRequest, KvResponse, NodeRouter};
+
+/// Why a local cluster could not do what was asked.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// A node's WAL or raft driver failed to start.
+    #[error("node {node}: {detail}")]
+    Node {
+        /// The node.
+        node: NodeId,
+        /// What failed.
+        detail: String,
+    },
+    /// No leader was elected in time.
+    #[error("no leader for group {group} within {waited_ms} ms")]
+    NoLeader {
+        /// The Raft group.
+        group: u64,
+        /// How long we waited.
+        waited_ms: u64,
+    },
+    /// The node id is not part of the cluster.
+    #[error("no node {node} in the cluster")]
+    UnknownNode {
+        /// The node.
+        node: NodeId,
+    },
+}
+
+/// N nodes in one process: each with its WAL under `dir/node-<id>`, all talking over one
+/// [`MemNetwork`] (with its faults: partition, drop, delay). A node can be stopped (its
+/// memory, and with it every in-memory lock, is lost) and restarted from its directory.
+pub struct LocalCluster {
+    config: ClusterConfig,
+    net: Arc<MemNetwork>,
+    router: Arc<LocalRouter>,
+    regions: Vec<RegionInfo>,
+    peers: Vec<NodeId>,
+}
+
+impl std::fmt::Debug for LocalCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalCluster")
+            .field("nodes", &self.peers)
+            .field("regions", &self.regions.len())
+            .finish()
+    }
+}
+
+impl LocalCluster {
+    /// Starts (or restarts, when `config.dir` holds the WALs of an earlier run) the cluster
+    /// and waits until every group has a leader.
+    ///
+    /// # Errors
+    /// [`ClusterError::Node`] if a node cannot start, [`ClusterError::NoLeader`] if the
+    /// groups do not elect leaders within 30 s.
+    pub fn start(config: ClusterConfig) -> Result<LocalCluster, ClusterError> {
+        let peers: Vec<NodeId> = (1..=config.nodes).collect();
+        let regions = initial_regions(&config.split_keys, &peers);
+        let cluster = LocalCluster {
+            net: MemNetwork::new(config.seed),
+            router: Arc::new(LocalRouter::default()),
+            regions,
+            peers: peers.clone(),
+            config,
+        };
+        for id in &peers {
+            cluster.router.set(*id, None);
+        }
+        for id in &peers {
+            cluster.start_node(*id)?;
+        }
+        cluster.wait_for_leaders(Duration::from_secs(30))?;
+        Ok(cluster)
+    }
+
+    fn start_node(&self, id: NodeId) -> Result<(), ClusterError> {
+        let err = |detail: String| ClusterError::Node { node: id, detail };
+        let dir = self.config.dir.join(format!("node-{id}"));
+        std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
+        let wal = Wal::open(&dir, WalOptions::default()).map_err(|e| err(e.to_string()))?;
+        let mut opts = NodeOptions::new(id);
+        opts.tick = self.config.tick;
+        opts.snapshot_every = self.config.snapshot_every;
+        opts.raft.election_tick = self.config.election_tick;
+        opts.raft.heartbeat_tick = (self.config.election_tick / 10).max(1);
+        opts.raft.seed = self.config.seed.wrapping_mul(31).wrapping_add(id);
+        let raft = RaftNode::start(opts, Box::new(wal), self.net.clone())
+            .map_err(|e| err(e.to_string()))?;
+        self.net.register(id, raft.mailbox());
+        let mut cfg = KvNodeConfig::new(id);
+        cfg.lock_mode = self.config.lock_mode;
+        cfg.budget = self.config.budget;
+        cfg.wait_for_lock_timeout = self.config.wait_for_lock_timeout;
+        let node = KvNode::start(
+            cfg,
+            raft,
+            self.regions.clone(),
+            self.peers.clone(),
+            self.router.clone(),
+        )
+        .map_err(|e| err(e.to_string()))?;
+        self.router.set(id, Some(node));
+        Ok(())
+    }
+
+    /// Waits until the meta group and every region has a leader that finished its first
+    /// apply.
+    ///
+    /// # Errors
+    /// [`ClusterError::NoLeader`] naming the first group without one.
+    pub fn wait_for_leaders(&self, timeout: Duration) -> Result<(), ClusterError> {
+        let start = Instant::now();
+        let groups: Vec<u64> = std::iter::once(META_REGION_ID)
+            .chain(self.regions.iter().map(|r| r.id))
+            .collect();
+        for g in groups {
+            loop {
+                if self.leader_of_group(g).is_some() {
+                    break;
+                }
+                if start.elapsed() > timeout {
+                    return Err(ClusterError::NoLeader {
+                        group: g,
+                        waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        Ok(())
+    }
+
+    /// The node that leads `group` and has applied its term's first entry, if any.
+    pub fn leader_of_group(&self, group: u64) -> Option<NodeId> {
+        self.peers.iter().copied().find(|id| {
+            self.node(*id).is_some_and(|n| {
+                if group == META_REGION_ID {
+                    n.is_meta_leader()
+                } else {
+                    n.is_region_leader(group)
+                }
+            })
+        })
+    }
+
+    /// The region holding `key`.
+    pub fn region_of(&self, key: &[u8]) -> Option<&RegionInfo> {
+        self.regions.iter().find(|r| r.contains(key))
+    }
+
+    /// The node leading the region that holds `key`.
+    pub fn leader_of(&self, key: &[u8]) -> Option<NodeId> {
+        self.region_of(key).and_then(|r| self.leader_of_group(r.id))
+    }
+
+    /// The regions.
+    pub fn regions(&self) -> &[RegionInfo] {
+        &self.regions
+    }
+
+    /// The node ids.
+    pub fn node_ids(&self) -> &[NodeId] {
+        &self.peers
+    }
+
+    /// The running node `id`.
+    pub fn node(&self, id: NodeId) -> Option<Arc<KvNode>> {
+        self.router.get(id).filter(|n| !n.is_stopped())
+    }
+
+    /// The router clients use to reach the nodes.
+    pub fn router(&self) -> Arc<dyn NodeRouter> {
+        self.router.clone()
+    }
+
+    /// The in-memory network (faults, partitions, statistics).
+    pub fn network(&self) -> &Arc<MemNetwork> {
+        &self.net
+    }
+
+    /// Sets the network's random faults.
+    pub fn set_faults(&self, faults: NetFaults) {
+        self.net.set_faults(faults);
+    }
+
+    /// Stops node `id` as a crash would: its raft driver stops, its memory (regions' data,
+    /// in-memory locks, waiters) is dropped; its WAL stays on disk.
+    ///
+    /// # Errors
+    /// [`ClusterError::UnknownNode`].
+    pub fn stop_node(&self, id: NodeId) -> Result<(), ClusterError> {
+        let node = self.router.get(id).ok_or(ClusterError::UnknownNode { node: id })?;
+        node.stop();
+        self.net.unregister(id);
+        self.router.set(id, None);
+        node.shutdown();
+        Ok(())
+    }
+
+    /// Restarts a stopped node from its directory.
+    ///
+    /// # Errors
+    /// [`ClusterError::Node`] if it cannot start.
+    pub fn restart_node(&self, id: NodeId) -> Result<(), ClusterError> {
+        if !self.peers.contains(&id) {
+            return Err(ClusterError::UnknownNode { node: id });
+        }
+        if self.router.get(id).is_some() {
+            return Ok(());
+        }
+        self.start_node(id)
+    }
+
+    /// Sets the lock mode on every running node.
+    pub fn set_lock_mode(&self, mode: LockMode) {
+        for id in &self.peers {
+            if let Some(n) = self.node(*id) {
+                n.set_lock_mode(mode);
+            }
+        }
+    }
+
+    /// Moves the leadership of `group` to `to`, waiting until it took over.
+    ///
+    /// # Errors
+    /// [`ClusterError::NoLeader`] if `to` does not lead within `timeout`.
+    pub fn transfer_leader(&self, group: u64, to: NodeId, timeout: Duration) -> Result<(), ClusterError> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.leader_of_group(group) == Some(to) {
+                return Ok(());
+            }
+            if let Some(from) = self.leader_of_group(group).and_then(|l| self.node(l)) {
+                let _ = from.transfer_leader(group, to);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(ClusterError::NoLeader {
+            group,
+            waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// Sum of every running node's counters.
+    pub fn counters(&self) -> crate::region::NodeCounters {
+        let mut total = crate::region::NodeCounters::default();
+        for id in &self.peers {
+            if let Some(n) = self.node(*id) {
+                total = total.add(&n.counters());
+            }
+        }
+        total
+    }
+
+    /// A request to node `id`.
+    ///
+    /// # Errors
+    /// As [`KvService::call`].
+    pub fn call(&self, id: NodeId, req: KvRequest) -> Result<KvResponse, crate::ServiceError> {
+        self.router.service(id)?.call(req)
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        for id in self.peers.clone() {
+            let _ = self.stop_node(id);
+        }
+    }
+}

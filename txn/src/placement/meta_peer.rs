@@ -1,0 +1,175 @@
+//! [`MetaPeer`]: a replica of the meta group: the placement state and, on the leader, the
+//! timestamp oracle.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use surge_raft_lite::{Node as RaftNode, StateMachine};
+
+use super::meta_state::{META_REGION_ID, MetaCommand, MetaState};
+use crate::region::{RegionError, RegionInfo, raft_error};
+use crate::{compose_ts, physical_ms};
+
+/// The oracle's allocation state on the leader.
+#[derive(Debug, Default)]
+struct Oracle {
+    /// The leadership generation `last` and `limit` were set up in; stale when it differs
+    /// from [`MetaPeer::generation`].
+    generation: u64,
+    last: u64,
+    /// The durable limit this leader may hand out up to.
+    limit: u64,
+}
+
+/// A replica of the meta group.
+#[derive(Debug)]
+pub(crate) struct MetaPeer {
+    state: Mutex<MetaState>,
+    leader_term: AtomicU64,
+    /// Bumped on every leadership change (by the driver thread, which must never wait for
+    /// the oracle's mutex: the oracle holds it while waiting for the driver to apply).
+    generation: AtomicU64,
+    oracle: Mutex<Oracle>,
+    /// How far ahead of the physical clock the durable limit is pushed at once.
+    window_ms: u64,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+impl MetaPeer {
+    pub(crate) fn new(initial: Vec<RegionInfo>, window_ms: u64) -> Arc<MetaPeer> {
+        let mut state = MetaState::default();
+        for r in initial {
+            state.apply(MetaCommand::PutRegion(r));
+        }
+        Arc::new(MetaPeer {
+            state: Mutex::new(state),
+            leader_term: AtomicU64::new(0),
+            generation: AtomicU64::new(1),
+            oracle: Mutex::new(Oracle::default()),
+            window_ms: window_ms.max(1),
+        })
+    }
+
+    pub(crate) fn is_leader(&self) -> bool {
+        self.leader_term.load(Ordering::SeqCst) != 0
+    }
+
+    pub(crate) fn region_of(&self, key: &[u8]) -> Option<RegionInfo> {
+        self.state.lock().region_of(key).cloned()
+    }
+
+    pub(crate) fn scan(&self, start: &[u8], limit: usize) -> Vec<RegionInfo> {
+        self.state.lock().scan(start, limit)
+    }
+
+    pub(crate) fn regions(&self) -> Vec<RegionInfo> {
+        self.state.lock().regions.values().cloned().collect()
+    }
+
+    /// `count` timestamps; returns the last. Strictly greater than every timestamp any
+    /// leader of this group handed out before, across restarts and leader changes: each is
+    /// below a limit made durable through Raft before it was handed out, and a new leader
+    /// starts above the limit it applied.
+    pub(crate) fn get_ts(
+        &self,
+        raft: &RaftNode,
+        count: u32,
+        timeout: Duration,
+    ) -> Result<u64, RegionError> {
+        if !self.is_leader() {
+            return Err(RegionError::NotLeader {
+                region_id: META_REGION_ID,
+                leader: None,
+            });
+        }
+        let mut o = self.oracle.lock();
+        let generation = self.generation.load(Ordering::SeqCst);
+        if o.generation != generation {
+            let applied_limit = self.state.lock().tso_limit;
+            o.last = o.last.max(applied_limit);
+            o.limit = applied_limit;
+            o.generation = generation;
+        }
+        let now = compose_ts(now_ms(), 0);
+        let next = (o.last + u64::from(count.max(1))).max(now);
+        if next > o.limit {
+            let limit = compose_ts(physical_ms(next) + self.window_ms, 0);
+            let cmd = postcard::to_allocvec(&MetaCommand::SetTsoLimit(limit)).unwrap_or_default();
+            raft.propose(META_REGION_ID, Bytes::from(cmd))
+                .wait_applied(timeout)
+                .map_err(|e| {
+                    // The limit may or may not have applied: set up again next time.
+                    o.generation = 0;
+                    raft_error(META_REGION_ID, e)
+                })?;
+            o.limit = limit;
+        }
+        o.last = next;
+        drop(o);
+        // A deposed leader that has not heard of its successor could still hand out
+        // timestamps below the successor's; confirming leadership with a quorum after
+        // choosing `next` rules that out (no successor existed when the quorum answered).
+        raft.read_index(META_REGION_ID, timeout)
+            .map_err(|e| raft_error(META_REGION_ID, e))?;
+        Ok(next)
+    }
+
+    fn on_leader(&self, term: u64) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.leader_term.store(term, Ordering::SeqCst);
+    }
+
+    fn on_follower(&self) {
+        self.leader_term.store(0, Ordering::SeqCst);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The meta group's `raft-lite` state machine.
+pub(crate) struct MetaStateMachine {
+    peer: Arc<MetaPeer>,
+}
+
+impl MetaStateMachine {
+    pub(crate) fn new(peer: Arc<MetaPeer>) -> MetaStateMachine {
+        MetaStateMachine { peer }
+    }
+}
+
+impl StateMachine for MetaStateMachine {
+    fn apply(&mut self, index: u64, data: &[u8]) -> Bytes {
+        match postcard::from_bytes::<MetaCommand>(data) {
+            Ok(cmd) => self.peer.state.lock().apply(cmd),
+            Err(e) => tracing::error!(index, error = %e, "undecodable meta command skipped"),
+        }
+        Bytes::new()
+    }
+
+    fn on_leader(&mut self, term: u64) {
+        self.peer.on_leader(term);
+    }
+
+    fn on_follower(&mut self, _term: u64) {
+        self.peer.on_follower();
+    }
+
+    fn snapshot(&mut self) -> Bytes {
+        Bytes::from(postcard::to_allocvec(&*self.peer.state.lock()).unwrap_or_default())
+    }
+
+    fn restore(&mut self, index: u64, data: &[u8]) {
+        match postcard::from_bytes::<MetaState>(data) {
+            Ok(s) => *self.peer.state.lock() = s,
+            Err(e) => tracing::error!(index, error = %e, "meta snapshot refused"),
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! [`MetaState`]: what the meta group replicates: the region map and the oracle's limit.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::region::RegionInfo;
+
+/// The id of the meta group: the Raft group that holds the region map and the timestamp
+/// oracle. Data regions have ids from 2 on.
+pub const META_REGION_ID: u64 = 1;
+
+/// The replicated placement state.
+///
+/// # Invariants
+/// - `tso_limit` only grows; no leader hands out a timestamp above the limit applied before
+///   it was handed out, so a new leader starting above the applied limit never repeats one.
+/// - The regions cover the key space without gaps or overlaps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MetaState {
+    pub(crate) regions: BTreeMap<u64, RegionInfo>,
+    pub(crate) tso_limit: u64,
+}
+
+/// One entry of the meta group's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum MetaCommand {
+    /// Raise the oracle's durable limit.
+    SetTsoLimit(u64),
+    /// Add or replace a region (splits and merges report here).
+    PutRegion(RegionInfo),
+}
+
+impl MetaState {
+    pub(crate) fn apply(&mut self, cmd: MetaCommand) {
+        match cmd {
+            MetaCommand::SetTsoLimit(l) => self.tso_limit = self.tso_limit.max(l),
+            MetaCommand::PutRegion(r) => {
+                self.regions.insert(r.id, r);
+            }
+        }
+    }
+
+    /// The region holding `key`.
+    pub(crate) fn region_of(&self, key: &[u8]) -> Option<&RegionInfo> {
+        self.regions.values().find(|r| r.contains(key))
+    }
+
+    /// Regions in key order from the one holding `start`, at most `limit` (0: all).
+    pub(crate) fn scan(&self, start: &[u8], limit: usize) -> Vec<RegionInfo> {
+        let mut v: Vec<RegionInfo> = self
+            .regions
+            .values()
+            .filter(|r| r.end.is_empty() || r.end.as_slice() > start)
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| a.start.cmp(&b.start));
+        if limit > 0 {
+            v.truncate(limit);
+        }
+        v
+    }
+}
+
+/// Regions `2, 3, ...` covering the key space, split at `split_keys` (sorted, distinct, none
+/// empty), each replicated on `peers`.
+pub(crate) fn initial_regions(split_keys: &[Vec<u8>], peers: &[u64]) -> Vec<RegionInfo> {
+    let mut bounds: Vec<Vec<u8>> = vec![Vec::new()];
+    bounds.extend(split_keys.iter().cloned());
+    bounds.push(Vec::new());
+    bounds
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| RegionInfo {
+            id: META_REGION_ID + 1 + i as u64,
+            start: w[0].clone(),
+            end: w[1].clone(),
+            epoch: crate::region::RegionEpoch {
+                version: 1,
+                conf_ver: 1,
+            },
+            peers: peers.to_vec(),
+        })
+        .collect()
+}
+
+/// `n` regions split evenly on the first key byte (`n` between 1 and 256).
+pub(crate) fn even_split_keys(n: usize) -> Vec<Vec<u8>> {
+    let n = n.clamp(1, 256);
+    (1..n).map(|i| vec![u8::try_from(i * 256 / n).unwrap_or(u8::MAX)]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_regions_cover_the_key_space() {
+        let regions = initial_regions(&even_split_keys(16), &[1, 2, 3]);
+        assert_eq!(regions.len(), 16);
+        let mut state = MetaState::default();
+        for r in regions {
+            state.apply(MetaCommand::PutRegion(r));
+        }
+        for key in [&b""[..], b"\x00", b"\x0f\xff", b"\x10", b"abc", b"\xff\xff"] {
+            assert_eq!(
+                state.regions.values().filter(|r| r.contains(key)).count(),
+                1,
+                "key {key:?}"
+            );
+        }
+        assert_eq!(state.region_of(b"\x10").map(|r| r.id), Some(3));
+        assert_eq!(state.scan(b"\x10", 2).len(), 2);
+    }
+
+    #[test]
+    fn tso_limit_only_grows() {
+        let mut s = MetaState::default();
+        s.apply(MetaCommand::SetTsoLimit(10));
+        s.apply(MetaCommand::SetTsoLimit(5));
+        assert_eq!(s.tso_limit, 10);
+    }
+}

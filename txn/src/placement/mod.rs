@@ -1,0 +1,9 @@
+//! The placement layer: the meta group (region map and timestamp oracle).
+
+mod meta_peer;
+mod meta_state;
+
+pub use meta_state::META_REGION_ID;
+
+pub(crate) use meta_peer::{MetaPeer, MetaStateMachine};
+pub(crate) use meta_state::{even_split_keys, initial_regions};

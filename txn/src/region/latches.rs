@@ -1,0 +1,119 @@
+//! [`Latches`]: key latches, so two commands on one key never interleave on a leader.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+/// Key latches of one region (TiKV's scheduler latches): a command takes the slots of all
+/// its keys at once before it reads, and releases them when its write is applied (or when
+/// it wrote nothing).
+///
+/// # Invariants
+/// - A command holds either all of its slots or none, so two commands can never each hold a
+///   slot the other waits for (no latch deadlock).
+/// - Keys hash to slots; two keys may share a slot, which only serializes more than needed.
+#[derive(Debug)]
+pub(crate) struct Latches {
+    held: Mutex<HashSet<u32>>,
+    freed: Condvar,
+    slots: u32,
+}
+
+/// The slots a command holds; dropping it releases them. It may be dropped on another
+/// thread than the one that took it (the apply thread releases a pipelined write's latches).
+#[derive(Debug)]
+pub(crate) struct LatchGuard {
+    latches: Arc<Latches>,
+    slots: Vec<u32>,
+}
+
+impl Latches {
+    pub(crate) fn new(slots: u32) -> Arc<Latches> {
+        Arc::new(Latches {
+            held: Mutex::new(HashSet::new()),
+            freed: Condvar::new(),
+            slots: slots.max(1),
+        })
+    }
+
+    fn slot(&self, key: &[u8]) -> u32 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        // The remainder of a division by a u32 fits a u32.
+        u32::try_from(h.finish() % u64::from(self.slots)).unwrap_or(0)
+    }
+
+    /// Takes the latches of `keys`, waiting until all of them are free.
+    pub(crate) fn acquire<K: AsRef<[u8]>>(self: &Arc<Self>, keys: &[K]) -> LatchGuard {
+        let mut slots: Vec<u32> = keys.iter().map(|k| self.slot(k.as_ref())).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let mut held = self.held.lock();
+        while slots.iter().any(|s| held.contains(s)) {
+            self.freed.wait(&mut held);
+        }
+        held.extend(slots.iter().copied());
+        LatchGuard {
+            latches: self.clone(),
+            slots,
+        }
+    }
+
+    /// Number of slots held now.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.held.lock().len()
+    }
+}
+
+impl Drop for LatchGuard {
+    fn drop(&mut self) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let mut held = self.latches.held.lock();
+        for s in &self.slots {
+            held.remove(s);
+        }
+        drop(held);
+        self.latches.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn a_second_command_on_a_key_waits_for_the_first() {
+        let latches = Latches::new(64);
+        let first = latches.acquire(&[b"k".to_vec(), b"x".to_vec()]);
+        let entered = Arc::new(AtomicBool::new(false));
+        let t = {
+            let latches = latches.clone();
+            let entered = entered.clone();
+            std::thread::spawn(move || {
+                let _g = latches.acquire(&[b"k".to_vec()]);
+                entered.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!entered.load(Ordering::SeqCst), "entered while the key was latched");
+        drop(first);
+        t.join().expect("second command");
+        assert!(entered.load(Ordering::SeqCst));
+        assert_eq!(latches.held(), 0);
+    }
+
+    #[test]
+    fn released_on_another_thread() {
+        let latches = Latches::new(8);
+        let g = latches.acquire(&[b"a"]);
+        std::thread::spawn(move || drop(g)).join().expect("drop thread");
+        let _again = latches.acquire(&[b"a"]);
+    }
+}

@@ -1,0 +1,19 @@
+//! The region layer: a data region's replica ([`RegionPeer`]), its Raft state machine, key
+//! latches, the leader's in-memory lock table and the one-phase-commit guard.
+
+mod command;
+mod concurrency;
+mod counters;
+mod latches;
+mod peer;
+mod region_error;
+mod region_info;
+mod state_machine;
+
+pub use counters::NodeCounters;
+pub use region_error::RegionError;
+pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
+
+pub(crate) use counters::Counters;
+pub(crate) use peer::{CmdError, OnePc, RegionPeer, raft_error};
+pub(crate) use state_machine::RegionStateMachine;

@@ -1,0 +1,485 @@
+//! [`RegionPeer`]: one replica of a data region: its engine, epoch, and (while it leads) its
+//! in-memory lock table, key latches and pending writes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use surge_lock_table::{
+    LockError, LockWaitManager, MemoryBudget, RefuseReason, RegionLockTable,
+    SharedRegionLockTable,
+};
+use surge_raft_lite::{Error as RaftError, Node as RaftNode, NodeId};
+
+use super::command::{RegionCommand, WriteCommand};
+use super::concurrency::{ConcurrencyManager, InFlightCommit};
+use super::counters::Counters;
+use super::latches::{LatchGuard, Latches};
+use super::region_error::RegionError;
+use super::region_info::{LockMode, RegionInfo};
+use crate::{Engine, Lock, MvccError, MvccReader, MvccTxn, TxnWrites};
+
+/// Why a command run on a region did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CmdError {
+    /// Retry elsewhere or later.
+    Region(RegionError),
+    /// The action refused.
+    Mvcc(MvccError),
+}
+
+impl From<RegionError> for CmdError {
+    fn from(e: RegionError) -> Self {
+        CmdError::Region(e)
+    }
+}
+
+impl From<MvccError> for CmdError {
+    fn from(e: MvccError) -> Self {
+        CmdError::Mvcc(e)
+    }
+}
+
+/// A one-phase commit's request to the write path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OnePc {
+    /// The smallest commit_ts allowed (the client's hint, above start_ts and for_update_ts).
+    pub(crate) floor: u64,
+}
+
+/// What a write waiting in the Raft log still holds: its latches and one-phase guards.
+#[derive(Debug)]
+struct Pending {
+    _latches: LatchGuard,
+    one_pc_keys: Vec<Vec<u8>>,
+    start_ts: u64,
+}
+
+/// One replica of a data region.
+///
+/// # Invariants
+/// - `leader_term` is non-zero exactly while this replica leads, between `on_leader` (which
+///   runs when the new term's no-op applies, after every older entry) and `on_follower`.
+/// - The lock table is writable only while `leader_term` is non-zero and equal to its term.
+/// - A command holds its key latches from before it reads until its write applies (or until
+///   it knows the write will not apply), so two commands on one key never interleave.
+pub(crate) struct RegionPeer {
+    node_id: NodeId,
+    info: RwLock<RegionInfo>,
+    engine: Arc<dyn Engine>,
+    lock_table: SharedRegionLockTable<Lock>,
+    leader_term: AtomicU64,
+    latches: Arc<Latches>,
+    pending: Mutex<HashMap<(u64, u64), Pending>>,
+    next_cmd: AtomicU64,
+    pub(crate) concurrency: ConcurrencyManager,
+    waiters: LockWaitManager,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for RegionPeer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionPeer")
+            .field("node", &self.node_id)
+            .field("region", &self.info.read().id)
+            .field("leader_term", &self.leader_term.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl RegionPeer {
+    pub(crate) fn new(
+        node_id: NodeId,
+        info: RegionInfo,
+        engine: Arc<dyn Engine>,
+        budget: &MemoryBudget,
+        waiters: LockWaitManager,
+        counters: Arc<Counters>,
+    ) -> Arc<RegionPeer> {
+        Arc::new(RegionPeer {
+            node_id,
+            info: RwLock::new(info),
+            engine,
+            lock_table: SharedRegionLockTable::new(budget),
+            leader_term: AtomicU64::new(0),
+            latches: Latches::new(4096),
+            pending: Mutex::new(HashMap::new()),
+            next_cmd: AtomicU64::new(1),
+            concurrency: ConcurrencyManager::default(),
+            waiters,
+            counters,
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.info.read().id
+    }
+
+    pub(crate) fn info(&self) -> RegionInfo {
+        self.info.read().clone()
+    }
+
+    pub(crate) fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    pub(crate) fn lock_table(&self) -> &SharedRegionLockTable<Lock> {
+        &self.lock_table
+    }
+
+    /// The term this replica leads in (0: not leader).
+    pub(crate) fn leader_term(&self) -> u64 {
+        self.leader_term.load(Ordering::SeqCst)
+    }
+
+    /// Checks that this replica leads, that the request's epoch is the region's and that
+    /// every key is inside it; returns the term and region version to run under.
+    pub(crate) fn check(
+        &self,
+        ctx: &crate::region::Context,
+        keys: &[&[u8]],
+    ) -> Result<(u64, u64), RegionError> {
+        let info = self.info.read();
+        let term = self.leader_term();
+        if term == 0 {
+            return Err(RegionError::NotLeader {
+                region_id: info.id,
+                leader: None,
+            });
+        }
+        if ctx.region_id != info.id || ctx.epoch != info.epoch {
+            return Err(RegionError::EpochNotMatch {
+                region_id: info.id,
+                current: vec![info.clone()],
+            });
+        }
+        if let Some(k) = keys.iter().find(|k| !info.contains(k)) {
+            return Err(RegionError::KeyNotInRegion {
+                key: k.to_vec(),
+                region_id: info.id,
+            });
+        }
+        Ok((term, info.epoch.version))
+    }
+
+    fn term_version_error(&self, e: LockError) -> RegionError {
+        let info = self.info.read();
+        match e {
+            LockError::EpochNotMatch { .. } => RegionError::EpochNotMatch {
+                region_id: info.id,
+                current: vec![info.clone()],
+            },
+            _ => RegionError::StaleCommand { region_id: info.id },
+        }
+    }
+
+    /// Runs a snapshot read: registers `ts` with the concurrency manager (so a later
+    /// one-phase commit lands above it), refuses if a one-phase commit is in flight in the
+    /// range, then calls `f` on a reader of the engine.
+    pub(crate) fn read<T>(
+        &self,
+        ts: u64,
+        start: &[u8],
+        end: Option<&[u8]>,
+        point: bool,
+        f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
+    ) -> Result<T, CmdError> {
+        if let Err(InFlightCommit { key, start_ts }) = self.concurrency.read(ts, start, end, point)
+        {
+            return Err(CmdError::Mvcc(MvccError::KeyIsLocked(Box::new(
+                crate::LockInfo {
+                    key: key.clone(),
+                    primary: key,
+                    lock_ts: start_ts,
+                    ttl: 0,
+                    lock_type: crate::LockType::Put,
+                    for_update_ts: 0,
+                    min_commit_ts: 0,
+                    txn_size: 1,
+                },
+            ))));
+        }
+        let snap = self.engine.snapshot();
+        let reader = MvccReader::new(&*snap, None);
+        Ok(f(&reader)?)
+    }
+
+    /// Runs a read that must see the in-memory locks too (lock scans, lock re-checks).
+    pub(crate) fn read_locks<T>(
+        &self,
+        f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
+    ) -> Result<T, CmdError> {
+        let table = self.lock_table.read();
+        let snap = self.engine.snapshot();
+        let reader = MvccReader::new(&*snap, Some(&table));
+        Ok(f(&reader)?)
+    }
+
+    /// Runs an action under the latches of `keys` and makes its writes durable.
+    ///
+    /// - `lock_mode`: `Some` for a pessimistic lock request: `InMemory` tries the lock table
+    ///   first and falls back to `Pipelined`; `Pipelined` replies once the leader accepted
+    ///   the proposal (latches held until apply); `Sync` and `None` reply after apply.
+    /// - `one_pc`: choose a one-phase commit_ts under the latches and pass it to `f`.
+    #[allow(clippy::too_many_arguments)] // the write path's inputs, each used once
+    pub(crate) fn write<T>(
+        &self,
+        raft: &RaftNode,
+        ctx: &crate::region::Context,
+        keys: &[Vec<u8>],
+        start_ts: u64,
+        lock_mode: Option<LockMode>,
+        one_pc: Option<OnePc>,
+        timeout: Duration,
+        f: impl FnOnce(&MvccReader<'_>, &mut MvccTxn, Option<u64>) -> Result<T, MvccError>,
+    ) -> Result<T, CmdError> {
+        let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let (term, version) = self.check(ctx, &key_refs)?;
+        let latch = self.latches.acquire(keys);
+        // Leadership may have moved while we waited for the latches.
+        let (term2, _) = self.check(ctx, &key_refs)?;
+        if term2 != term {
+            return Err(RegionError::StaleCommand { region_id: ctx.region_id }.into());
+        }
+        let commit_ts = one_pc.map(|o| self.concurrency.begin_one_pc(keys, start_ts, o.floor));
+        let end_one_pc = || {
+            if one_pc.is_some() {
+                self.concurrency.end_one_pc(keys, start_ts);
+            }
+        };
+        let (value, writes) = {
+            let table = self.lock_table.read();
+            if let Err(e) = table.check_term_version(term, version) {
+                end_one_pc();
+                return Err(self.term_version_error(e).into());
+            }
+            let snap = self.engine.snapshot();
+            let reader = MvccReader::new(&*snap, Some(&table));
+            let mut txn = MvccTxn::new(start_ts);
+            match f(&reader, &mut txn, commit_ts) {
+                Ok(v) => (v, txn.into_writes()),
+                Err(e) => {
+                    end_one_pc();
+                    return Err(e.into());
+                }
+            }
+        };
+        if writes.is_empty() {
+            end_one_pc();
+            return Ok(value);
+        }
+        let mut writes = writes;
+        let mut reply_on_accept = matches!(lock_mode, Some(LockMode::Pipelined));
+        let lock_only = writes.modifies.is_empty() && !writes.pessimistic_locks.is_empty();
+        if lock_mode == Some(LockMode::InMemory) && lock_only {
+            let locks = std::mem::take(&mut writes.pessimistic_locks);
+            match self.lock_table.try_insert(locks, term, version) {
+                Ok(_) => {
+                    Counters::add(&self.counters.in_memory_success, 1);
+                    return Ok(value);
+                }
+                Err(refused) => {
+                    let c = match refused.reason {
+                        RefuseReason::RegionBudgetFull { .. } | RefuseReason::NodeBudgetFull { .. } => {
+                            &self.counters.in_memory_full
+                        }
+                        RefuseReason::NotWritable { .. } => &self.counters.in_memory_not_writable,
+                        _ => &self.counters.in_memory_stale,
+                    };
+                    Counters::add(c, 1);
+                    writes.pessimistic_locks = refused.into_batch();
+                    reply_on_accept = true;
+                }
+            }
+        }
+        self.propose(raft, term, version, latch, writes, lock_only, reply_on_accept, commit_ts.map(|_| (keys.to_vec(), start_ts)), timeout)?;
+        Ok(value)
+    }
+
+    #[allow(clippy::too_many_arguments)] // internal: the pieces of one proposal
+    fn propose(
+        &self,
+        raft: &RaftNode,
+        term: u64,
+        version: u64,
+        latch: LatchGuard,
+        writes: TxnWrites,
+        lock_only: bool,
+        reply_on_accept: bool,
+        one_pc: Option<(Vec<Vec<u8>>, u64)>,
+        timeout: Duration,
+    ) -> Result<(), CmdError> {
+        let region_id = self.id();
+        // Every memory lock this write replaces or removes is marked deleted now and removed
+        // when the write applies (TiKV); a pessimistic lock falling back to Raft marks the
+        // old memory entry too, so it cannot shadow the replicated one (tikv#19864).
+        let mut touched: Vec<Vec<u8>> = writes.lock_cf_keys.clone();
+        touched.extend(writes.pessimistic_locks.iter().map(|(k, _)| k.clone()));
+        if !touched.is_empty() {
+            self.lock_table.mark_deleted_batch(&touched);
+        }
+        let released = writes.released.clone();
+        let cmd_id = self.next_cmd.fetch_add(1, Ordering::Relaxed);
+        let (one_pc_keys, start_ts) = one_pc.unwrap_or_default();
+        let cmd = RegionCommand::Write(WriteCommand {
+            proposer: self.node_id,
+            term,
+            cmd_id,
+            version,
+            batch: writes.into_batch(),
+            lock_cf_keys: touched,
+            released,
+            lock_only,
+        });
+        let bytes = cmd.encode();
+        Counters::add(&self.counters.proposals, 1);
+        Counters::add(&self.counters.raft_bytes, bytes.len() as u64);
+        if lock_only {
+            Counters::add(&self.counters.lock_raft_bytes, bytes.len() as u64);
+        }
+        self.pending.lock().insert(
+            (term, cmd_id),
+            Pending {
+                _latches: latch,
+                one_pc_keys,
+                start_ts,
+            },
+        );
+        let p = raft.propose(region_id, bytes::Bytes::from(bytes));
+        let r = if reply_on_accept {
+            p.wait_accepted(timeout).map(|_| ())
+        } else {
+            p.wait_applied(timeout).map(|_| ())
+        };
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // The write may or may not apply later; its latches and guards go now (a
+                // later apply finds nothing pending, which is fine).
+                if let Some(p) = self.pending.lock().remove(&(term, cmd_id)) {
+                    self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
+                }
+                Err(raft_error(region_id, e).into())
+            }
+        }
+    }
+
+    /// Applies a committed entry (the driver thread).
+    pub(crate) fn apply(&self, index: u64, data: &[u8]) -> bytes::Bytes {
+        let cmd = match RegionCommand::decode(data) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(region = self.id(), index, error = %e, "undecodable region command skipped");
+                return bytes::Bytes::from_static(b"bad command");
+            }
+        };
+        match cmd {
+            RegionCommand::Write(mut w) => {
+                w.batch.applied_index = index;
+                if let Err(e) = self.engine.write(&w.batch) {
+                    tracing::error!(region = self.id(), index, error = %e, "engine write failed");
+                    return bytes::Bytes::from_static(b"engine error");
+                }
+                if !w.lock_cf_keys.is_empty() {
+                    let mut table = self.lock_table.write();
+                    for k in &w.lock_cf_keys {
+                        if table.get(k).is_some_and(|e| e.is_deleted()) {
+                            table.remove_applied(k, w.term, w.version);
+                        }
+                    }
+                }
+                for (k, lock_ts) in &w.released {
+                    self.waiters.wake_up(k, *lock_ts);
+                }
+                if w.proposer == self.node_id {
+                    if let Some(p) = self.pending.lock().remove(&(w.term, w.cmd_id)) {
+                        self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
+                    }
+                }
+                bytes::Bytes::new()
+            }
+        }
+    }
+
+    /// Wakes every waiter on a key of this region's memory or replicated locks (used when
+    /// leadership is lost, so waiters retry and learn the new leader instead of sleeping).
+    fn wake_all_waiters(&self, keys: Vec<Vec<u8>>) {
+        for k in keys {
+            self.waiters.wake_up(&k, 0);
+        }
+    }
+
+    pub(crate) fn on_leader(&self, term: u64) {
+        let version = self.info.read().epoch.version;
+        self.concurrency.unsync();
+        self.lock_table.become_leader(term, version);
+        self.leader_term.store(term, Ordering::SeqCst);
+    }
+
+    pub(crate) fn on_follower(&self) {
+        self.leader_term.store(0, Ordering::SeqCst);
+        let keys: Vec<Vec<u8>> = self
+            .lock_table
+            .read()
+            .iter()
+            .map(|(k, _)| k.to_vec())
+            .collect();
+        let lost = self.lock_table.become_follower();
+        Counters::add(&self.counters.memory_locks_lost, lost.locks as u64);
+        self.concurrency.unsync();
+        self.pending.lock().clear();
+        self.wake_all_waiters(keys);
+    }
+
+    /// Serializes the region's data for a Raft snapshot.
+    pub(crate) fn snapshot(&self) -> bytes::Bytes {
+        bytes::Bytes::from(self.engine.export())
+    }
+
+    /// Replaces the region's data by a snapshot.
+    pub(crate) fn restore(&self, index: u64, data: &[u8]) {
+        if let Err(e) = self.engine.import(data, index) {
+            tracing::error!(region = self.id(), index, error = %e, "region snapshot refused");
+        }
+    }
+
+    /// In-memory locks and their charged bytes.
+    pub(crate) fn memory_locks(&self) -> (usize, usize, String) {
+        let t = self.lock_table.read();
+        (t.len(), t.memory_size(), t.status().as_str().to_string())
+    }
+
+    /// Whether `key` is still locked by the transaction `lock_ts` (memory or replicated).
+    pub(crate) fn is_locked_by(&self, key: &[u8], lock_ts: u64) -> bool {
+        let table = self.lock_table.read();
+        let snap = self.engine.snapshot();
+        let reader = MvccReader::new(&*snap, Some(&table));
+        matches!(reader.load_lock(key), Ok(Some(l)) if l.start_ts == lock_ts)
+    }
+}
+
+/// A Raft error as a region error.
+pub(crate) fn raft_error(region_id: u64, e: RaftError) -> RegionError {
+    match e {
+        RaftError::NotLeader { leader, .. } => RegionError::NotLeader {
+            region_id,
+            leader,
+        },
+        RaftError::Timeout | RaftError::OutcomeUnknown => RegionError::ProposalFailed {
+            region_id,
+            detail: e.to_string(),
+            outcome_unknown: true,
+        },
+        other => RegionError::ProposalFailed {
+            region_id,
+            detail: other.to_string(),
+            outcome_unknown: false,
+        },
+    }
+}
+
+/// The table type this layer keeps (for tests and status).
+#[allow(dead_code)]
+pub(crate) type Table = RegionLockTable<Lock>;

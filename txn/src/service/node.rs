@@ -1,0 +1,339 @@
+//! [`KvNode`]: one node of a cluster: its data regions and meta replica on one `raft-lite`
+//! node, lock waiting, and (while it leads the meta group) the oracle and the detector.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use surge_lock_table::{BudgetConfig, DeadlockDetector, LockWaitManager, MemoryBudget, WaitConfig};
+use surge_raft_lite::{ConfState, GroupStatus, Node as RaftNode, NodeId};
+
+use super::request::KvRequest;
+use super::response::{KvResponse, NodeStatusReport, RegionStatus};
+use super::service::{KvService, NodeRouter, ServiceError};
+use crate::placement::{META_REGION_ID, MetaPeer, MetaStateMachine};
+use crate::region::{Counters, LockMode, RegionError, RegionInfo, RegionPeer, RegionStateMachine};
+use crate::{Engine, MemEngine};
+
+/// Settings of a [`KvNode`].
+#[derive(Debug, Clone)]
+pub struct KvNodeConfig {
+    /// The node's id (as in Raft).
+    pub id: NodeId,
+    /// The cluster's pessimistic lock mode at start.
+    pub lock_mode: LockMode,
+    /// Longest a lock request waits for a conflicting lock (TiKV's `wait-for-lock-timeout`,
+    /// 1 s).
+    pub wait_for_lock_timeout: Duration,
+    /// Delay before waking the other waiters of a released key (TiKV's
+    /// `wake-up-delay-duration`, 20 ms).
+    pub wake_up_delay: Duration,
+    /// In-memory lock budgets (512 KiB per region, 100 MiB per node by default).
+    pub budget: BudgetConfig,
+    /// Longest a command waits for its Raft proposal.
+    pub proposal_timeout: Duration,
+    /// How far ahead the oracle's durable limit is pushed at once, in milliseconds.
+    pub tso_window_ms: u64,
+}
+
+impl KvNodeConfig {
+    /// Defaults for node `id`.
+    pub fn new(id: NodeId) -> KvNodeConfig {
+        KvNodeConfig {
+            id,
+            lock_mode: LockMode::InMemory,
+            wait_for_lock_timeout: Duration::from_secs(1),
+            wake_up_delay: Duration::from_millis(20),
+            budget: BudgetConfig::default(),
+            proposal_timeout: Duration::from_secs(5),
+            tso_window_ms: 3000,
+        }
+    }
+}
+
+fn mode_to_u8(m: LockMode) -> u8 {
+    match m {
+        LockMode::Sync => 0,
+        LockMode::Pipelined => 1,
+        LockMode::InMemory => 2,
+    }
+}
+
+fn mode_from_u8(v: u8) -> LockMode {
+    match v {
+        0 => LockMode::Sync,
+        1 => LockMode::Pipelined,
+        _ => LockMode::InMemory,
+    }
+}
+
+/// One node: the data regions and the meta replica it hosts on one `raft-lite` node (one
+/// WAL, group fsync), serving [`KvRequest`]s through [`KvService`].
+pub struct KvNode {
+    pub(super) config: KvNodeConfig,
+    /// `None` once stopped; handlers hold the read guard while they use it.
+    pub(super) raft: RwLock<Option<RaftNode>>,
+    pub(super) regions: RwLock<BTreeMap<u64, Arc<RegionPeer>>>,
+    pub(super) meta: Arc<MetaPeer>,
+    pub(super) router: Arc<dyn NodeRouter>,
+    pub(super) waiters: LockWaitManager,
+    pub(super) detector: Mutex<DeadlockDetector>,
+    pub(super) budget: MemoryBudget,
+    pub(super) counters: Arc<Counters>,
+    lock_mode: AtomicU8,
+    stopped: AtomicBool,
+}
+
+impl std::fmt::Debug for KvNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvNode").field("id", &self.config.id).finish()
+    }
+}
+
+impl KvNode {
+    /// Hosts the meta group (with `regions` as its founding region map) and every region of
+    /// `regions` that lists this node as a peer on `raft`, recovering their state from the
+    /// raft node's log. `router` reaches the other nodes (for the oracle and the detector).
+    ///
+    /// # Errors
+    /// Raft errors adding the groups, as [`ServiceError::Unavailable`].
+    pub fn start(
+        config: KvNodeConfig,
+        raft: RaftNode,
+        regions: Vec<RegionInfo>,
+        meta_peers: Vec<NodeId>,
+        router: Arc<dyn NodeRouter>,
+    ) -> Result<Arc<KvNode>, ServiceError> {
+        let id = config.id;
+        let waiters = LockWaitManager::new(WaitConfig {
+            default_timeout: config.wait_for_lock_timeout,
+            wake_up_delay: config.wake_up_delay,
+        });
+        let budget = MemoryBudget::new(config.budget);
+        let counters = Arc::new(Counters::default());
+        let meta = MetaPeer::new(regions.clone(), config.tso_window_ms);
+        let mut peers = BTreeMap::new();
+        for r in regions.iter().filter(|r| r.peers.contains(&id)) {
+            let engine: Arc<dyn Engine> = Arc::new(MemEngine::new());
+            peers.insert(
+                r.id,
+                RegionPeer::new(id, r.clone(), engine, &budget, waiters.clone(), counters.clone()),
+            );
+        }
+        let unavailable = |e: surge_raft_lite::Error| ServiceError::Unavailable {
+            node: id,
+            detail: e.to_string(),
+        };
+        raft.add_group(
+            META_REGION_ID,
+            ConfState::with_voters(meta_peers.clone()),
+            Box::new(MetaStateMachine::new(meta.clone())),
+        )
+        .map_err(unavailable)?;
+        for (rid, peer) in &peers {
+            let conf = ConfState::with_voters(regions.iter().find(|r| r.id == *rid).map(|r| r.peers.clone()).unwrap_or_default());
+            raft.add_group(*rid, conf, Box::new(RegionStateMachine::new(peer.clone())))
+                .map_err(unavailable)?;
+        }
+        let lock_mode = AtomicU8::new(mode_to_u8(config.lock_mode));
+        let detector = Mutex::new(DeadlockDetector::new(config.wait_for_lock_timeout * 3));
+        Ok(Arc::new(KvNode {
+            config,
+            raft: RwLock::new(Some(raft)),
+            regions: RwLock::new(peers),
+            meta,
+            router,
+            waiters,
+            detector,
+            budget,
+            counters,
+            lock_mode,
+            stopped: AtomicBool::new(false),
+        }))
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.config.id
+    }
+
+    /// The lock mode in force.
+    pub fn lock_mode(&self) -> LockMode {
+        mode_from_u8(self.lock_mode.load(Ordering::Relaxed))
+    }
+
+    /// Changes the lock mode (takes effect for the next lock request).
+    pub fn set_lock_mode(&self, mode: LockMode) {
+        self.lock_mode.store(mode_to_u8(mode), Ordering::Relaxed);
+    }
+
+    /// The node's counters.
+    pub fn counters(&self) -> crate::region::NodeCounters {
+        self.counters.snapshot()
+    }
+
+    /// The raft status of `group` on this node.
+    pub fn raft_status(&self, group: u64) -> Option<GroupStatus> {
+        self.raft.read_recursive().as_ref().and_then(|r| r.status(group).ok())
+    }
+
+    /// Asks this node (the leader of `group`) to hand leadership to `to`.
+    ///
+    /// # Errors
+    /// As `raft-lite`'s `Node::transfer_leader`, as text.
+    pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<(), String> {
+        match self.raft.read_recursive().as_ref() {
+            Some(r) => r.transfer_leader(group, to).map_err(|e| e.to_string()),
+            None => Err("node stopped".into()),
+        }
+    }
+
+    /// Whether this node leads data region `region_id` (its term's first entry applied).
+    pub fn is_region_leader(&self, region_id: u64) -> bool {
+        self.regions
+            .read()
+            .get(&region_id)
+            .is_some_and(|p| p.leader_term() != 0)
+    }
+
+    /// Whether this node leads the meta group.
+    pub fn is_meta_leader(&self) -> bool {
+        self.meta.is_leader()
+    }
+
+    /// Stops serving: later calls answer `Unavailable`.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops serving and stops the raft driver (waiting for requests in flight to let go
+    /// of it). The node's memory, and so its in-memory locks, is gone; its WAL stays.
+    pub fn shutdown(&self) {
+        self.stop();
+        let raft = self.raft.write().take();
+        drop(raft);
+    }
+
+    /// Whether [`KvNode::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn peer(&self, region_id: u64) -> Result<Arc<RegionPeer>, RegionError> {
+        self.regions
+            .read()
+            .get(&region_id)
+            .cloned()
+            .ok_or(RegionError::RegionNotFound { region_id })
+    }
+
+    /// The leader of `group` as this node's raft knows it.
+    pub(super) fn leader_hint(&self, group: u64) -> Option<NodeId> {
+        self.raft_status(group).and_then(|s| s.leader)
+    }
+
+    /// Fills in the leader hint of a `NotLeader` error.
+    pub(super) fn with_hint(&self, e: RegionError) -> RegionError {
+        match e {
+            RegionError::NotLeader {
+                region_id,
+                leader: None,
+            } => RegionError::NotLeader {
+                region_id,
+                leader: self.leader_hint(region_id).filter(|l| *l != self.id()),
+            },
+            other => other,
+        }
+    }
+
+    /// Sends `req` to the meta leader (this node if it leads), following hints.
+    pub(super) fn call_meta(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
+        if self.meta.is_leader() {
+            return Ok(self.handle(req));
+        }
+        let mut candidates: Vec<NodeId> = self.leader_hint(META_REGION_ID).into_iter().collect();
+        candidates.extend(self.router.nodes());
+        let mut last = ServiceError::Unavailable {
+            node: 0,
+            detail: "no meta leader".into(),
+        };
+        for node in candidates.into_iter().filter(|n| *n != self.id()) {
+            match self.router.service(node).and_then(|s| s.call(req.clone())) {
+                Ok(KvResponse::RegionError(RegionError::NotLeader { .. })) => continue,
+                Ok(r) => return Ok(r),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// A fresh timestamp from the oracle.
+    pub(super) fn fresh_ts(&self) -> Option<u64> {
+        match self.call_meta(KvRequest::GetTimestamp { count: 1 }) {
+            Ok(KvResponse::Timestamp { ts }) => Some(ts),
+            _ => None,
+        }
+    }
+
+    fn status(&self) -> NodeStatusReport {
+        let regions = self
+            .regions
+            .read()
+            .values()
+            .map(|p| {
+                let st = self.raft_status(p.id());
+                let (locks, bytes, lock_status) = p.memory_locks();
+                RegionStatus {
+                    region: p.info(),
+                    is_leader: p.leader_term() != 0,
+                    leader: st.as_ref().and_then(|s| s.leader),
+                    term: st.as_ref().map_or(0, |s| s.term),
+                    applied: st.as_ref().map_or(0, |s| s.applied),
+                    memory_locks: locks,
+                    memory_lock_bytes: bytes,
+                    lock_status,
+                }
+            })
+            .collect();
+        NodeStatusReport {
+            node: self.id(),
+            lock_mode: self.lock_mode(),
+            regions,
+            counters: self.counters.snapshot(),
+            memory_lock_bytes: self.budget.used(),
+        }
+    }
+
+    /// Handles one request (what [`KvService::call`] does on a running node).
+    pub fn handle(&self, req: KvRequest) -> KvResponse {
+        let _span = tracing::trace_span!("kv", node = self.id(), req = req.name()).entered();
+        match req {
+            KvRequest::SetLockMode { mode } => {
+                self.set_lock_mode(mode);
+                KvResponse::Done
+            }
+            KvRequest::NodeStatus => KvResponse::Status(Box::new(self.status())),
+            KvRequest::GetTimestamp { .. }
+            | KvRequest::GetRegion { .. }
+            | KvRequest::ScanRegions { .. }
+            | KvRequest::DetectDeadlock { .. }
+            | KvRequest::CleanUpWaitFor { .. }
+            | KvRequest::CleanUpTxn { .. } => self.handle_meta(req),
+            other => self.handle_region(other),
+        }
+    }
+}
+
+impl KvService for KvNode {
+    fn call(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
+        if self.is_stopped() {
+            return Err(ServiceError::Unavailable {
+                node: self.id(),
+                detail: "node stopped".into(),
+            });
+        }
+        Ok(self.handle(req))
+    }
+}

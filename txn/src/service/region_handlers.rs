@@ -1,0 +1,461 @@
+//! Region requests: snapshot reads and the Percolator commands, run on the region's leader.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use surge_raft_lite::Node as RaftNode;
+
+use super::node::KvNode;
+use super::request::{KvRequest, LockKey};
+use super::response::{KeyError, KvResponse};
+use crate::region::{CmdError, Context, OnePc, RegionError, RegionPeer, raft_error};
+use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
+
+/// What a handler fails with.
+enum Failure {
+    Region(RegionError),
+    Key(KeyError),
+}
+
+impl From<CmdError> for Failure {
+    fn from(e: CmdError) -> Self {
+        match e {
+            CmdError::Region(r) => Failure::Region(r),
+            CmdError::Mvcc(m) => Failure::Key(KeyError::Mvcc(m)),
+        }
+    }
+}
+
+impl From<RegionError> for Failure {
+    fn from(e: RegionError) -> Self {
+        Failure::Region(e)
+    }
+}
+
+type Handled = Result<KvResponse, Failure>;
+
+impl KvNode {
+    pub(super) fn handle_region(&self, req: KvRequest) -> KvResponse {
+        let Some(ctx) = req.context().copied() else {
+            return KvResponse::RegionError(RegionError::ServerIsBusy {
+                region_id: 0,
+                reason: format!("{} is not a region request", req.name()),
+            });
+        };
+        let raft = self.raft.read_recursive();
+        let Some(raft) = raft.as_ref() else {
+            return KvResponse::RegionError(RegionError::NotLeader {
+                region_id: ctx.region_id,
+                leader: None,
+            });
+        };
+        let result = self
+            .peer(ctx.region_id)
+            .map_err(Failure::from)
+            .and_then(|peer| self.dispatch(raft, &peer, ctx, req));
+        match result {
+            Ok(r) => r,
+            Err(Failure::Region(e)) => KvResponse::RegionError(self.with_hint(e)),
+            Err(Failure::Key(e)) => KvResponse::KeyError(e),
+        }
+    }
+
+    /// Confirms leadership with a quorum (ReadIndex) so a deposed leader never serves a
+    /// stale snapshot.
+    fn read_ready(&self, raft: &RaftNode, peer: &RegionPeer, ctx: &Context, keys: &[&[u8]]) -> Result<(), Failure> {
+        peer.check(ctx, keys)?;
+        raft.read_index(ctx.region_id, self.config.proposal_timeout)
+            .map_err(|e| raft_error(ctx.region_id, e))?;
+        Ok(())
+    }
+
+    fn timeout(&self) -> Duration {
+        self.config.proposal_timeout
+    }
+
+    fn dispatch(&self, raft: &RaftNode, peer: &Arc<RegionPeer>, ctx: Context, req: KvRequest) -> Handled {
+        let t = self.timeout();
+        match req {
+            KvRequest::Get {
+                key,
+                version,
+                bypass_locks,
+                ..
+            } => {
+                self.read_ready(raft, peer, &ctx, &[&key])?;
+                let value = peer.read(version, &key, None, true, |r| {
+                    crate::point_get(r, &key, version, &bypass_locks)
+                })?;
+                Ok(KvResponse::Get { value })
+            }
+            KvRequest::BatchGet {
+                keys,
+                version,
+                bypass_locks,
+                ..
+            } => {
+                let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                self.read_ready(raft, peer, &ctx, &refs)?;
+                let mut pairs = Vec::new();
+                for key in &keys {
+                    let v = peer.read(version, key, None, true, |r| {
+                        crate::point_get(r, key, version, &bypass_locks)
+                    })?;
+                    if let Some(v) = v {
+                        pairs.push((key.clone(), v));
+                    }
+                }
+                Ok(KvResponse::Pairs { pairs })
+            }
+            KvRequest::Scan {
+                start,
+                end,
+                limit,
+                version,
+                bypass_locks,
+                ..
+            } => {
+                self.read_ready(raft, peer, &ctx, &[&start])?;
+                let info = peer.info();
+                let end = clamp_end(end, info.end_key());
+                let pairs = peer.read(version, &start, end.as_deref(), false, |r| {
+                    crate::scan(r, &start, end.as_deref(), limit, version, &bypass_locks)
+                })?;
+                Ok(KvResponse::Pairs { pairs })
+            }
+            KvRequest::AcquirePessimisticLock {
+                keys,
+                primary,
+                start_ts,
+                lock_ttl,
+                for_update_ts,
+                wait_timeout_ms,
+                need_value,
+                min_commit_ts,
+                ..
+            } => self.acquire_pessimistic_lock(
+                raft,
+                peer,
+                ctx,
+                &keys,
+                &primary,
+                start_ts,
+                lock_ttl,
+                for_update_ts,
+                wait_timeout_ms,
+                need_value,
+                min_commit_ts,
+            ),
+            KvRequest::Prewrite {
+                mutations, props, ..
+            } => {
+                let keys: Vec<Vec<u8>> = mutations.iter().map(|(m, _)| m.key().to_vec()).collect();
+                let one_pc = match props.commit_kind {
+                    CommitKind::OnePc { commit_ts } => {
+                        if !peer.concurrency.is_synced() {
+                            let ts = self.fresh_ts().ok_or(RegionError::ServerIsBusy {
+                                region_id: ctx.region_id,
+                                reason: "cannot reach the timestamp oracle".into(),
+                            })?;
+                            peer.concurrency.sync(ts);
+                        }
+                        let floor = commit_ts
+                            .max(props.start_ts + 1)
+                            .max(props.for_update_ts + 1)
+                            .max(props.min_commit_ts);
+                        Some(OnePc { floor })
+                    }
+                    CommitKind::TwoPc => None,
+                };
+                let cts = peer.write(
+                    raft,
+                    &ctx,
+                    &keys,
+                    props.start_ts,
+                    None,
+                    one_pc,
+                    t,
+                    |r, txn, cts| {
+                        let props = match cts {
+                            Some(c) => TxnProps {
+                                commit_kind: CommitKind::OnePc { commit_ts: c },
+                                ..props.clone()
+                            },
+                            None => props.clone(),
+                        };
+                        for (m, action) in &mutations {
+                            crate::prewrite(txn, r, &props, m, *action, None)?;
+                        }
+                        Ok(cts.unwrap_or(0))
+                    },
+                )?;
+                if cts != 0 {
+                    crate::region::Counters::add(&self.counters.one_pc, 1);
+                }
+                Ok(KvResponse::Prewrite {
+                    one_pc_commit_ts: cts,
+                })
+            }
+            KvRequest::Commit {
+                keys,
+                start_ts,
+                commit_ts,
+                ..
+            } => {
+                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
+                    for k in &keys {
+                        crate::commit(txn, r, k, commit_ts)?;
+                    }
+                    Ok(())
+                })?;
+                Ok(KvResponse::Done)
+            }
+            KvRequest::BatchRollback { keys, start_ts, .. } => {
+                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
+                    for k in &keys {
+                        crate::rollback(txn, r, k, false)?;
+                    }
+                    Ok(())
+                })?;
+                Ok(KvResponse::Done)
+            }
+            KvRequest::PessimisticRollback {
+                keys,
+                start_ts,
+                for_update_ts,
+                ..
+            } => {
+                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
+                    for k in &keys {
+                        crate::pessimistic_rollback(txn, r, k, for_update_ts)?;
+                    }
+                    Ok(())
+                })?;
+                Ok(KvResponse::Done)
+            }
+            KvRequest::CheckTxnStatus {
+                primary_key,
+                lock_ts,
+                caller_start_ts,
+                current_ts,
+                rollback_if_not_exist,
+                resolving_pessimistic_lock,
+                ..
+            } => {
+                let keys = vec![primary_key.clone()];
+                let status = peer.write(raft, &ctx, &keys, lock_ts, None, None, t, |r, txn, _| {
+                    crate::check_txn_status(
+                        txn,
+                        r,
+                        &primary_key,
+                        caller_start_ts,
+                        current_ts,
+                        rollback_if_not_exist,
+                        resolving_pessimistic_lock,
+                    )
+                })?;
+                Ok(KvResponse::TxnStatus { status })
+            }
+            KvRequest::ResolveLock {
+                start_ts,
+                commit_ts,
+                keys,
+                ..
+            } => {
+                let keys = if keys.is_empty() {
+                    let info = peer.info();
+                    peer.check(&ctx, &[])?;
+                    peer.read_locks(|r| {
+                        r.scan_locks(&info.start, info.end_key(), 0, |l| l.start_ts == start_ts)
+                    })?
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect()
+                } else {
+                    keys
+                };
+                if keys.is_empty() {
+                    return Ok(KvResponse::Done);
+                }
+                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
+                    for k in &keys {
+                        crate::resolve_lock(txn, r, k, commit_ts)?;
+                    }
+                    Ok(())
+                })?;
+                Ok(KvResponse::Done)
+            }
+            KvRequest::TxnHeartBeat {
+                primary_key,
+                start_ts,
+                advise_ttl,
+                ..
+            } => {
+                let keys = vec![primary_key.clone()];
+                let ttl = peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
+                    crate::txn_heartbeat(txn, r, &primary_key, advise_ttl)
+                })?;
+                Ok(KvResponse::Ttl { ttl })
+            }
+            KvRequest::ScanLock {
+                max_ts,
+                start,
+                end,
+                limit,
+                ..
+            } => {
+                self.read_ready(raft, peer, &ctx, &[&start])?;
+                let info = peer.info();
+                let end = clamp_end(end, info.end_key());
+                let locks = peer.read_locks(|r| crate::scan_lock(r, max_ts, &start, end.as_deref(), limit))?;
+                Ok(KvResponse::Locks { locks })
+            }
+            other => Ok(KvResponse::RegionError(RegionError::ServerIsBusy {
+                region_id: ctx.region_id,
+                reason: format!("{} is not a region request", other.name()),
+            })),
+        }
+    }
+
+    /// Locks `keys`, waiting (up to `wait_timeout_ms`) for conflicting locks to go: the
+    /// cluster's detector is asked before every wait, and a wait follows lock-table's
+    /// enqueue / re-check / wait protocol so no release is missed.
+    #[allow(clippy::too_many_arguments)] // the request's fields
+    fn acquire_pessimistic_lock(
+        &self,
+        raft: &RaftNode,
+        peer: &Arc<RegionPeer>,
+        ctx: Context,
+        keys: &[LockKey],
+        primary: &[u8],
+        start_ts: u64,
+        lock_ttl: u64,
+        for_update_ts: u64,
+        wait_timeout_ms: Option<u64>,
+        need_value: bool,
+        min_commit_ts: u64,
+    ) -> Handled {
+        let key_list: Vec<Vec<u8>> = keys.iter().map(|k| k.key.clone()).collect();
+        let deadline = wait_timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        loop {
+            let mode = self.lock_mode();
+            let r = peer.write(
+                raft,
+                &ctx,
+                &key_list,
+                start_ts,
+                Some(mode),
+                None,
+                self.timeout(),
+                |r, txn, _| {
+                    keys.iter()
+                        .map(|k| {
+                            crate::acquire_pessimistic_lock(
+                                txn,
+                                r,
+                                &PessimisticLockRequest {
+                                    key: &k.key,
+                                    primary,
+                                    should_not_exist: k.should_not_exist,
+                                    lock_ttl,
+                                    for_update_ts,
+                                    need_value,
+                                    need_check_existence: false,
+                                    min_commit_ts,
+                                },
+                            )
+                        })
+                        .collect::<Result<Vec<_>, MvccError>>()
+                },
+            );
+            let info = match r {
+                Ok(results) => return Ok(KvResponse::PessimisticLock { results }),
+                Err(CmdError::Mvcc(MvccError::KeyIsLocked(info))) if deadline.is_some() => info,
+                Err(e) => return Err(e.into()),
+            };
+            let now = Instant::now();
+            let deadline = deadline.unwrap_or(now);
+            if now >= deadline {
+                crate::region::Counters::add(&self.counters.lock_wait_timeouts, 1);
+                return Err(Failure::Key(KeyError::LockWaitTimeout {
+                    key: info.key.clone(),
+                    lock_ts: info.lock_ts,
+                }));
+            }
+            self.wait_for_lock(peer, start_ts, &info.key, info.lock_ts, deadline - now)?;
+        }
+    }
+
+    /// One wait for `lock_ts`'s lock on `key`; returns when it is worth retrying.
+    fn wait_for_lock(
+        &self,
+        peer: &RegionPeer,
+        start_ts: u64,
+        key: &[u8],
+        lock_ts: u64,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
+        let deadlock = |chain| {
+            crate::region::Counters::add(&self.counters.deadlocks, 1);
+            Failure::Key(KeyError::Deadlock {
+                txn: start_ts,
+                wait_for_txn: lock_ts,
+                key: key.to_vec(),
+                chain,
+            })
+        };
+        match self.call_meta(KvRequest::DetectDeadlock {
+            txn: start_ts,
+            wait_for_txn: lock_ts,
+            key: key.to_vec(),
+        }) {
+            Ok(KvResponse::Detect {
+                deadlock: Some(chain),
+            }) => return Err(deadlock(chain)),
+            // Without a reachable detector the wait still ends by its timeout.
+            _ => {}
+        }
+        let clean_up = || {
+            let _ = self.call_meta(KvRequest::CleanUpWaitFor {
+                txn: start_ts,
+                wait_for_txn: lock_ts,
+                key: key.to_vec(),
+            });
+        };
+        let handle = match self.waiters.enqueue(key, start_ts, lock_ts) {
+            Ok(h) => h,
+            Err(d) => {
+                clean_up();
+                return Err(deadlock(
+                    d.wait_chain
+                        .into_iter()
+                        .map(|e| super::response::WaitForEdge {
+                            txn: e.txn,
+                            wait_for_txn: e.wait_for_txn,
+                            key: e.key,
+                        })
+                        .collect(),
+                ));
+            }
+        };
+        crate::region::Counters::add(&self.counters.lock_waits, 1);
+        if !peer.is_locked_by(key, lock_ts) || peer.leader_term() == 0 || self.is_stopped() {
+            drop(handle);
+            clean_up();
+            return Ok(());
+        }
+        // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
+        let _ = handle.wait(Some(timeout));
+        clean_up();
+        Ok(())
+    }
+}
+
+/// The smaller of a request's end key and the region's.
+fn clamp_end(end: Option<Vec<u8>>, region_end: Option<&[u8]>) -> Option<Vec<u8>> {
+    match (end, region_end) {
+        (Some(e), Some(r)) => Some(if e.as_slice() < r { e } else { r.to_vec() }),
+        (Some(e), None) => Some(e),
+        (None, r) => r.map(<[u8]>::to_vec),
+    }
+}
