@@ -4,7 +4,9 @@
 //! `{"proposers":N,"ops_per_sec":..,"p50_us":..,"p99_us":..,...}`.
 //!
 //! `cargo run --release -p surge-raft-lite --example bench -- --proposers 1,256 --seconds 5 --json`
+//! (`--help` lists the options).
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -34,42 +36,77 @@ impl StateMachine for Counter {
     }
 }
 
+const USAGE: &str = "\
+A 3-node raft-lite cluster in one process (durable WAL per node in a temporary directory,
+in-process network); N proposers on the leader each propose 128-byte entries and wait for
+them to be applied.
+
+Usage: bench [--proposers N,N,...] [--seconds S] [--json]
+
+Options:
+  --proposers LIST  comma-separated numbers of concurrent proposers, one run each
+                    (default 1,16,256)
+  --seconds S       measured seconds per run, after 0.5 s of warm-up (default 3)
+  --json            print one JSON object per run: proposers, ops_per_sec, p50_us,
+                    p99_us, committed, errors, leader_log_writes, seconds, cores,
+                    payload_bytes, nodes
+  -h, --help        print this help
+";
+
 struct Args {
     proposers: Vec<usize>,
     seconds: f64,
     json: bool,
 }
 
-fn args() -> Result<Args, String> {
+/// What the command line asks for.
+enum Command {
+    Run(Args),
+    Help,
+}
+
+fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut a = Args {
         proposers: vec![1, 16, 256],
         seconds: 3.0,
         json: false,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = argv.into_iter();
     while let Some(x) = it.next() {
         match x.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
             "--proposers" => {
-                let v = it.next().ok_or("--proposers needs a list")?;
+                let v = it
+                    .next()
+                    .ok_or("--proposers expects a comma-separated list of numbers")?;
                 a.proposers = v
                     .split(',')
-                    .map(|s| {
-                        s.trim()
-                            .parse::<usize>()
-                            .map_err(|e| format!("--proposers: {e}"))
-                    })
-                    .collect::<Result<_, _>>()?;
+                    .map(|s| s.trim().parse::<usize>().ok().filter(|n| *n > 0))
+                    .collect::<Option<_>>()
+                    .ok_or(format!(
+                        "--proposers expects a comma-separated list of numbers above 0, got '{v}'"
+                    ))?;
             }
             "--seconds" => {
-                let v = it.next().ok_or("--seconds needs a value")?;
-                a.seconds = v.parse().map_err(|e| format!("--seconds: {e}"))?;
+                let v = it.next().ok_or("--seconds expects a number of seconds")?;
+                a.seconds = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .ok_or(format!(
+                        "--seconds expects a positive number of seconds, got '{v}'"
+                    ))?;
             }
             "--json" => a.json = true,
             "--bench" => {} // passed by `cargo bench`
-            other => return Err(format!("unknown argument {other}")),
+            other => {
+                return Err(format!(
+                    "unknown argument '{other}' (try --help for the options)"
+                ));
+            }
         }
     }
-    Ok(a)
+    Ok(Command::Run(a))
 }
 
 fn percentile(sorted: &[u32], p: f64) -> u32 {
@@ -80,8 +117,28 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
     sorted[i]
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = args()?;
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Help) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Run(a)) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let dirs: Vec<tempfile::TempDir> = (0..3)
         .map(|_| tempfile::tempdir())
         .collect::<Result<_, _>>()?;
@@ -112,7 +169,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             break;
         }
         if start.elapsed() > Duration::from_secs(10) {
-            return Err("no leader after 10 s".into());
+            return Err("no leader was elected within 10 seconds".into());
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -157,7 +214,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut all = Vec::new();
         let mut errors = 0;
         for h in handles {
-            let (l, e) = h.join().map_err(|_| "proposer panicked")?;
+            let (l, e) = h.join().map_err(|_| "a proposer thread panicked")?;
             all.extend(l);
             errors += e;
         }

@@ -29,7 +29,8 @@
 //! snapshot streamer (a snapshot travels as one message), or an async API.
 //!
 //! Hard limits: a byte string (entry or snapshot data) is at most [`MAX_BYTES_LEN`]
-//! (256 MiB); a TCP frame at most 64 MiB; a group's log since its last snapshot is kept
+//! (256 MiB); a WAL record at most [`WalOptions::max_record_bytes`] (1 GiB; larger
+//! writes are split, larger entries refused); a TCP frame at most 64 MiB; a group's log since its last snapshot is kept
 //! in memory (by the core and by the WAL's index), so snapshot often enough
 //! ([`NodeOptions::snapshot_every`]); node id 0 is reserved.
 //!
@@ -106,3 +107,8 @@ pub use transport::{MemNetwork, NetFaults, NetStats, TcpStats, TcpTransport, Tra
 pub use types::{ConfChange, ConfState, Entry, EntryId, EntryKind, HardState, NodeId};
 pub use types::{Snapshot, SnapshotMeta};
 pub use wal::{DirLock, MemFs, StdFs, Wal, WalFile, WalFs, WalOptions, WalStats};
+
+/// The README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

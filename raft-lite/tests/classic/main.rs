@@ -1,6 +1,7 @@
 //! The classic Raft bugs, one test each, named after their raft-rs counterparts
-//! (harness/tests/integration_cases/*); one file per behaviour. See
-//! ../shared/reference/raft.md §3.
+//! (harness/tests/integration_cases/*); one file per behaviour. The cases come from the
+//! Raft paper (figure 8, §5.4.2), Ongaro's thesis (pre-vote §9.6, check-quorum §6.2,
+//! leader transfer §3.10, ReadIndex §6.4) and etcd/raft-rs bug reports.
 #![allow(clippy::unwrap_used, clippy::type_complexity)] // Tests: a failure is a test failure.
 
 #[path = "../common/mod.rs"]
