@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use surge_raft_lite::{MemNetwork, NetFaults, Node as RaftNode, NodeId, NodeOptions, Wal, WalOptions};
+use surge_raft_lite::{
+    MemNetwork, NetFaults, Node as RaftNode, NodeId, NodeOptions, Wal, WalOptions,
+};
 
 use super::config::ClusterConfig;
 use super::router::LocalRouter;
@@ -202,7 +204,10 @@ impl LocalCluster {
     /// # Errors
     /// [`ClusterError::UnknownNode`].
     pub fn stop_node(&self, id: NodeId) -> Result<(), ClusterError> {
-        let node = self.router.get(id).ok_or(ClusterError::UnknownNode { node: id })?;
+        let node = self
+            .router
+            .get(id)
+            .ok_or(ClusterError::UnknownNode { node: id })?;
         node.stop();
         self.net.unregister(id);
         self.router.set(id, None);
@@ -237,7 +242,12 @@ impl LocalCluster {
     ///
     /// # Errors
     /// [`ClusterError::NoLeader`] if `to` does not lead within `timeout`.
-    pub fn transfer_leader(&self, group: u64, to: NodeId, timeout: Duration) -> Result<(), ClusterError> {
+    pub fn transfer_leader(
+        &self,
+        group: u64,
+        to: NodeId,
+        timeout: Duration,
+    ) -> Result<(), ClusterError> {
         let start = Instant::now();
         while start.elapsed() < timeout {
             if self.leader_of_group(group) == Some(to) {

@@ -71,10 +71,6 @@ impl MetaPeer {
         self.state.lock().scan(start, limit)
     }
 
-    pub(crate) fn regions(&self) -> Vec<RegionInfo> {
-        self.state.lock().regions.values().cloned().collect()
-    }
-
     /// `count` timestamps; returns the last. Strictly greater than every timestamp any
     /// leader of this group handed out before, across restarts and leader changes: each is
     /// below a limit made durable through Raft before it was handed out, and a new leader

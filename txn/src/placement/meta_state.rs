@@ -87,7 +87,9 @@ pub(crate) fn initial_regions(split_keys: &[Vec<u8>], peers: &[u64]) -> Vec<Regi
 /// `n` regions split evenly on the first key byte (`n` between 1 and 256).
 pub(crate) fn even_split_keys(n: usize) -> Vec<Vec<u8>> {
     let n = n.clamp(1, 256);
-    (1..n).map(|i| vec![u8::try_from(i * 256 / n).unwrap_or(u8::MAX)]).collect()
+    (1..n)
+        .map(|i| vec![u8::try_from(i * 256 / n).unwrap_or(u8::MAX)])
+        .collect()
 }
 
 #[cfg(test)]

@@ -102,7 +102,10 @@ mod tests {
             })
         };
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!entered.load(Ordering::SeqCst), "entered while the key was latched");
+        assert!(
+            !entered.load(Ordering::SeqCst),
+            "entered while the key was latched"
+        );
         drop(first);
         t.join().expect("second command");
         assert!(entered.load(Ordering::SeqCst));
@@ -113,7 +116,9 @@ mod tests {
     fn released_on_another_thread() {
         let latches = Latches::new(8);
         let g = latches.acquire(&[b"a"]);
-        std::thread::spawn(move || drop(g)).join().expect("drop thread");
+        std::thread::spawn(move || drop(g))
+            .join()
+            .expect("drop thread");
         let _again = latches.acquire(&[b"a"]);
     }
 }

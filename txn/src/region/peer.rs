@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use surge_lock_table::{
-    LockError, LockWaitManager, MemoryBudget, RefuseReason, RegionLockTable,
-    SharedRegionLockTable,
+    LockError, LockWaitManager, MemoryBudget, RefuseReason, SharedRegionLockTable,
 };
 use surge_raft_lite::{Error as RaftError, Node as RaftNode, NodeId};
 
@@ -119,14 +118,6 @@ impl RegionPeer {
 
     pub(crate) fn info(&self) -> RegionInfo {
         self.info.read().clone()
-    }
-
-    pub(crate) fn engine(&self) -> &Arc<dyn Engine> {
-        &self.engine
-    }
-
-    pub(crate) fn lock_table(&self) -> &SharedRegionLockTable<Lock> {
-        &self.lock_table
     }
 
     /// The term this replica leads in (0: not leader).
@@ -241,7 +232,10 @@ impl RegionPeer {
         // Leadership may have moved while we waited for the latches.
         let (term2, _) = self.check(ctx, &key_refs)?;
         if term2 != term {
-            return Err(RegionError::StaleCommand { region_id: ctx.region_id }.into());
+            return Err(RegionError::StaleCommand {
+                region_id: ctx.region_id,
+            }
+            .into());
         }
         let commit_ts = one_pc.map(|o| self.concurrency.begin_one_pc(keys, start_ts, o.floor));
         let end_one_pc = || {
@@ -282,9 +276,8 @@ impl RegionPeer {
                 }
                 Err(refused) => {
                     let c = match refused.reason {
-                        RefuseReason::RegionBudgetFull { .. } | RefuseReason::NodeBudgetFull { .. } => {
-                            &self.counters.in_memory_full
-                        }
+                        RefuseReason::RegionBudgetFull { .. }
+                        | RefuseReason::NodeBudgetFull { .. } => &self.counters.in_memory_full,
                         RefuseReason::NotWritable { .. } => &self.counters.in_memory_not_writable,
                         _ => &self.counters.in_memory_stale,
                     };
@@ -294,7 +287,17 @@ impl RegionPeer {
                 }
             }
         }
-        self.propose(raft, term, version, latch, writes, lock_only, reply_on_accept, commit_ts.map(|_| (keys.to_vec(), start_ts)), timeout)?;
+        self.propose(
+            raft,
+            term,
+            version,
+            latch,
+            writes,
+            lock_only,
+            reply_on_accept,
+            commit_ts.map(|_| (keys.to_vec(), start_ts)),
+            timeout,
+        )?;
         Ok(value)
     }
 
@@ -393,10 +396,11 @@ impl RegionPeer {
                 for (k, lock_ts) in &w.released {
                     self.waiters.wake_up(k, *lock_ts);
                 }
-                if w.proposer == self.node_id {
-                    if let Some(p) = self.pending.lock().remove(&(w.term, w.cmd_id)) {
-                        self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
-                    }
+                let mine = (w.proposer == self.node_id)
+                    .then(|| self.pending.lock().remove(&(w.term, w.cmd_id)))
+                    .flatten();
+                if let Some(p) = mine {
+                    self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
                 }
                 bytes::Bytes::new()
             }
@@ -463,10 +467,7 @@ impl RegionPeer {
 /// A Raft error as a region error.
 pub(crate) fn raft_error(region_id: u64, e: RaftError) -> RegionError {
     match e {
-        RaftError::NotLeader { leader, .. } => RegionError::NotLeader {
-            region_id,
-            leader,
-        },
+        RaftError::NotLeader { leader, .. } => RegionError::NotLeader { region_id, leader },
         RaftError::Timeout | RaftError::OutcomeUnknown => RegionError::ProposalFailed {
             region_id,
             detail: e.to_string(),
@@ -479,7 +480,3 @@ pub(crate) fn raft_error(region_id: u64, e: RaftError) -> RegionError {
         },
     }
 }
-
-/// The table type this layer keeps (for tests and status).
-#[allow(dead_code)]
-pub(crate) type Table = RegionLockTable<Lock>;

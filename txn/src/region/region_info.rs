@@ -97,7 +97,11 @@ mod tests {
         assert!(r.contains(b"b"));
         assert!(r.contains(b"c\xff"));
         assert!(!r.contains(b"d"));
-        let all = RegionInfo { start: vec![], end: vec![], ..r };
+        let all = RegionInfo {
+            start: vec![],
+            end: vec![],
+            ..r
+        };
         assert!(all.contains(b"") && all.contains(b"\xff\xff"));
     }
 }

@@ -74,7 +74,9 @@ impl KvNode {
                 wait_for_txn,
                 key,
             } => {
-                self.detector.lock().clean_up_wait_for(txn, wait_for_txn, &key);
+                self.detector
+                    .lock()
+                    .clean_up_wait_for(txn, wait_for_txn, &key);
                 KvResponse::Done
             }
             KvRequest::CleanUpTxn { txn } => {

@@ -1,14 +1,14 @@
 //! The service layer: every node-side command as a [`KvRequest`] / [`KvResponse`] value, the
 //! [`KvService`] trait a node implements, and the [`KvNode`] that implements it.
 
+mod kv_service;
 mod meta_handlers;
 mod node;
 mod region_handlers;
 mod request;
 mod response;
-mod service;
 
+pub use kv_service::{KvService, NodeRouter, ServiceError};
 pub use node::{KvNode, KvNodeConfig};
 pub use request::{KvRequest, LockKey, PROTOCOL_VERSION};
 pub use response::{KeyError, KvResponse, NodeStatusReport, RegionStatus, WaitForEdge};
-pub use service::{KvService, NodeRouter, ServiceError};

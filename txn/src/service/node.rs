@@ -10,9 +10,9 @@ use parking_lot::{Mutex, RwLock};
 use surge_lock_table::{BudgetConfig, DeadlockDetector, LockWaitManager, MemoryBudget, WaitConfig};
 use surge_raft_lite::{ConfState, GroupStatus, Node as RaftNode, NodeId};
 
+use super::kv_service::{KvService, NodeRouter, ServiceError};
 use super::request::KvRequest;
 use super::response::{KvResponse, NodeStatusReport, RegionStatus};
-use super::service::{KvService, NodeRouter, ServiceError};
 use crate::placement::{META_REGION_ID, MetaPeer, MetaStateMachine};
 use crate::region::{Counters, LockMode, RegionError, RegionInfo, RegionPeer, RegionStateMachine};
 use crate::{Engine, MemEngine};
@@ -88,7 +88,9 @@ pub struct KvNode {
 
 impl std::fmt::Debug for KvNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KvNode").field("id", &self.config.id).finish()
+        f.debug_struct("KvNode")
+            .field("id", &self.config.id)
+            .finish()
     }
 }
 
@@ -119,7 +121,14 @@ impl KvNode {
             let engine: Arc<dyn Engine> = Arc::new(MemEngine::new());
             peers.insert(
                 r.id,
-                RegionPeer::new(id, r.clone(), engine, &budget, waiters.clone(), counters.clone()),
+                RegionPeer::new(
+                    id,
+                    r.clone(),
+                    engine,
+                    &budget,
+                    waiters.clone(),
+                    counters.clone(),
+                ),
             );
         }
         let unavailable = |e: surge_raft_lite::Error| ServiceError::Unavailable {
@@ -133,7 +142,13 @@ impl KvNode {
         )
         .map_err(unavailable)?;
         for (rid, peer) in &peers {
-            let conf = ConfState::with_voters(regions.iter().find(|r| r.id == *rid).map(|r| r.peers.clone()).unwrap_or_default());
+            let conf = ConfState::with_voters(
+                regions
+                    .iter()
+                    .find(|r| r.id == *rid)
+                    .map(|r| r.peers.clone())
+                    .unwrap_or_default(),
+            );
             raft.add_group(*rid, conf, Box::new(RegionStateMachine::new(peer.clone())))
                 .map_err(unavailable)?;
         }
@@ -176,7 +191,10 @@ impl KvNode {
 
     /// The raft status of `group` on this node.
     pub fn raft_status(&self, group: u64) -> Option<GroupStatus> {
-        self.raft.read_recursive().as_ref().and_then(|r| r.status(group).ok())
+        self.raft
+            .read_recursive()
+            .as_ref()
+            .and_then(|r| r.status(group).ok())
     }
 
     /// Asks this node (the leader of `group`) to hand leadership to `to`.

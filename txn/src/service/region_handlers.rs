@@ -62,7 +62,13 @@ impl KvNode {
 
     /// Confirms leadership with a quorum (ReadIndex) so a deposed leader never serves a
     /// stale snapshot.
-    fn read_ready(&self, raft: &RaftNode, peer: &RegionPeer, ctx: &Context, keys: &[&[u8]]) -> Result<(), Failure> {
+    fn read_ready(
+        &self,
+        raft: &RaftNode,
+        peer: &RegionPeer,
+        ctx: &Context,
+        keys: &[&[u8]],
+    ) -> Result<(), Failure> {
         peer.check(ctx, keys)?;
         raft.read_index(ctx.region_id, self.config.proposal_timeout)
             .map_err(|e| raft_error(ctx.region_id, e))?;
@@ -73,7 +79,13 @@ impl KvNode {
         self.config.proposal_timeout
     }
 
-    fn dispatch(&self, raft: &RaftNode, peer: &Arc<RegionPeer>, ctx: Context, req: KvRequest) -> Handled {
+    fn dispatch(
+        &self,
+        raft: &RaftNode,
+        peer: &Arc<RegionPeer>,
+        ctx: Context,
+        req: KvRequest,
+    ) -> Handled {
         let t = self.timeout();
         match req {
             KvRequest::Get {
@@ -243,17 +255,18 @@ impl KvNode {
                 ..
             } => {
                 let keys = vec![primary_key.clone()];
-                let status = peer.write(raft, &ctx, &keys, lock_ts, None, None, t, |r, txn, _| {
-                    crate::check_txn_status(
-                        txn,
-                        r,
-                        &primary_key,
-                        caller_start_ts,
-                        current_ts,
-                        rollback_if_not_exist,
-                        resolving_pessimistic_lock,
-                    )
-                })?;
+                let status =
+                    peer.write(raft, &ctx, &keys, lock_ts, None, None, t, |r, txn, _| {
+                        crate::check_txn_status(
+                            txn,
+                            r,
+                            &primary_key,
+                            caller_start_ts,
+                            current_ts,
+                            rollback_if_not_exist,
+                            resolving_pessimistic_lock,
+                        )
+                    })?;
                 Ok(KvResponse::TxnStatus { status })
             }
             KvRequest::ResolveLock {
@@ -307,7 +320,8 @@ impl KvNode {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
                 let info = peer.info();
                 let end = clamp_end(end, info.end_key());
-                let locks = peer.read_locks(|r| crate::scan_lock(r, max_ts, &start, end.as_deref(), limit))?;
+                let locks = peer
+                    .read_locks(|r| crate::scan_lock(r, max_ts, &start, end.as_deref(), limit))?;
                 Ok(KvResponse::Locks { locks })
             }
             other => Ok(KvResponse::RegionError(RegionError::ServerIsBusy {
@@ -404,16 +418,15 @@ impl KvNode {
                 chain,
             })
         };
-        match self.call_meta(KvRequest::DetectDeadlock {
+        // Without a reachable detector the wait still ends by its timeout.
+        if let Ok(KvResponse::Detect {
+            deadlock: Some(chain),
+        }) = self.call_meta(KvRequest::DetectDeadlock {
             txn: start_ts,
             wait_for_txn: lock_ts,
             key: key.to_vec(),
         }) {
-            Ok(KvResponse::Detect {
-                deadlock: Some(chain),
-            }) => return Err(deadlock(chain)),
-            // Without a reachable detector the wait still ends by its timeout.
-            _ => {}
+            return Err(deadlock(chain));
         }
         let clean_up = || {
             let _ = self.call_meta(KvRequest::CleanUpWaitFor {

@@ -49,7 +49,10 @@ pub enum KeyError {
         chain: Vec<WaitForEdge>,
     },
     /// The lock was not released within the wait timeout.
-    #[error("lock wait timeout on key {:?} held by txn {lock_ts}", String::from_utf8_lossy(key))]
+    #[error(
+        "lock wait timeout on key {:?} held by txn {lock_ts}",
+        String::from_utf8_lossy(key)
+    )]
     LockWaitTimeout {
         /// The key.
         key: Vec<u8>,
