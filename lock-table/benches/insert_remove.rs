@@ -72,8 +72,8 @@ fn single_thread_plain(c: &mut Criterion) {
     group.finish();
 }
 
-/// `threads` threads on `regions` shared regions; thread t rotates over the regions.
-fn run_shared(threads: usize, regions: usize, iters: u64) -> Duration {
+/// `threads` threads on `regions` regions behind `SharedRegionLockTable` handles; thread t rotates over the regions.
+fn run_handles(threads: usize, regions: usize, iters: u64) -> Duration {
     let budget = MemoryBudget::default();
     let tables: Vec<SharedRegionLockTable<BenchLock>> = (0..regions)
         .map(|_| {
@@ -103,16 +103,16 @@ fn run_shared(threads: usize, regions: usize, iters: u64) -> Duration {
     start.elapsed()
 }
 
-fn shared(c: &mut Criterion) {
+fn handles(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_remove");
     for &(threads, regions) in &[(1usize, 1usize), (8, 1), (1, 64), (8, 64)] {
         group.throughput(Throughput::Elements(threads as u64));
-        group.bench_function(format!("shared_{threads}threads_{regions}regions"), |b| {
-            b.iter_custom(|iters| run_shared(threads, regions, iters))
+        group.bench_function(format!("handle_{threads}threads_{regions}regions"), |b| {
+            b.iter_custom(|iters| run_handles(threads, regions, iters))
         });
     }
     group.finish();
 }
 
-criterion_group! { name = benches; config = support::config(); targets = single_thread_plain, shared }
+criterion_group! { name = benches; config = support::config(); targets = single_thread_plain, handles }
 criterion_main!(benches);

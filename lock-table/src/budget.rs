@@ -1,4 +1,4 @@
-//! The node-wide memory budget shared by every region's lock table.
+//! The node-wide memory budget that every region's lock table charges.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,7 +36,7 @@ impl Default for BudgetConfig {
     }
 }
 
-/// The memory budget of one node, shared (cheaply cloned) by all its region lock tables,
+/// The memory budget of one node, cheaply cloned into all its region lock tables,
 /// together with the node-wide counters.
 ///
 /// # Invariants

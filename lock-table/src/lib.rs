@@ -1,5 +1,8 @@
 //! In-memory pessimistic lock table for the leader of a Raft region, after TiKV 6.0's
-//! in-memory pessimistic locks (RFC 77, `PeerPessimisticLocks`).
+//! in-memory pessimistic locks ([TiKV RFC 77, "In-memory pessimistic locks"][rfc77]; TiKV
+//! keeps them in `PeerPessimisticLocks`, `components/raftstore/src/store/txn_ext.rs`).
+//!
+//! [rfc77]: https://github.com/tikv/rfcs/blob/master/text/0077-in-memory-pessimistic-locks.md
 //!
 //! A pessimistic lock is kept only in the memory of the region leader, with no Raft proposal
 //! and no disk write. That is safe because losing such a lock is like losing a pipelined
@@ -13,7 +16,7 @@
 //!   accounting. [`RegionLockTable::try_insert`] is all-or-nothing and hands a refused batch
 //!   back with a [`RefuseReason`] so the caller can use the replicated path instead.
 //! - [`MemoryBudget`]: the node-wide budget (100 MiB by default, 512 KiB per region, 64 KiB
-//!   per key) shared by all tables of a node, changeable at run time, with the node-wide
+//!   per key) common to all tables of a node, changeable at run time, with the node-wide
 //!   [`LockTableCounters`].
 //! - [`SharedRegionLockTable`]: the thread-safe handle (`Arc` + `parking_lot::RwLock`).
 //! - [`LockWaitManager`]: one wait queue per key, with timeouts; a release of the key wakes
@@ -85,9 +88,9 @@ mod leadership;
 mod lock_value;
 mod lock_wait;
 mod migration;
-mod shared;
 mod status;
 mod table;
+mod table_handle;
 mod wait_config;
 mod wait_handle;
 mod wait_outcome;
@@ -101,9 +104,9 @@ pub use error::{LockError, RefuseReason, Refused, Result};
 pub use key_range::KeyRange;
 pub use lock_value::LockValue;
 pub use lock_wait::LockWaitManager;
-pub use shared::SharedRegionLockTable;
 pub use status::LockStatus;
 pub use table::RegionLockTable;
+pub use table_handle::SharedRegionLockTable;
 pub use wait_config::WaitConfig;
 pub use wait_handle::WaitHandle;
 pub use wait_outcome::{WaitOutcome, WakeUpReport};

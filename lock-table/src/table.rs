@@ -16,7 +16,7 @@ use crate::status::LockStatus;
 ///
 /// # Invariants
 /// - `memory_size` is exactly the sum of every entry's `charged` bytes, and that sum is
-///   charged to the shared [`MemoryBudget`]; every removal path (`remove_applied`, clearing
+///   charged to the node's [`MemoryBudget`]; every removal path (`remove_applied`, clearing
 ///   on leader loss or flashback, moving out on split or absorb, and `Drop`) releases it.
 /// - Only [`LockStatus::Normal`] accepts `try_insert`; the status changes only through the
 ///   leadership and region-change methods.
@@ -137,7 +137,7 @@ impl<L: LockValue> RegionLockTable<L> {
     /// # Falling back
     /// When the caller writes a refused batch through Raft instead, it must also
     /// [`mark_deleted_batch`](Self::mark_deleted_batch) those keys (under the same write guard
-    /// when shared): a key may already hold an older memory lock of the same transaction (a
+    /// for a [`SharedRegionLockTable`](crate::SharedRegionLockTable)): a key may already hold an older memory lock of the same transaction (a
     /// lock refreshed with a newer `for_update_ts`), and that stale memory lock would otherwise
     /// shadow the newer replicated one (tikv#19864, `LockForUpdateTsMismatch` at prewrite).
     ///

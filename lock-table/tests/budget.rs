@@ -1,4 +1,4 @@
-//! The node budget shared by regions: limits, run-time changes, release on every path.
+//! The node budget of all regions: limits, run-time changes, release on every path.
 
 use surge_lock_table::{BudgetConfig, KeyRange, MemoryBudget, RefuseReason};
 
@@ -34,10 +34,10 @@ fn test_mvcc_scan_memory_and_cf_locks_overflow() {
     assert_eq!(budget.counters().refused_region_full, refused.len() as u64);
 }
 
-/// The node budget is shared by every region; lowering and raising it at run time works,
+/// One node budget serves every region; lowering and raising it at run time works,
 /// and releases happen on remove, clear and drop.
 #[test]
-fn node_budget_is_shared_and_changeable() {
+fn node_budget_serves_every_region_and_is_changeable() {
     let c = charge(b"k0", b"p");
     let budget = MemoryBudget::new(BudgetConfig {
         node_limit: 4 * c,

@@ -215,9 +215,9 @@ fn test_merge_pessimistic_locks_with_concurrent_prewrite() {
 /// replaced target entries are released, with the same budget and across budgets.
 #[test]
 fn absorb_overlapping_keys_releases_the_replaced_entries() {
-    for shared_budget in [true, false] {
+    for one_budget in [true, false] {
         let here = MemoryBudget::default();
-        let there = if shared_budget {
+        let there = if one_budget {
             here.clone()
         } else {
             MemoryBudget::default()
@@ -245,7 +245,7 @@ fn absorb_overlapping_keys_releases_the_replaced_entries() {
         );
         assert_eq!(here.used(), target.memory_size());
         assert_eq!(here.counters().current_locks, 3);
-        if !shared_budget {
+        if !one_budget {
             assert_eq!((there.used(), there.counters().current_locks), (0, 0));
         }
         drop(source);

@@ -1,4 +1,4 @@
-//! Byte-driven operation interpreter shared by the `ops` fuzz target (`fuzz/`) and the
+//! Byte-driven operation interpreter used by both the `ops` fuzz target (`fuzz/`) and the
 //! `random_bytes_keep_invariants` proptest. Any byte string is a valid program: it drives
 //! several regions of one node through inserts (oversized keys included), marks, removals,
 //! leadership changes, transfers, merges, splits, absorbs and limit changes, and after every

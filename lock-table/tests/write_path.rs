@@ -341,7 +341,7 @@ fn fallback_marks_the_stale_memory_lock_tikv_19864() {
     assert_eq!(table.mark_deleted_batch(&[b"k"]), 0);
 }
 
-/// A lock whose reported heap size changes between calls (a size read from shared state, say)
+/// A lock whose reported heap size changes between calls (a size read from state other threads change, say)
 /// must not make the accounting drift: each entry is charged once, with the size that was
 /// reserved, and the budget releases exactly that.
 #[test]

@@ -1,4 +1,4 @@
-//! Criterion settings shared by the lock-table benches: short runs, so that
+//! Criterion settings common to the lock-table benches: short runs, so that
 //! `cargo bench -p surge-lock-table` finishes in a few minutes on 2 cores.
 
 use std::time::Duration;

@@ -44,7 +44,7 @@ impl<L: LockValue> SharedRegionLockTable<L> {
         RegionLockTable::new(budget).into()
     }
 
-    /// A shared read guard.
+    /// A read guard (several may be held at once).
     pub fn read(&self) -> RwLockReadGuard<'_, RegionLockTable<L>> {
         self.inner.read()
     }
@@ -150,7 +150,7 @@ impl<L: LockValue> SharedRegionLockTable<L> {
         self.inner.write().abort_merge()
     }
 
-    /// See [`RegionLockTable::split`]; the new tables come back shared.
+    /// See [`RegionLockTable::split`]; the new tables come back as handles.
     ///
     /// # Errors
     /// As `RegionLockTable::split`.
