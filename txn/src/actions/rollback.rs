@@ -128,7 +128,7 @@ pub(crate) fn rollback_missing_lock(
 /// Rolls back `key` of the transaction `txn.start_ts()` (TiKV's `Rollback`/`Cleanup`).
 ///
 /// - Its own lock (any type): removed with its long value, and a rollback record written
-///   ([`rollback_lock`] says when it is protected).
+///   (protected when asked, and always on the primary key of a pessimistic transaction).
 /// - Already committed: [`MvccError::Committed`].
 /// - Already rolled back: `Ok`, nothing written.
 /// - Nothing (or another transaction's lock): a rollback record is written anyway, so that

@@ -6,9 +6,7 @@ use surge_lock_table::{KeyRange, RegionLockTable};
 use super::error::MvccError;
 use super::lock::Lock;
 use super::write::{Write, WriteType};
-use crate::engine::{
-    Cf, EngineError, Snapshot, decode_key, encode_key, encode_key_with_ts, split_ts,
-};
+use crate::engine::{Cf, Snapshot, decode_key, encode_key, encode_key_with_ts, split_ts};
 
 /// What the write column family says about one transaction on one key (TiKV's
 /// `TxnCommitRecord`).
@@ -92,7 +90,7 @@ fn prefix_end(encoded: &[u8]) -> Vec<u8> {
     end
 }
 
-fn corrupt_key(cf: Cf, key: &[u8], e: EngineError) -> MvccError {
+fn corrupt_key(cf: Cf, key: &[u8], detail: String) -> MvccError {
     MvccError::Corrupt {
         what: match cf {
             Cf::Lock => "lock cf key",
@@ -100,20 +98,40 @@ fn corrupt_key(cf: Cf, key: &[u8], e: EngineError) -> MvccError {
             Cf::Default => "default cf key",
         },
         key: key.to_vec(),
-        detail: e.to_string(),
+        detail,
     }
 }
 
 fn decode_user_key(cf: Cf, encoded: &[u8]) -> Result<Vec<u8>, MvccError> {
     match decode_key(encoded) {
         Ok((key, used)) if used == encoded.len() => Ok(key),
-        Ok(_) => Err(MvccError::Corrupt {
-            what: "lock cf key",
-            key: encoded.to_vec(),
-            detail: "trailing bytes after the key".to_string(),
-        }),
-        Err(e) => Err(corrupt_key(cf, encoded, e)),
+        Ok(_) => Err(corrupt_key(
+            cf,
+            encoded,
+            "trailing bytes after the key".to_string(),
+        )),
+        Err(e) => Err(corrupt_key(cf, encoded, e.to_string())),
     }
+}
+
+/// [`Snapshot::scan`] with a visitor that may fail: the scan stops at the first error,
+/// which is returned.
+fn try_scan(
+    snap: &dyn Snapshot,
+    cf: Cf,
+    start: &[u8],
+    end: Option<&[u8]>,
+    mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool, MvccError>,
+) -> Result<(), MvccError> {
+    let mut result = Ok(());
+    snap.scan(cf, start, end, &mut |key, value| match visit(key, value) {
+        Ok(more) => more,
+        Err(e) => {
+            result = Err(e);
+            false
+        }
+    });
+    result
 }
 
 impl<'a> MvccReader<'a> {
@@ -157,24 +175,17 @@ impl<'a> MvccReader<'a> {
         let encoded = encode_key(key);
         let end = prefix_end(&encoded);
         let start = encode_key_with_ts(key, ts);
-        let mut result = Ok(());
-        self.snap
-            .scan(Cf::Write, &start, Some(&end), &mut |engine_key, value| {
-                let step = split_ts(engine_key)
-                    .map_err(|e| corrupt_key(Cf::Write, engine_key, e))
-                    .and_then(|(_, commit_ts)| {
-                        let write = Write::from_bytes(key, value)?;
-                        visit(commit_ts, write)
-                    });
-                match step {
-                    Ok(more) => more,
-                    Err(e) => {
-                        result = Err(e);
-                        false
-                    }
-                }
-            });
-        result
+        try_scan(
+            self.snap,
+            Cf::Write,
+            &start,
+            Some(&end),
+            |engine_key, value| {
+                let (_, commit_ts) = split_ts(engine_key)
+                    .map_err(|e| corrupt_key(Cf::Write, engine_key, e.to_string()))?;
+                visit(commit_ts, Write::from_bytes(key, value)?)
+            },
+        )
     }
 
     /// The newest write record of `key` with `commit_ts <= ts`, of any type.
@@ -313,29 +324,21 @@ impl<'a> MvccReader<'a> {
             false
         };
         let encoded_end = end.map(encode_key);
-        let mut result = Ok(());
-        self.snap.scan(
+        try_scan(
+            self.snap,
             Cf::Lock,
             &encode_key(start),
             encoded_end.as_deref(),
-            &mut |engine_key, value| {
-                let decoded = decode_user_key(Cf::Lock, engine_key)
-                    .and_then(|key| Lock::from_bytes(&key, value).map(|lock| (key, lock)));
-                let (key, lock) = match decoded {
-                    Ok(found) => found,
-                    Err(e) => {
-                        result = Err(e);
-                        return false;
-                    }
-                };
+            |engine_key, value| {
+                let key = decode_user_key(Cf::Lock, engine_key)?;
+                let lock = Lock::from_bytes(&key, value)?;
                 let shadowed = drain_mem(&mut out, Some(&key));
                 if !shadowed && !full(&out) && filter(&lock) {
                     out.push((key, lock));
                 }
-                !full(&out)
+                Ok(!full(&out))
             },
-        );
-        result?;
+        )?;
         drain_mem(&mut out, None);
         Ok(out)
     }
@@ -362,44 +365,35 @@ impl<'a> MvccReader<'a> {
         // The encoded key being visited, and whether its visible version was already found.
         let mut current: Vec<u8> = Vec::new();
         let mut settled = false;
-        let mut result = Ok(());
-        self.snap.scan(
+        try_scan(
+            self.snap,
             Cf::Write,
             &encode_key(start),
             encoded_end.as_deref(),
-            &mut |engine_key, value| {
-                let step = (|| {
-                    let (encoded, commit_ts) =
-                        split_ts(engine_key).map_err(|e| corrupt_key(Cf::Write, engine_key, e))?;
-                    if encoded != current.as_slice() {
-                        current = encoded.to_vec();
-                        settled = false;
-                    }
-                    if settled || commit_ts > ts {
-                        return Ok(true);
-                    }
-                    let key = decode_user_key(Cf::Write, encoded)?;
-                    let write = Write::from_bytes(&key, value)?;
-                    match write.write_type {
-                        WriteType::Lock | WriteType::Rollback => return Ok(true),
-                        WriteType::Delete => {}
-                        WriteType::Put => {
-                            let value = self.put_value(&key, write)?;
-                            out.push((key, value));
-                        }
-                    }
-                    settled = true;
-                    Ok(!(limit > 0 && out.len() >= limit))
-                })();
-                match step {
-                    Ok(more) => more,
-                    Err(e) => {
-                        result = Err(e);
-                        false
+            |engine_key, value| {
+                let (encoded, commit_ts) = split_ts(engine_key)
+                    .map_err(|e| corrupt_key(Cf::Write, engine_key, e.to_string()))?;
+                if encoded != current.as_slice() {
+                    current = encoded.to_vec();
+                    settled = false;
+                }
+                if settled || commit_ts > ts {
+                    return Ok(true);
+                }
+                let key = decode_user_key(Cf::Write, encoded)?;
+                let write = Write::from_bytes(&key, value)?;
+                match write.write_type {
+                    WriteType::Lock | WriteType::Rollback => return Ok(true),
+                    WriteType::Delete => {}
+                    WriteType::Put => {
+                        let value = self.put_value(&key, write)?;
+                        out.push((key, value));
                     }
                 }
+                settled = true;
+                Ok(!(limit > 0 && out.len() >= limit))
             },
-        );
-        result.map(|()| out)
+        )?;
+        Ok(out)
     }
 }

@@ -1,6 +1,7 @@
 //! Helpers for the action tests: run an action on a snapshot of a `MemEngine`, then apply
 //! what it wrote, as the region layer does (TiKV's `must_*` test helpers, in spirit).
 #![allow(dead_code)] // each test binary uses a different subset
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use surge_lock_table::{MemoryBudget, RegionLockTable};
 use surge_txn::{
