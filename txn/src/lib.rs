@@ -17,6 +17,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod actions;
+mod client;
 mod cluster;
 mod engine;
 mod mvcc;
@@ -38,6 +39,8 @@ pub use mvcc::{
 // actions layer re-exports
 pub use actions::*;
 pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
+// client layer re-exports
+pub use client::{ClientConfig, ClientCounters, KvPair, Transaction, TxnClient, TxnError, TxnMode};
 // region, placement, service and cluster layers
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
 pub use placement::META_REGION_ID;
@@ -46,4 +49,3 @@ pub use service::{
     KeyError, KvNode, KvNodeConfig, KvRequest, KvResponse, KvService, LockKey, NodeRouter,
     NodeStatusReport, PROTOCOL_VERSION, RegionStatus, ServiceError, WaitForEdge,
 };
-

@@ -1,0 +1,46 @@
+//! [`ClientConfig`]: the client's timeouts and retry budget.
+
+use std::time::Duration;
+
+/// The client's timeouts and retry budget. `Default` gives TiDB-like values scaled for a
+/// local cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// TTL of the locks a transaction takes, in milliseconds, counted from the physical part
+    /// of its `start_ts`. A lock whose holder stops heartbeating may be rolled back by others
+    /// once it ran out. Default 3000.
+    pub lock_ttl_ms: u64,
+    /// How long one pessimistic lock request may wait on the node for a conflicting lock
+    /// before failing with [`crate::TxnError::LockWaitTimeout`] (TiKV's
+    /// `wait-for-lock-timeout`). `None`: never wait; a held key is resolved and retried
+    /// within the backoff budget instead. Default 1 s.
+    pub wait_for_lock_timeout: Option<Duration>,
+    /// Total time one operation may spend sleeping between retries (region errors, nodes
+    /// down, live locks) before its last error reaches the caller. Default 20 s.
+    pub max_backoff: Duration,
+    /// First backoff sleep; each further sleep doubles up to `backoff_cap`. Default 2 ms.
+    pub backoff_base: Duration,
+    /// Longest single backoff sleep. Default 500 ms.
+    pub backoff_cap: Duration,
+    /// How often the background thread looks for transactions whose primary lock needs a
+    /// heartbeat. A transaction is heartbeated once it is older than half its lock TTL.
+    /// Default 1 s.
+    pub heartbeat_interval: Duration,
+    /// Backoff budget of the best-effort cleanup done when a [`crate::Transaction`] is
+    /// dropped without commit or rollback. Default 1 s.
+    pub drop_cleanup_budget: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> ClientConfig {
+        ClientConfig {
+            lock_ttl_ms: 3000,
+            wait_for_lock_timeout: Some(Duration::from_secs(1)),
+            max_backoff: Duration::from_secs(20),
+            backoff_base: Duration::from_millis(2),
+            backoff_cap: Duration::from_millis(500),
+            heartbeat_interval: Duration::from_secs(1),
+            drop_cleanup_budget: Duration::from_secs(1),
+        }
+    }
+}

@@ -1,0 +1,491 @@
+//! Sending requests: to the meta leader, to the leader of one key's region, and in region
+//! batches, with the region-error retry rules of TiKV's client.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use surge_raft_lite::NodeId;
+
+use super::backoff::Backoff;
+use super::core::ClientCore;
+use super::counters::bump;
+use super::error::TxnError;
+use super::region_cache::CachedRegion;
+use crate::{Context, KvRequest, KvResponse, RegionError, ServiceError};
+
+/// What a batch's reply handler wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// The batch is finished.
+    Done,
+    /// Send the batch again (after the handler resolved a lock or backed off).
+    Retry,
+}
+
+/// One request kind sent in region batches (prewrite, commit, rollback, batch get).
+pub(crate) trait RegionBatch {
+    /// What a batch holds (keys, mutations).
+    type Item: Clone;
+
+    /// The key an item touches.
+    fn key_of(item: &Self::Item) -> &[u8];
+
+    /// The request for `batch`, all of whose keys are in the region of `ctx`.
+    fn request(&self, ctx: Context, batch: &[Self::Item]) -> KvRequest;
+
+    /// Handles a reply that is not a region error.
+    ///
+    /// # Errors
+    /// Whatever ends the whole operation.
+    fn on_reply(
+        &mut self,
+        batch: &[Self::Item],
+        reply: KvResponse,
+        bo: &mut Backoff,
+    ) -> Result<Reply, TxnError>;
+}
+
+/// The outcome of one attempt at a region request.
+enum Attempt {
+    /// The node answered with something other than a region error.
+    Reply(KvResponse),
+    /// The cache was updated (and a sleep taken when due): try again.
+    Retry,
+}
+
+impl ClientCore {
+    fn call(&self, node: NodeId, req: KvRequest) -> Result<KvResponse, ServiceError> {
+        self.router.service(node)?.call(req)
+    }
+
+    /// Sends a placement or detector request to the meta leader, following leader hints
+    /// and trying every node in turn when none is known.
+    ///
+    /// # Errors
+    /// The last region or service error once the backoff budget is spent; `Protocol` for an
+    /// undecodable answer.
+    pub(crate) fn meta_call(
+        &self,
+        req: &KvRequest,
+        bo: &mut Backoff,
+    ) -> Result<KvResponse, TxnError> {
+        let nodes = self.router.nodes();
+        let Some(&first) = nodes.first() else {
+            return Err(TxnError::Unavailable(ServiceError::Unavailable {
+                node: 0,
+                detail: "the router knows no nodes".to_string(),
+            }));
+        };
+        let mut next_guess = first;
+        loop {
+            let target = self.meta_leader.lock().unwrap_or(next_guess);
+            let after = |n: NodeId| {
+                let i = nodes.iter().position(|&x| x == n).map_or(0, |i| i + 1);
+                nodes[i % nodes.len()]
+            };
+            match self.call(target, req.clone()) {
+                Ok(KvResponse::RegionError(e)) => {
+                    bump(&self.counters.region_error_retries);
+                    match &e {
+                        RegionError::NotLeader {
+                            leader: Some(l), ..
+                        } if *l != target => {
+                            *self.meta_leader.lock() = Some(*l);
+                            bo.note(TxnError::Region(e));
+                            bo.retry_now()?;
+                        }
+                        _ => {
+                            *self.meta_leader.lock() = None;
+                            next_guess = after(target);
+                            bo.note(TxnError::Region(e));
+                            bo.sleep()?;
+                        }
+                    }
+                }
+                Ok(resp) => {
+                    *self.meta_leader.lock() = Some(target);
+                    return Ok(resp);
+                }
+                Err(ServiceError::Protocol { node, detail }) => {
+                    return Err(TxnError::Protocol {
+                        detail: format!("node {node}: {detail}"),
+                    });
+                }
+                Err(e) => {
+                    bump(&self.counters.region_error_retries);
+                    *self.meta_leader.lock() = None;
+                    next_guess = after(target);
+                    bo.note(TxnError::Unavailable(e));
+                    bo.sleep()?;
+                }
+            }
+        }
+    }
+
+    /// A fresh timestamp from the oracle.
+    ///
+    /// # Errors
+    /// As [`ClientCore::meta_call`].
+    pub(crate) fn get_ts(&self) -> Result<u64, TxnError> {
+        let mut bo = Backoff::new(&self.config);
+        let req = KvRequest::GetTimestamp { count: 1 };
+        match self.meta_call(&req, &mut bo)? {
+            KvResponse::Timestamp { ts } => Ok(ts),
+            other => Err(TxnError::unexpected(req.name(), &other)),
+        }
+    }
+
+    /// The region holding `key`, from the cache or else from the meta group.
+    ///
+    /// # Errors
+    /// As [`ClientCore::meta_call`].
+    pub(crate) fn locate(&self, key: &[u8], bo: &mut Backoff) -> Result<CachedRegion, TxnError> {
+        loop {
+            if let Some(r) = self.cache.read().locate(key) {
+                return Ok(r.clone());
+            }
+            let req = KvRequest::GetRegion { key: key.to_vec() };
+            match self.meta_call(&req, bo)? {
+                KvResponse::Regions { regions } => {
+                    let found = regions.iter().any(|(r, _)| r.contains(key));
+                    let mut cache = self.cache.write();
+                    for (info, leader) in regions {
+                        cache.insert(info, leader);
+                    }
+                    drop(cache);
+                    if !found {
+                        // The meta group has no region for the key yet (still starting).
+                        bo.note(TxnError::Region(RegionError::KeyNotInRegion {
+                            key: key.to_vec(),
+                            region_id: 0,
+                        }));
+                        bo.sleep()?;
+                    }
+                }
+                other => return Err(TxnError::unexpected(req.name(), &other)),
+            }
+        }
+    }
+
+    /// Sends `build(ctx)` to the leader of `key`'s region until a node answers with
+    /// something other than a region error.
+    ///
+    /// # Errors
+    /// The last region or service error once `bo` is spent.
+    pub(crate) fn send_key(
+        &self,
+        key: &[u8],
+        bo: &mut Backoff,
+        mut build: impl FnMut(Context) -> KvRequest,
+    ) -> Result<KvResponse, TxnError> {
+        loop {
+            let region = self.locate(key, bo)?;
+            if let Attempt::Reply(resp) = self.send_once(&region, build(context(&region)), bo)? {
+                return Ok(resp);
+            }
+        }
+    }
+
+    /// Sends one request to `region` and returns its reply, or `None` after a region error
+    /// or an unreachable node (the cache updated and a sleep taken when due).
+    ///
+    /// # Errors
+    /// As [`ClientCore::send_key`].
+    pub(crate) fn send_region(
+        &self,
+        region: &CachedRegion,
+        req: KvRequest,
+        bo: &mut Backoff,
+    ) -> Result<Option<KvResponse>, TxnError> {
+        Ok(match self.send_once(region, req, bo)? {
+            Attempt::Reply(resp) => Some(resp),
+            Attempt::Retry => None,
+        })
+    }
+
+    /// Runs `op` over `items` in region batches: groups the items by region, sends each
+    /// group, regroups a batch whose region changed, and retries on region errors.
+    ///
+    /// # Errors
+    /// The first error `op` returns, or the last region error once `bo` is spent.
+    pub(crate) fn run_batches<B: RegionBatch>(
+        &self,
+        op: &mut B,
+        items: Vec<B::Item>,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
+        let mut queue: VecDeque<Vec<B::Item>> = self
+            .group_by_region(items, B::key_of, bo)?
+            .into_iter()
+            .map(|(_, batch)| batch)
+            .collect();
+        while let Some(batch) = queue.pop_front() {
+            let Some(first) = batch.first() else { continue };
+            let region = self.locate(B::key_of(first), bo)?;
+            if !batch
+                .iter()
+                .all(|item| region.info.contains(B::key_of(item)))
+            {
+                // The region split or moved since grouping: regroup this batch.
+                let regrouped = self.group_by_region(batch, B::key_of, bo)?;
+                for (_, part) in regrouped.into_iter().rev() {
+                    queue.push_front(part);
+                }
+                continue;
+            }
+            let req = op.request(context(&region), &batch);
+            match self.send_once(&region, req, bo)? {
+                Attempt::Reply(resp) => {
+                    if op.on_reply(&batch, resp, bo)? == Reply::Retry {
+                        queue.push_front(batch);
+                    }
+                }
+                Attempt::Retry => queue.push_front(batch),
+            }
+        }
+        Ok(())
+    }
+
+    /// `items` grouped by the region of their keys, in key order of the regions.
+    ///
+    /// # Errors
+    /// As [`ClientCore::locate`].
+    pub(crate) fn group_by_region<T>(
+        &self,
+        items: Vec<T>,
+        key_of: fn(&T) -> &[u8],
+        bo: &mut Backoff,
+    ) -> Result<Vec<(CachedRegion, Vec<T>)>, TxnError> {
+        group_by_region(items, key_of, |key| self.locate(key, bo))
+    }
+
+    fn send_once(
+        &self,
+        region: &CachedRegion,
+        req: KvRequest,
+        bo: &mut Backoff,
+    ) -> Result<Attempt, TxnError> {
+        let id = region.info.id;
+        let Some(target) = region.target() else {
+            self.cache.write().invalidate(id);
+            bo.note(TxnError::Region(RegionError::RegionNotFound {
+                region_id: id,
+            }));
+            bo.sleep()?;
+            return Ok(Attempt::Retry);
+        };
+        let name = req.name();
+        let _span =
+            tracing::trace_span!("region_request", request = name, region = id, node = target)
+                .entered();
+        let service = match self.router.service(target) {
+            Ok(s) => s,
+            Err(e) => {
+                // Not delivered: the node is known to be down.
+                bump(&self.counters.region_error_retries);
+                self.cache.write().switch_peer(id, target);
+                bo.note(TxnError::Unavailable(e));
+                bo.sleep()?;
+                return Ok(Attempt::Retry);
+            }
+        };
+        match service.call(req) {
+            Ok(KvResponse::RegionError(e)) => {
+                bump(&self.counters.region_error_retries);
+                tracing::debug!(request = name, region = id, node = target, error = %e, "region error");
+                self.on_region_error(id, target, e, bo)?;
+                Ok(Attempt::Retry)
+            }
+            Ok(resp) => {
+                if region.leader != Some(target) {
+                    self.cache.write().update_leader(id, target);
+                }
+                Ok(Attempt::Reply(resp))
+            }
+            Err(ServiceError::Protocol { node, detail }) => Err(TxnError::Protocol {
+                detail: format!("node {node}: {detail}"),
+            }),
+            Err(e) => {
+                // The request reached the node (or may have): it may have run.
+                bump(&self.counters.region_error_retries);
+                bo.mark_outcome_unknown();
+                if matches!(e, ServiceError::Unavailable { .. }) {
+                    self.cache.write().switch_peer(id, target);
+                }
+                bo.note(TxnError::Unavailable(e));
+                bo.sleep()?;
+                Ok(Attempt::Retry)
+            }
+        }
+    }
+
+    fn on_region_error(
+        &self,
+        id: u64,
+        target: NodeId,
+        e: RegionError,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
+        match &e {
+            RegionError::NotLeader {
+                leader: Some(l), ..
+            } if *l != target => {
+                self.cache.write().update_leader(id, *l);
+                bo.note(TxnError::Region(e));
+                bo.retry_now()
+            }
+            RegionError::NotLeader { .. } => {
+                let mut cache = self.cache.write();
+                if cache.switch_peer(id, target) {
+                    // Every peer said "not me" without a hint: the membership may have
+                    // changed; reload the region.
+                    cache.invalidate(id);
+                }
+                drop(cache);
+                bo.note(TxnError::Region(e));
+                bo.sleep()
+            }
+            RegionError::EpochNotMatch { current, .. } => {
+                let mut cache = self.cache.write();
+                cache.invalidate(id);
+                for info in current {
+                    let leader = info.peers.contains(&target).then_some(target);
+                    cache.insert(info.clone(), leader);
+                }
+                drop(cache);
+                bo.note(TxnError::Region(e));
+                bo.retry_now()
+            }
+            RegionError::KeyNotInRegion { .. } => {
+                self.cache.write().invalidate(id);
+                bo.note(TxnError::Region(e));
+                bo.retry_now()
+            }
+            RegionError::RegionNotFound { .. } => {
+                self.cache.write().invalidate(id);
+                bo.note(TxnError::Region(e));
+                bo.sleep()
+            }
+            RegionError::ProposalFailed {
+                outcome_unknown, ..
+            } => {
+                if *outcome_unknown {
+                    bo.mark_outcome_unknown();
+                }
+                bo.note(TxnError::Region(e));
+                bo.sleep()
+            }
+            RegionError::StaleCommand { .. } => {
+                // The proposal was made in an older term: it may still be committed.
+                bo.mark_outcome_unknown();
+                bo.note(TxnError::Region(e));
+                bo.sleep()
+            }
+            _ => {
+                bo.note(TxnError::Region(e));
+                bo.sleep()
+            }
+        }
+    }
+}
+
+/// The context of a request for `region`.
+pub(crate) fn context(region: &CachedRegion) -> Context {
+    Context {
+        region_id: region.info.id,
+        epoch: region.info.epoch,
+    }
+}
+
+/// `items` grouped by the region `locate` gives for their keys, in key order of the
+/// regions; items keep their order within a group.
+///
+/// # Errors
+/// The first error of `locate`.
+pub(crate) fn group_by_region<T>(
+    items: Vec<T>,
+    key_of: fn(&T) -> &[u8],
+    mut locate: impl FnMut(&[u8]) -> Result<CachedRegion, TxnError>,
+) -> Result<Vec<(CachedRegion, Vec<T>)>, TxnError> {
+    let mut groups: BTreeMap<Vec<u8>, (CachedRegion, Vec<T>)> = BTreeMap::new();
+    for item in items {
+        let region = locate(key_of(&item))?;
+        groups
+            .entry(region.info.start.clone())
+            .or_insert_with(|| (region, Vec::new()))
+            .1
+            .push(item);
+    }
+    Ok(groups.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::region_cache::RegionCache;
+    use crate::{RegionEpoch, RegionInfo};
+
+    fn cache() -> RegionCache {
+        let mut c = RegionCache::default();
+        for (id, start, end) in [(2, &b""[..], &b"g"[..]), (3, b"g", b"p"), (4, b"p", b"")] {
+            let info = RegionInfo {
+                id,
+                start: start.to_vec(),
+                end: end.to_vec(),
+                epoch: RegionEpoch::default(),
+                peers: vec![1, 2, 3],
+            };
+            c.insert(info, None);
+        }
+        c
+    }
+
+    #[test]
+    fn keys_group_by_region_in_region_order() {
+        let c = cache();
+        let keys: Vec<Vec<u8>> = ["z", "a", "h", "b", "q", "g"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
+        let groups = group_by_region(
+            keys,
+            |k| k.as_slice(),
+            |key| c.locate(key).cloned().ok_or(TxnError::TxnFinished),
+        )
+        .expect("all keys covered");
+        let got: Vec<(u64, Vec<&str>)> = groups
+            .iter()
+            .map(|(r, ks)| {
+                (
+                    r.info.id,
+                    ks.iter()
+                        .map(|k| std::str::from_utf8(k).unwrap_or("?"))
+                        .collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2, vec!["a", "b"]),
+                (3, vec!["h", "g"]),
+                (4, vec!["z", "q"])
+            ]
+        );
+    }
+
+    #[test]
+    fn grouping_stops_at_the_first_locate_error() {
+        let c = {
+            let mut c = cache();
+            c.invalidate(3);
+            c
+        };
+        let keys = vec![b"a".to_vec(), b"h".to_vec()];
+        let got = group_by_region(
+            keys,
+            |k| k.as_slice(),
+            |key| c.locate(key).cloned().ok_or(TxnError::TxnFinished),
+        );
+        assert_eq!(got.err(), Some(TxnError::TxnFinished));
+    }
+}

@@ -1,0 +1,211 @@
+//! Lock resolution: settling another transaction's lock found by a read or a write, from the
+//! fate of its primary key (Percolator's cleanup, as TiKV's client does it).
+
+use super::backoff::Backoff;
+use super::core::ClientCore;
+use super::counters::bump;
+use super::error::TxnError;
+use crate::{KeyError, KvRequest, KvResponse, LockInfo, LockType, MvccError, TxnStatus};
+
+/// What resolving a lock found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// The lock's transaction was committed or rolled back and the lock is gone: retry.
+    Resolved,
+    /// The transaction is alive but cannot commit at or below the reader's timestamp: a read
+    /// may ignore locks of this `start_ts` (TiKV's `bypass_locks`).
+    Bypass(u64),
+    /// The transaction is alive (and may still commit below the reader): back off and retry.
+    Alive,
+}
+
+impl ClientCore {
+    /// Settles `lock` for a caller that started at `caller_start_ts` (0 for a writer, which
+    /// must not push the holder's `min_commit_ts`).
+    ///
+    /// Asks the primary's region for the holder's status (`CheckTxnStatus`, which rolls back
+    /// an expired primary), then commits or rolls back the lock accordingly. A holder whose
+    /// coordinator died is rolled back once its primary's TTL has run out, so resolution never
+    /// waits longer than that TTL plus one backoff step.
+    ///
+    /// # Errors
+    /// Region errors or unreachable nodes after `bo` is spent; key errors the resolution
+    /// requests return.
+    pub(crate) fn resolve_lock(
+        &self,
+        lock: &LockInfo,
+        caller_start_ts: u64,
+        bo: &mut Backoff,
+    ) -> Result<Resolution, TxnError> {
+        let _span = tracing::debug_span!(
+            "resolve_lock",
+            lock_ts = lock.lock_ts,
+            caller = caller_start_ts
+        )
+        .entered();
+        let Some(status) = self.txn_status(lock, caller_start_ts, bo)? else {
+            return Ok(Resolution::Alive);
+        };
+        tracing::debug!(lock_ts = lock.lock_ts, ?status, "txn status");
+        let commit_ts = match status {
+            TxnStatus::Committed { commit_ts } => commit_ts,
+            TxnStatus::Uncommitted { lock: primary, .. } => {
+                let can_bypass = caller_start_ts != 0
+                    && primary.lock_type != LockType::Pessimistic
+                    && primary.min_commit_ts > caller_start_ts;
+                return Ok(if can_bypass {
+                    Resolution::Bypass(lock.lock_ts)
+                } else {
+                    Resolution::Alive
+                });
+            }
+            // The primary has no lock and no record, and nothing was written because the
+            // caller resolves a pessimistic lock: the primary's lock was lost (an in-memory
+            // lock with a crashed leader). The holder's prewrite will fail, but until this
+            // lock's own TTL runs out the holder may still be working: wait for it.
+            TxnStatus::LockNotExistDoNothing if !lock_expired(lock, self.get_ts()?) => {
+                return Ok(Resolution::Alive);
+            }
+            // Rolled back now or earlier: every other lock of the transaction goes too.
+            _ => 0,
+        };
+        self.clean_lock(lock, commit_ts, bo)?;
+        bump(&self.counters.locks_resolved);
+        Ok(Resolution::Resolved)
+    }
+
+    /// The status of `lock`'s transaction, or `None` when its primary has no lock and no
+    /// record yet while the lock is still within its TTL (the primary's prewrite may be in
+    /// flight: rolling it back now would be premature; TiDB waits in that case too).
+    fn txn_status(
+        &self,
+        lock: &LockInfo,
+        caller_start_ts: u64,
+        bo: &mut Backoff,
+    ) -> Result<Option<TxnStatus>, TxnError> {
+        let current_ts = self.get_ts()?;
+        let expired = lock_expired(lock, current_ts);
+        match self.check_txn_status(lock, caller_start_ts, current_ts, expired, bo)? {
+            Ok(status) => Ok(Some(status)),
+            Err(KeyError::Mvcc(MvccError::TxnNotFound { .. })) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Sends `CheckTxnStatus` for `lock`'s transaction to its primary's region.
+    ///
+    /// # Errors
+    /// Region errors after `bo` is spent; the key error comes back as the inner `Err`.
+    pub(crate) fn check_txn_status(
+        &self,
+        lock: &LockInfo,
+        caller_start_ts: u64,
+        current_ts: u64,
+        rollback_if_not_exist: bool,
+        bo: &mut Backoff,
+    ) -> Result<Result<TxnStatus, KeyError>, TxnError> {
+        let req = |ctx| KvRequest::CheckTxnStatus {
+            ctx,
+            primary_key: lock.primary.clone(),
+            lock_ts: lock.lock_ts,
+            caller_start_ts,
+            current_ts,
+            rollback_if_not_exist,
+            resolving_pessimistic_lock: lock.lock_type == LockType::Pessimistic,
+        };
+        match self.send_key(&lock.primary, bo, req)? {
+            KvResponse::TxnStatus { status } => Ok(Ok(status)),
+            KvResponse::KeyError(e) => Ok(Err(e)),
+            other => Err(TxnError::unexpected("check_txn_status", &other)),
+        }
+    }
+
+    /// Removes `lock` from its key: a pessimistic lock is released (it never commits), any
+    /// other is committed at `commit_ts` or rolled back (0).
+    fn clean_lock(
+        &self,
+        lock: &LockInfo,
+        commit_ts: u64,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
+        let key = lock.key.clone();
+        let reply = if lock.lock_type == LockType::Pessimistic {
+            self.send_key(&lock.key, bo, |ctx| KvRequest::PessimisticRollback {
+                ctx,
+                keys: vec![key.clone()],
+                start_ts: lock.lock_ts,
+                for_update_ts: u64::MAX,
+            })?
+        } else {
+            self.send_key(&lock.key, bo, |ctx| KvRequest::ResolveLock {
+                ctx,
+                start_ts: lock.lock_ts,
+                commit_ts,
+                keys: vec![key.clone()],
+            })?
+        };
+        match reply {
+            KvResponse::Done => Ok(()),
+            KvResponse::KeyError(e) => Err(e.into()),
+            other => Err(TxnError::unexpected("resolve_lock", &other)),
+        }
+    }
+
+    /// Acts on a read that found `lock` at `read_ts`: resolves it, adds it to `bypass`, or
+    /// backs off.
+    ///
+    /// # Errors
+    /// [`TxnError::KeyIsLocked`] when the holder stays alive for the whole budget, or the
+    /// resolution's own errors.
+    pub(crate) fn handle_read_lock(
+        &self,
+        lock: &LockInfo,
+        read_ts: u64,
+        bypass: &mut Vec<u64>,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
+        match self.resolve_lock(lock, read_ts, bo)? {
+            Resolution::Resolved => bo.retry_now(),
+            Resolution::Bypass(ts) => {
+                if !bypass.contains(&ts) {
+                    bypass.push(ts);
+                }
+                bo.retry_now()
+            }
+            Resolution::Alive => {
+                bo.note(TxnError::KeyIsLocked {
+                    key: lock.key.clone(),
+                    lock_ts: lock.lock_ts,
+                });
+                bo.sleep()
+            }
+        }
+    }
+
+    /// Acts on a write (prewrite) that found `lock`: resolves it or backs off.
+    ///
+    /// # Errors
+    /// As [`ClientCore::handle_read_lock`].
+    pub(crate) fn handle_write_lock(
+        &self,
+        lock: &LockInfo,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
+        match self.resolve_lock(lock, 0, bo)? {
+            Resolution::Resolved => bo.retry_now(),
+            Resolution::Bypass(_) | Resolution::Alive => {
+                bo.note(TxnError::KeyIsLocked {
+                    key: lock.key.clone(),
+                    lock_ts: lock.lock_ts,
+                });
+                bo.sleep()
+            }
+        }
+    }
+}
+
+/// Whether `lock`'s TTL has run out at `current_ts` (TTLs count from the physical part of
+/// the holder's `start_ts`).
+fn lock_expired(lock: &LockInfo, current_ts: u64) -> bool {
+    crate::physical_ms(current_ts) >= crate::physical_ms(lock.lock_ts).saturating_add(lock.ttl)
+}

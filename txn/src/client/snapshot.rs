@@ -1,0 +1,162 @@
+//! Snapshot reads at a timestamp: point gets, batch gets and scans across regions, resolving
+//! the locks they meet.
+
+use super::backoff::Backoff;
+use super::core::ClientCore;
+use super::dispatch::{RegionBatch, Reply, context};
+use super::error::TxnError;
+use crate::{Context, KeyError, KvRequest, KvResponse, MvccError};
+
+/// A key and its value, as reads return them.
+pub type KvPair = (Vec<u8>, Vec<u8>);
+
+impl ClientCore {
+    /// The committed value of `key` visible at `ts`.
+    ///
+    /// # Errors
+    /// [`TxnError::KeyIsLocked`] when a live lock blocks the read for the whole budget;
+    /// region errors after retries.
+    pub(crate) fn snapshot_get(&self, key: &[u8], ts: u64) -> Result<Option<Vec<u8>>, TxnError> {
+        let _span = tracing::debug_span!("snapshot_get", ts).entered();
+        let mut bo = Backoff::new(&self.config);
+        let mut bypass = Vec::new();
+        loop {
+            let reply = self.send_key(key, &mut bo, |ctx| KvRequest::Get {
+                ctx,
+                key: key.to_vec(),
+                version: ts,
+                bypass_locks: bypass.clone(),
+            })?;
+            match reply {
+                KvResponse::Get { value } => return Ok(value),
+                KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock))) => {
+                    self.handle_read_lock(&lock, ts, &mut bypass, &mut bo)?;
+                }
+                KvResponse::KeyError(e) => return Err(e.into()),
+                other => return Err(TxnError::unexpected("get", &other)),
+            }
+        }
+    }
+
+    /// The committed values of `keys` visible at `ts`, in key order (absent keys omitted).
+    ///
+    /// # Errors
+    /// As [`ClientCore::snapshot_get`].
+    pub(crate) fn snapshot_batch_get(
+        &self,
+        keys: Vec<Vec<u8>>,
+        ts: u64,
+    ) -> Result<Vec<KvPair>, TxnError> {
+        let _span = tracing::debug_span!("snapshot_batch_get", ts, keys = keys.len()).entered();
+        let mut bo = Backoff::new(&self.config);
+        let mut op = BatchGet {
+            core: self,
+            ts,
+            bypass: Vec::new(),
+            pairs: Vec::new(),
+        };
+        self.run_batches(&mut op, keys, &mut bo)?;
+        let mut pairs = op.pairs;
+        pairs.sort();
+        pairs.dedup_by(|a, b| a.0 == b.0);
+        Ok(pairs)
+    }
+
+    /// At most `limit` committed pairs of `[start, end)` visible at `ts`, in key order, region
+    /// by region.
+    ///
+    /// # Errors
+    /// As [`ClientCore::snapshot_get`].
+    pub(crate) fn snapshot_scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        ts: u64,
+    ) -> Result<Vec<KvPair>, TxnError> {
+        let _span = tracing::debug_span!("snapshot_scan", ts, limit).entered();
+        let mut bo = Backoff::new(&self.config);
+        let mut bypass = Vec::new();
+        let mut out: Vec<KvPair> = Vec::new();
+        let mut cur = start.to_vec();
+        while out.len() < limit && end.is_none_or(|e| cur.as_slice() < e) {
+            let region = self.locate(&cur, &mut bo)?;
+            let region_end = region.info.end_key();
+            let scan_end = match (end, region_end) {
+                (Some(e), Some(r)) => Some(e.min(r)),
+                (e, r) => e.or(r),
+            };
+            let req = KvRequest::Scan {
+                ctx: context(&region),
+                start: cur.clone(),
+                end: scan_end.map(<[u8]>::to_vec),
+                limit: limit - out.len(),
+                version: ts,
+                bypass_locks: bypass.clone(),
+            };
+            match self.send_region(&region, req, &mut bo)? {
+                None => {}
+                Some(KvResponse::Pairs { pairs }) => {
+                    out.extend(pairs);
+                    match region_end {
+                        Some(r) => cur = r.to_vec(),
+                        None => break,
+                    }
+                }
+                Some(KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock)))) => {
+                    self.handle_read_lock(&lock, ts, &mut bypass, &mut bo)?;
+                }
+                Some(KvResponse::KeyError(e)) => return Err(e.into()),
+                Some(other) => return Err(TxnError::unexpected("scan", &other)),
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+}
+
+/// `BatchGet` in region batches, collecting the pairs found.
+struct BatchGet<'c> {
+    core: &'c ClientCore,
+    ts: u64,
+    bypass: Vec<u64>,
+    pairs: Vec<KvPair>,
+}
+
+impl RegionBatch for BatchGet<'_> {
+    type Item = Vec<u8>;
+
+    fn key_of(item: &Vec<u8>) -> &[u8] {
+        item
+    }
+
+    fn request(&self, ctx: Context, batch: &[Vec<u8>]) -> KvRequest {
+        KvRequest::BatchGet {
+            ctx,
+            keys: batch.to_vec(),
+            version: self.ts,
+            bypass_locks: self.bypass.clone(),
+        }
+    }
+
+    fn on_reply(
+        &mut self,
+        _batch: &[Vec<u8>],
+        reply: KvResponse,
+        bo: &mut Backoff,
+    ) -> Result<Reply, TxnError> {
+        match reply {
+            KvResponse::Pairs { pairs } => {
+                self.pairs.extend(pairs);
+                Ok(Reply::Done)
+            }
+            KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock))) => {
+                self.core
+                    .handle_read_lock(&lock, self.ts, &mut self.bypass, bo)?;
+                Ok(Reply::Retry)
+            }
+            KvResponse::KeyError(e) => Err(e.into()),
+            other => Err(TxnError::unexpected("batch_get", &other)),
+        }
+    }
+}

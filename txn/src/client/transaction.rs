@@ -1,0 +1,387 @@
+//! [`Transaction`]: snapshot reads, buffered writes, pessimistic locks and commit.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::backoff::Backoff;
+use super::buffer::{BufferedRead, WriteBuffer, select_primary};
+use super::core::ClientCore;
+use super::counters::bump;
+use super::error::TxnError;
+use super::mode::TxnMode;
+use super::pessimistic::LockRequest;
+use super::snapshot::KvPair;
+use super::two_pc::{CommitPlan, StopAt};
+
+/// How many fresh `for_update_ts` one lock tries when writes keep committing to the key
+/// between taking the timestamp and locking (TiDB retries the statement likewise).
+const MAX_FOR_UPDATE_TS_RETRIES: usize = 64;
+
+/// A transaction: reads see the snapshot at [`Transaction::start_ts`] plus the
+/// transaction's own buffered writes; writes are buffered until [`Transaction::commit`].
+///
+/// In a [`TxnMode::Pessimistic`] transaction every write and `get_for_update` first locks its
+/// key at a fresh `for_update_ts`, waiting for other holders. Dropping a transaction without
+/// commit or rollback releases its locks (best effort, bounded by
+/// [`crate::ClientConfig::drop_cleanup_budget`]).
+///
+/// # Invariants
+/// - Every key in `locked` is in the buffer (a lock is taken only for a write or a
+///   `get_for_update`, both of which buffer the key), so each pessimistic lock is either
+///   prewritten at commit or released at rollback.
+/// - `primary` is the first key this transaction locked, and every lock request names it.
+#[derive(Debug)]
+pub struct Transaction {
+    core: Arc<ClientCore>,
+    mode: TxnMode,
+    start_ts: u64,
+    buffer: WriteBuffer,
+    /// Keys whose pessimistic lock was granted.
+    locked: BTreeSet<Vec<u8>>,
+    /// Keys whose lock request failed without a clear answer: a lock may exist, so they are
+    /// released at the end like granted ones.
+    maybe_locked: BTreeSet<Vec<u8>>,
+    primary: Option<Vec<u8>>,
+    max_for_update_ts: u64,
+    finished: bool,
+}
+
+impl Transaction {
+    pub(crate) fn new(core: Arc<ClientCore>, mode: TxnMode, start_ts: u64) -> Transaction {
+        Transaction {
+            core,
+            mode,
+            start_ts,
+            buffer: WriteBuffer::default(),
+            locked: BTreeSet::new(),
+            maybe_locked: BTreeSet::new(),
+            primary: None,
+            max_for_update_ts: 0,
+            finished: false,
+        }
+    }
+
+    /// The transaction's start timestamp: its snapshot.
+    pub fn start_ts(&self) -> u64 {
+        self.start_ts
+    }
+
+    /// The transaction's mode.
+    pub fn mode(&self) -> TxnMode {
+        self.mode
+    }
+
+    /// The value of `key`: the transaction's own buffered write, else the committed value at
+    /// `start_ts`.
+    ///
+    /// # Errors
+    /// [`TxnError::TxnFinished`] after commit or rollback; [`TxnError::KeyIsLocked`] when a
+    /// live lock blocks the read for the whole budget; region errors after retries.
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TxnError> {
+        self.check_active()?;
+        match self.buffer.read(key) {
+            BufferedRead::Value(v) => Ok(Some(v.to_vec())),
+            BufferedRead::Deleted => Ok(None),
+            BufferedRead::NotWritten => self.core.snapshot_get(key, self.start_ts),
+        }
+    }
+
+    /// The values of `keys` (as [`Transaction::get`]), in key order, absent keys omitted.
+    ///
+    /// # Errors
+    /// As [`Transaction::get`].
+    pub fn batch_get(&mut self, keys: &[Vec<u8>]) -> Result<Vec<KvPair>, TxnError> {
+        self.check_active()?;
+        let mut out = Vec::new();
+        let mut to_read = Vec::new();
+        for key in keys {
+            match self.buffer.read(key) {
+                BufferedRead::Value(v) => out.push((key.clone(), v.to_vec())),
+                BufferedRead::Deleted => {}
+                BufferedRead::NotWritten => to_read.push(key.clone()),
+            }
+        }
+        if !to_read.is_empty() {
+            out.extend(self.core.snapshot_batch_get(to_read, self.start_ts)?);
+        }
+        out.sort();
+        out.dedup_by(|a, b| a.0 == b.0);
+        Ok(out)
+    }
+
+    /// At most `limit` pairs of `[start, end)` (`end` `None`: to the end of the key space)
+    /// in key order across regions: the snapshot at `start_ts` merged with the transaction's
+    /// own buffered writes.
+    ///
+    /// # Errors
+    /// As [`Transaction::get`].
+    pub fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<KvPair>, TxnError> {
+        self.check_active()?;
+        let fetch = limit.saturating_add(self.buffer.deletes_in(start, end));
+        let pairs = self.core.snapshot_scan(start, end, fetch, self.start_ts)?;
+        Ok(self.buffer.merge_scan(pairs, start, end, limit))
+    }
+
+    /// Reads `key` for update. Pessimistic: locks it at a fresh `for_update_ts` (waiting for
+    /// other holders) and returns its latest committed value (a "current read"), or the
+    /// transaction's own buffered write. Optimistic: reads it at `start_ts` and records a
+    /// lock mutation, so the commit fails if another transaction wrote it meanwhile.
+    ///
+    /// # Errors
+    /// As [`Transaction::put`].
+    pub fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TxnError> {
+        self.check_active()?;
+        let value = match self.mode {
+            TxnMode::Pessimistic => {
+                let current = self.lock_key(key, true)?;
+                match self.buffer.read(key) {
+                    BufferedRead::Value(v) => Some(v.to_vec()),
+                    BufferedRead::Deleted => None,
+                    BufferedRead::NotWritten => current,
+                }
+            }
+            TxnMode::Optimistic => self.get(key)?,
+        };
+        self.buffer.lock(key.to_vec());
+        Ok(value)
+    }
+
+    /// Buffers `key = value` (locking the key first in a pessimistic transaction).
+    ///
+    /// # Errors
+    /// [`TxnError::TxnFinished`]; pessimistic: [`TxnError::LockWaitTimeout`],
+    /// [`TxnError::Deadlock`], [`TxnError::PessimisticLockRolledBack`], region errors after
+    /// retries. A failed lock leaves the transaction usable (as a failed statement in TiDB).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
+        self.check_active()?;
+        self.lock_for_write(key)?;
+        self.buffer.put(key.to_vec(), value.to_vec());
+        Ok(())
+    }
+
+    /// Buffers a delete of `key` (locking the key first in a pessimistic transaction).
+    ///
+    /// # Errors
+    /// As [`Transaction::put`].
+    pub fn delete(&mut self, key: &[u8]) -> Result<(), TxnError> {
+        self.check_active()?;
+        self.lock_for_write(key)?;
+        self.buffer.delete(key.to_vec());
+        Ok(())
+    }
+
+    /// Commits and returns the commit timestamp (the `start_ts` for a transaction with
+    /// nothing to write). Two-phase commit, or one-phase when every key is in one region.
+    /// The transaction is finished afterwards, whatever the outcome.
+    ///
+    /// # Errors
+    /// [`TxnError::WriteConflict`] (optimistic), [`TxnError::PessimisticLockNotFound`],
+    /// [`TxnError::AlreadyExist`], [`TxnError::TxnLockNotFound`] (rolled back by others after
+    /// its locks expired), region errors after retries: the transaction did not commit and
+    /// its locks were released. [`TxnError::Undetermined`]: it may have committed.
+    pub fn commit(&mut self) -> Result<u64, TxnError> {
+        self.commit_until(StopAt::Never)
+    }
+
+    /// Rolls back: releases the transaction's pessimistic locks. Nothing was written.
+    ///
+    /// # Errors
+    /// [`TxnError::TxnFinished`] after commit or rollback. Unreachable locks are not an
+    /// error: they expire and are rolled back by others.
+    pub fn rollback(&mut self) -> Result<(), TxnError> {
+        self.check_active()?;
+        self.finished = true;
+        self.release_locks(
+            self.core
+                .config
+                .max_backoff
+                .min(std::time::Duration::from_secs(2)),
+        );
+        bump(&self.core.counters.rollbacks);
+        Ok(())
+    }
+
+    /// Test hook: prewrites every key (two-phase, never one-phase), then forgets the
+    /// transaction without committing, rolling back or heartbeating — as if its coordinator
+    /// crashed between prewrite and commit. Its locks stay until their TTL runs out and a
+    /// reader or writer resolves them.
+    ///
+    /// # Errors
+    /// As [`Transaction::commit`].
+    #[doc(hidden)]
+    pub fn __abandon_after_prewrite(mut self) -> Result<(), TxnError> {
+        self.commit_until(StopAt::AfterPrewrite).map(|_| ())
+    }
+
+    /// Test hook: commits only the primary key (the transaction is committed), then forgets
+    /// the transaction: its secondaries stay locked until a reader resolves them from the
+    /// primary's commit record. Returns the commit timestamp.
+    ///
+    /// # Errors
+    /// As [`Transaction::commit`].
+    #[doc(hidden)]
+    pub fn __abandon_after_primary_commit(mut self) -> Result<u64, TxnError> {
+        self.commit_until(StopAt::AfterPrimaryCommit)
+    }
+
+    fn commit_until(&mut self, stop: StopAt) -> Result<u64, TxnError> {
+        self.check_active()?;
+        self.finished = true;
+        let mutations = self.buffer.mutations(&self.locked);
+        let primary = match self.mode {
+            TxnMode::Pessimistic => select_primary(&self.buffer, self.primary.as_deref()),
+            TxnMode::Optimistic => select_primary(&self.buffer, None),
+        };
+        let Some(primary) = primary.filter(|_| !mutations.is_empty()) else {
+            self.release_maybe_locked();
+            bump(&self.core.counters.commits);
+            return Ok(self.start_ts);
+        };
+        let plan = CommitPlan {
+            start_ts: self.start_ts,
+            primary,
+            mutations,
+            for_update_ts: self.max_for_update_ts,
+        };
+        let result = self.core.commit_plan(&plan, stop);
+        if stop != StopAt::Never {
+            // A simulated crash: leave every lock behind and stop heartbeating.
+            self.core.heartbeats.unregister(self.start_ts);
+            self.locked.clear();
+            self.maybe_locked.clear();
+            return result;
+        }
+        self.release_maybe_locked();
+        self.core.heartbeats.unregister(self.start_ts);
+        match &result {
+            Ok(commit_ts) => {
+                bump(&self.core.counters.commits);
+                tracing::debug!(start_ts = self.start_ts, commit_ts, "committed");
+            }
+            Err(e) => {
+                self.core.counters.count_abort(e);
+                tracing::debug!(start_ts = self.start_ts, error = %e, "commit failed");
+            }
+        }
+        result
+    }
+
+    fn check_active(&self) -> Result<(), TxnError> {
+        if self.finished {
+            Err(TxnError::TxnFinished)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn lock_for_write(&mut self, key: &[u8]) -> Result<(), TxnError> {
+        if self.mode == TxnMode::Pessimistic && !self.locked.contains(key) {
+            self.lock_key(key, false)?;
+        }
+        Ok(())
+    }
+
+    /// Locks `key` pessimistically at a fresh `for_update_ts`, retrying with a newer one
+    /// while writes keep committing to the key in between. Returns the key's latest value
+    /// when `need_value`.
+    fn lock_key(&mut self, key: &[u8], need_value: bool) -> Result<Option<Vec<u8>>, TxnError> {
+        let primary = self.primary.clone().unwrap_or_else(|| key.to_vec());
+        let mut bo = Backoff::new(&self.core.config);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let for_update_ts = self.core.get_ts()?;
+            if !self.locked.contains(key) {
+                self.maybe_locked.insert(key.to_vec());
+            }
+            let req = LockRequest {
+                key,
+                primary: &primary,
+                start_ts: self.start_ts,
+                for_update_ts,
+                need_value,
+            };
+            match self.core.acquire_pessimistic_lock(req, &mut bo) {
+                Ok(outcome) => {
+                    self.maybe_locked.remove(key);
+                    self.locked.insert(key.to_vec());
+                    self.max_for_update_ts = self.max_for_update_ts.max(for_update_ts);
+                    if self.primary.is_none() {
+                        self.primary = Some(key.to_vec());
+                        self.core.heartbeats.register(self.start_ts, key);
+                    }
+                    return Ok(outcome.value);
+                }
+                Err(TxnError::WriteConflict { .. }) if attempt < MAX_FOR_UPDATE_TS_RETRIES => {
+                    bo.retry_now()?;
+                }
+                Err(e) => {
+                    if is_key_refusal(&e) {
+                        // The node answered for this key: no lock of ours was left.
+                        self.maybe_locked.remove(key);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Releases the pessimistic locks of keys whose lock request had no clear answer and
+    /// that commit does not cover.
+    fn release_maybe_locked(&mut self) {
+        let keys: Vec<Vec<u8>> = std::mem::take(&mut self.maybe_locked)
+            .into_iter()
+            .filter(|k| !self.buffer.contains(k))
+            .collect();
+        self.core.pessimistic_rollback_keys(
+            self.start_ts,
+            u64::MAX,
+            keys,
+            self.core.config.drop_cleanup_budget,
+        );
+    }
+
+    /// Releases every pessimistic lock this transaction holds or may hold.
+    fn release_locks(&mut self, budget: std::time::Duration) {
+        let mut keys: BTreeSet<Vec<u8>> = std::mem::take(&mut self.locked);
+        keys.extend(std::mem::take(&mut self.maybe_locked));
+        self.core.heartbeats.unregister(self.start_ts);
+        self.core.pessimistic_rollback_keys(
+            self.start_ts,
+            u64::MAX,
+            keys.into_iter().collect(),
+            budget,
+        );
+    }
+}
+
+/// Whether `e` is a node's answer refusing the lock (so no lock was written).
+fn is_key_refusal(e: &TxnError) -> bool {
+    matches!(
+        e,
+        TxnError::WriteConflict { .. }
+            | TxnError::LockWaitTimeout { .. }
+            | TxnError::Deadlock { .. }
+            | TxnError::AlreadyExist { .. }
+            | TxnError::PessimisticLockRolledBack { .. }
+            | TxnError::KeyIsLocked { .. }
+    )
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if !self.locked.is_empty() || !self.maybe_locked.is_empty() {
+            bump(&self.core.counters.rollbacks);
+            self.release_locks(self.core.config.drop_cleanup_budget);
+        }
+    }
+}

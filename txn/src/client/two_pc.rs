@@ -1,0 +1,440 @@
+//! The commit protocol: Percolator's two-phase commit (prewrite every key with the primary's
+//! batch first, take a commit timestamp, commit the primary — the commit point — then the
+//! secondaries), and one-phase commit when every key is in one region.
+
+use std::time::Duration;
+
+use super::backoff::Backoff;
+use super::core::ClientCore;
+use super::dispatch::{RegionBatch, Reply};
+use super::error::TxnError;
+use crate::{
+    CommitKind, Context, KeyError, KvRequest, KvResponse, LockInfo, LockType, Mutation, MvccError,
+    PessimisticAction, TxnProps, TxnStatus,
+};
+
+/// How many fresh commit timestamps to try when readers keep pushing the primary's
+/// `min_commit_ts` past the one tried.
+const MAX_COMMIT_TS_RETRIES: usize = 8;
+
+/// Backoff budget for committing secondaries after the commit point and for cleaning up
+/// after a failed prewrite: past it, the locks are left to lock resolution.
+const CLEANUP_BUDGET: Duration = Duration::from_secs(2);
+
+/// Where a commit stops early: only for tests that simulate a coordinator crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopAt {
+    /// Run the whole protocol.
+    Never,
+    /// Stop after every key is prewritten (never one-phase), before the commit timestamp.
+    AfterPrewrite,
+    /// Stop after the primary committed, leaving the secondaries locked.
+    AfterPrimaryCommit,
+}
+
+/// What a transaction commits.
+#[derive(Debug, Clone)]
+pub(crate) struct CommitPlan {
+    /// The transaction's start timestamp.
+    pub(crate) start_ts: u64,
+    /// The primary key; one of the mutations' keys.
+    pub(crate) primary: Vec<u8>,
+    /// Every key's mutation and pessimistic check, in key order.
+    pub(crate) mutations: Vec<(Mutation, PessimisticAction)>,
+    /// The largest `for_update_ts` of the transaction's locks (0: optimistic).
+    pub(crate) for_update_ts: u64,
+}
+
+impl ClientCore {
+    /// Commits `plan` and returns its commit timestamp.
+    ///
+    /// Nothing is committed unless `Ok` is returned, except for [`TxnError::Undetermined`],
+    /// which says the primary's commit may have been applied.
+    ///
+    /// # Errors
+    /// Prewrite failures (write conflict, lost pessimistic lock, `AlreadyExist`, region
+    /// errors after retries) after rolling back what was prewritten; primary commit
+    /// failures ([`TxnError::TxnLockNotFound`]: rolled back by another client).
+    pub(crate) fn commit_plan(&self, plan: &CommitPlan, stop: StopAt) -> Result<u64, TxnError> {
+        let _span = tracing::info_span!(
+            "txn_commit",
+            start_ts = plan.start_ts,
+            keys = plan.mutations.len()
+        )
+        .entered();
+        let mut bo = Backoff::new(&self.config);
+        let groups = self.group_by_region(plan.mutations.clone(), mutation_key, &mut bo)?;
+        let props = TxnProps {
+            start_ts: plan.start_ts,
+            primary: plan.primary.clone(),
+            lock_ttl: self.lock_ttl_for(plan.start_ts),
+            for_update_ts: plan.for_update_ts,
+            txn_size: plan.mutations.len() as u64,
+            min_commit_ts: plan.start_ts.max(plan.for_update_ts).saturating_add(1),
+            commit_kind: CommitKind::TwoPc,
+        };
+        if groups.len() == 1 && stop == StopAt::Never {
+            return self.one_pc(plan, props, &mut bo);
+        }
+        // Primary's batch first: once it is prewritten, readers resolving any secondary
+        // lock find the primary's lock and its TTL.
+        let (primary_items, other_items): (Vec<_>, Vec<_>) = groups
+            .into_iter()
+            .partition(|(r, _)| r.info.contains(&plan.primary));
+        let primary_items: Vec<_> = primary_items.into_iter().flat_map(|(_, b)| b).collect();
+        let other_items: Vec<_> = other_items.into_iter().flat_map(|(_, b)| b).collect();
+        let mut op = Prewrite {
+            core: self,
+            props: props.clone(),
+            one_pc_commit_ts: 0,
+        };
+        let prewritten = self
+            .run_batches(&mut op, primary_items, &mut bo)
+            .and_then(|()| {
+                self.heartbeats.register(plan.start_ts, &plan.primary);
+                self.run_batches(&mut op, other_items, &mut bo)
+            });
+        if let Err(e) = prewritten {
+            self.rollback_keys(plan.start_ts, all_keys(plan));
+            return Err(e);
+        }
+        if stop == StopAt::AfterPrewrite {
+            return Ok(0);
+        }
+        let commit_ts = self.commit_primary(plan)?;
+        if stop == StopAt::AfterPrimaryCommit {
+            return Ok(commit_ts);
+        }
+        self.commit_secondaries(plan, commit_ts);
+        Ok(commit_ts)
+    }
+
+    /// One-phase commit: one prewrite that writes the commit records directly, at a commit
+    /// timestamp the region picks at or above a fresh hint (and above every read it served).
+    fn one_pc(
+        &self,
+        plan: &CommitPlan,
+        mut props: TxnProps,
+        bo: &mut Backoff,
+    ) -> Result<u64, TxnError> {
+        let hint = self.get_ts()?;
+        props.commit_kind = CommitKind::OnePc { commit_ts: hint };
+        let mut op = Prewrite {
+            core: self,
+            props,
+            one_pc_commit_ts: 0,
+        };
+        let result = self.run_batches(&mut op, plan.mutations.clone(), bo);
+        if bo.outcome_unknown() {
+            // An earlier attempt may have committed (and a retry may then have failed or
+            // answered for the retry only): the primary's record is the truth.
+            return self.settle_after_lost_reply(plan, result.err());
+        }
+        match result {
+            Ok(()) if op.one_pc_commit_ts > 0 => {
+                super::counters::bump(&self.counters.one_pc_commits);
+                Ok(op.one_pc_commit_ts)
+            }
+            Ok(()) => {
+                // The region prewrote the keys as two-phase locks instead: finish with 2PC.
+                self.heartbeats.register(plan.start_ts, &plan.primary);
+                let commit_ts = self.commit_primary(plan)?;
+                self.commit_secondaries(plan, commit_ts);
+                Ok(commit_ts)
+            }
+            Err(e) => {
+                self.rollback_keys(plan.start_ts, all_keys(plan));
+                Err(e)
+            }
+        }
+    }
+
+    /// After a one-phase commit whose answer was lost: asks the primary's region for the
+    /// transaction's fate, rolling it back if nothing is there, so the answer is final.
+    fn settle_after_lost_reply(
+        &self,
+        plan: &CommitPlan,
+        error: Option<TxnError>,
+    ) -> Result<u64, TxnError> {
+        let mut bo = Backoff::new(&self.config);
+        let lock = LockInfo {
+            key: plan.primary.clone(),
+            primary: plan.primary.clone(),
+            lock_ts: plan.start_ts,
+            ttl: 0,
+            lock_type: LockType::Put,
+            for_update_ts: plan.for_update_ts,
+            min_commit_ts: 0,
+            txn_size: 0,
+        };
+        let status = self
+            .get_ts()
+            .and_then(|now| self.check_txn_status(&lock, 0, now, true, &mut bo));
+        let undetermined = |detail: String| TxnError::Undetermined {
+            start_ts: plan.start_ts,
+            detail,
+        };
+        match status {
+            Ok(Ok(TxnStatus::Committed { commit_ts })) => {
+                super::counters::bump(&self.counters.one_pc_commits);
+                Ok(commit_ts)
+            }
+            Ok(Ok(TxnStatus::Uncommitted { .. })) => {
+                // Prewritten as locks but not committed: roll back, report the failure.
+                self.rollback_keys(plan.start_ts, all_keys(plan));
+                Err(error.unwrap_or(TxnError::TxnLockNotFound {
+                    start_ts: plan.start_ts,
+                    key: plan.primary.clone(),
+                }))
+            }
+            Ok(Ok(_rolled_back)) => {
+                self.rollback_keys(plan.start_ts, all_keys(plan));
+                Err(error.unwrap_or(TxnError::TxnLockNotFound {
+                    start_ts: plan.start_ts,
+                    key: plan.primary.clone(),
+                }))
+            }
+            Ok(Err(e)) => Err(undetermined(format!(
+                "one-phase commit reply lost; status check failed: {e}"
+            ))),
+            Err(e) => Err(undetermined(format!(
+                "one-phase commit reply lost; status check failed: {e}"
+            ))),
+        }
+    }
+
+    /// Commits the primary key: the transaction's commit point. Retries a lost answer (a
+    /// commit of a committed key succeeds again) and takes a fresh commit timestamp when a
+    /// reader pushed the primary's `min_commit_ts` past the one tried.
+    fn commit_primary(&self, plan: &CommitPlan) -> Result<u64, TxnError> {
+        let mut bo = Backoff::new(&self.config);
+        let mut commit_ts = self.get_ts()?;
+        let mut ts_retries = 0;
+        loop {
+            let reply = self.send_key(&plan.primary, &mut bo, |ctx| KvRequest::Commit {
+                ctx,
+                keys: vec![plan.primary.clone()],
+                start_ts: plan.start_ts,
+                commit_ts,
+            });
+            let undetermined = |detail: String| TxnError::Undetermined {
+                start_ts: plan.start_ts,
+                detail,
+            };
+            match reply {
+                Ok(KvResponse::Done) => return Ok(commit_ts),
+                Ok(KvResponse::KeyError(KeyError::Mvcc(MvccError::CommitTsExpired {
+                    min_commit_ts,
+                    ..
+                }))) if ts_retries < MAX_COMMIT_TS_RETRIES => {
+                    // The lock is still there (not committed): any later timestamp is fine.
+                    ts_retries += 1;
+                    commit_ts = self.get_ts()?.max(min_commit_ts);
+                }
+                // `TxnLockNotFound`: no lock and no commit record, rolled back by a resolver
+                // after our lock expired. Final even after a lost reply: had that commit been
+                // applied, its record would be found. Any other key error leaves the lock
+                // uncommitted. Either way the remaining locks are rolled back.
+                Ok(KvResponse::KeyError(e)) => {
+                    self.rollback_keys(plan.start_ts, all_keys(plan));
+                    return Err(e.into());
+                }
+                Ok(other) => {
+                    return Err(if bo.outcome_unknown() {
+                        undetermined(format!("unexpected reply to the primary commit: {other:?}"))
+                    } else {
+                        TxnError::unexpected("commit", &other)
+                    });
+                }
+                Err(e) if bo.outcome_unknown() => {
+                    return Err(undetermined(format!(
+                        "primary commit sent but unanswered: {e}"
+                    )));
+                }
+                Err(e) => {
+                    // Every attempt was refused before it could run: not committed.
+                    self.rollback_keys(plan.start_ts, all_keys(plan));
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Commits every key but the primary, region by region. Failures are logged, not
+    /// returned: the transaction is committed, and a reader meeting a leftover lock commits
+    /// it from the primary's record.
+    fn commit_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
+        let keys: Vec<Vec<u8>> = plan
+            .mutations
+            .iter()
+            .map(|(m, _)| m.key())
+            .filter(|k| *k != plan.primary.as_slice())
+            .map(<[u8]>::to_vec)
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let mut bo = Backoff::with_budget(&self.config, CLEANUP_BUDGET);
+        let mut op = KeysOp {
+            kind: KeysKind::Commit { commit_ts },
+            start_ts: plan.start_ts,
+        };
+        if let Err(e) = self.run_batches(&mut op, keys, &mut bo) {
+            tracing::warn!(start_ts = plan.start_ts, commit_ts, error = %e, "secondaries left for lock resolution");
+        }
+    }
+
+    /// Rolls back `keys` of transaction `start_ts` (best effort, bounded): removes its
+    /// locks, pessimistic or prewritten, and leaves rollback records so a late prewrite
+    /// fails. What is not reached is rolled back by others once the locks expire.
+    pub(crate) fn rollback_keys(&self, start_ts: u64, keys: Vec<Vec<u8>>) {
+        self.release_keys(start_ts, keys, KeysKind::Rollback, CLEANUP_BUDGET);
+    }
+
+    /// Releases pessimistic locks of `start_ts` taken at or before `for_update_ts` on `keys`
+    /// (best effort within `budget`).
+    pub(crate) fn pessimistic_rollback_keys(
+        &self,
+        start_ts: u64,
+        for_update_ts: u64,
+        keys: Vec<Vec<u8>>,
+        budget: Duration,
+    ) {
+        self.release_keys(
+            start_ts,
+            keys,
+            KeysKind::PessimisticRollback { for_update_ts },
+            budget,
+        );
+    }
+
+    fn release_keys(&self, start_ts: u64, keys: Vec<Vec<u8>>, kind: KeysKind, budget: Duration) {
+        if keys.is_empty() {
+            return;
+        }
+        let mut bo = Backoff::with_budget(&self.config, budget);
+        let mut op = KeysOp { kind, start_ts };
+        if let Err(e) = self.run_batches(&mut op, keys, &mut bo) {
+            tracing::warn!(start_ts, ?kind, error = %e, "locks left for lock resolution");
+        }
+    }
+}
+
+fn all_keys(plan: &CommitPlan) -> Vec<Vec<u8>> {
+    plan.mutations
+        .iter()
+        .map(|(m, _)| m.key().to_vec())
+        .collect()
+}
+
+fn mutation_key(item: &(Mutation, PessimisticAction)) -> &[u8] {
+    item.0.key()
+}
+
+/// `Prewrite` in region batches.
+struct Prewrite<'c> {
+    core: &'c ClientCore,
+    props: TxnProps,
+    /// The commit timestamp a one-phase prewrite reported (0: none).
+    one_pc_commit_ts: u64,
+}
+
+impl RegionBatch for Prewrite<'_> {
+    type Item = (Mutation, PessimisticAction);
+
+    fn key_of(item: &Self::Item) -> &[u8] {
+        mutation_key(item)
+    }
+
+    fn request(&self, ctx: Context, batch: &[Self::Item]) -> KvRequest {
+        KvRequest::Prewrite {
+            ctx,
+            mutations: batch.to_vec(),
+            props: self.props.clone(),
+        }
+    }
+
+    fn on_reply(
+        &mut self,
+        _batch: &[Self::Item],
+        reply: KvResponse,
+        bo: &mut Backoff,
+    ) -> Result<Reply, TxnError> {
+        match reply {
+            KvResponse::Prewrite { one_pc_commit_ts } => {
+                self.one_pc_commit_ts = self.one_pc_commit_ts.max(one_pc_commit_ts);
+                Ok(Reply::Done)
+            }
+            KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock))) => {
+                self.core.handle_write_lock(&lock, bo)?;
+                Ok(Reply::Retry)
+            }
+            KvResponse::KeyError(e) => Err(e.into()),
+            other => Err(TxnError::unexpected("prewrite", &other)),
+        }
+    }
+}
+
+/// What a [`KeysOp`] does to its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeysKind {
+    Commit { commit_ts: u64 },
+    Rollback,
+    PessimisticRollback { for_update_ts: u64 },
+}
+
+/// Commit, rollback or pessimistic rollback of keys in region batches.
+struct KeysOp {
+    kind: KeysKind,
+    start_ts: u64,
+}
+
+impl RegionBatch for KeysOp {
+    type Item = Vec<u8>;
+
+    fn key_of(item: &Vec<u8>) -> &[u8] {
+        item
+    }
+
+    fn request(&self, ctx: Context, batch: &[Vec<u8>]) -> KvRequest {
+        let keys = batch.to_vec();
+        let start_ts = self.start_ts;
+        match self.kind {
+            KeysKind::Commit { commit_ts } => KvRequest::Commit {
+                ctx,
+                keys,
+                start_ts,
+                commit_ts,
+            },
+            KeysKind::Rollback => KvRequest::BatchRollback {
+                ctx,
+                keys,
+                start_ts,
+            },
+            KeysKind::PessimisticRollback { for_update_ts } => KvRequest::PessimisticRollback {
+                ctx,
+                keys,
+                start_ts,
+                for_update_ts,
+            },
+        }
+    }
+
+    fn on_reply(
+        &mut self,
+        _batch: &[Vec<u8>],
+        reply: KvResponse,
+        _bo: &mut Backoff,
+    ) -> Result<Reply, TxnError> {
+        match reply {
+            KvResponse::Done => Ok(Reply::Done),
+            KvResponse::KeyError(e) => {
+                // A secondary already resolved by a reader, or a rollback of a key that is
+                // already settled: nothing left to do for this batch.
+                tracing::debug!(start_ts = self.start_ts, kind = ?self.kind, error = %e, "batch not applied");
+                Ok(Reply::Done)
+            }
+            other => Err(TxnError::unexpected("commit or rollback", &other)),
+        }
+    }
+}

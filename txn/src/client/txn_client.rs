@@ -1,0 +1,109 @@
+//! [`TxnClient`]: the entry point: begins transactions and reads at fresh timestamps.
+
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::config::ClientConfig;
+use super::core::ClientCore;
+use super::counters::{ClientCounters, Counters};
+use super::error::TxnError;
+use super::heartbeat::{self, Heartbeats};
+use super::mode::TxnMode;
+use super::region_cache::RegionCache;
+use super::snapshot::KvPair;
+use super::transaction::Transaction;
+use crate::NodeRouter;
+
+/// A transactional client of a cluster. Cheap to clone; clones share the region cache, the
+/// counters and one heartbeat thread, which stops when the last clone is dropped.
+///
+/// The client talks to nodes only through the [`NodeRouter`]: placement and timestamps go to
+/// the meta group's leader, data requests to each region's leader, following leader hints and
+/// epoch changes.
+#[derive(Debug, Clone)]
+pub struct TxnClient {
+    core: Arc<ClientCore>,
+}
+
+impl TxnClient {
+    /// A client reaching the cluster through `router`. Does no I/O: regions are loaded on
+    /// first use.
+    pub fn new(router: Arc<dyn NodeRouter>, config: ClientConfig) -> TxnClient {
+        let (heartbeats, stopped) = Heartbeats::new();
+        let interval = config.heartbeat_interval;
+        let core = Arc::new(ClientCore {
+            router,
+            config,
+            cache: RwLock::new(RegionCache::default()),
+            meta_leader: Mutex::new(None),
+            counters: Counters::default(),
+            heartbeats,
+        });
+        heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
+        TxnClient { core }
+    }
+
+    /// Begins a transaction: takes its `start_ts` from the timestamp oracle.
+    ///
+    /// # Errors
+    /// When the meta group cannot be reached within the backoff budget.
+    pub fn begin(&self, mode: TxnMode) -> Result<Transaction, TxnError> {
+        let start_ts = self.core.get_ts()?;
+        tracing::debug!(start_ts, %mode, "begin");
+        Ok(Transaction::new(Arc::clone(&self.core), mode, start_ts))
+    }
+
+    /// A fresh timestamp from the oracle.
+    ///
+    /// # Errors
+    /// As [`TxnClient::begin`].
+    pub fn current_ts(&self) -> Result<u64, TxnError> {
+        self.core.get_ts()
+    }
+
+    /// The committed value of `key` at a fresh timestamp (resolving locks it meets).
+    ///
+    /// # Errors
+    /// [`TxnError::KeyIsLocked`] when a live transaction's lock blocks the read for the whole
+    /// backoff budget; region errors after retries.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, TxnError> {
+        let ts = self.core.get_ts()?;
+        self.core.snapshot_get(key, ts)
+    }
+
+    /// At most `limit` committed pairs of `[start, end)` (`end` `None`: to the end of the key
+    /// space) at a fresh timestamp, in key order across regions.
+    ///
+    /// # Errors
+    /// As [`TxnClient::get`].
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<KvPair>, TxnError> {
+        let ts = self.core.get_ts()?;
+        self.core.snapshot_scan(start, end, limit, ts)
+    }
+
+    /// How many regions the client has cached.
+    pub fn region_cache_len(&self) -> usize {
+        self.core.cache.read().len()
+    }
+
+    /// A snapshot of the client's counters (shared by all clones).
+    pub fn counters(&self) -> ClientCounters {
+        self.core.counters.snapshot()
+    }
+
+    /// The client's configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.core.config
+    }
+
+    /// Whether transaction `start_ts` is currently being heartbeated by this client.
+    pub fn is_heartbeating(&self, start_ts: u64) -> bool {
+        self.core.heartbeats.is_registered(start_ts)
+    }
+}
