@@ -1,6 +1,8 @@
 //! Pessimistic locking: acquire, refresh, conflicts, rollback records, amend, pessimistic
 //! rollback, commit of a leftover pessimistic lock, and locks kept in the memory table.
 //! Case tables follow TiKV's `acquire_pessimistic_lock.rs` and `prewrite.rs` tests.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a failed unwrap is a failed test
+#![allow(clippy::type_complexity)] // case tables are tuples, one row per case
 
 mod actions_support;
 

@@ -1,5 +1,7 @@
 //! Two-phase and one-phase commit: prewrite, commit, rollback, resolve, heartbeat,
 //! check_txn_status and snapshot reads. Case tables follow TiKV's `actions/*.rs` tests.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a failed unwrap is a failed test
+#![allow(clippy::type_complexity)] // case tables are tuples, one row per case
 
 mod actions_support;
 

@@ -1,4 +1,5 @@
 //! Property tests of the engine key codec and the Lock/Write record codecs.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a failed unwrap is a failed test
 
 use proptest::prelude::*;
 use surge_txn::{

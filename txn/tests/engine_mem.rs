@@ -1,4 +1,5 @@
 //! MemEngine behaviour across threads: batches are atomic and a snapshot is consistent.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a failed unwrap is a failed test
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
