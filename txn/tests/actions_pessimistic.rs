@@ -404,14 +404,12 @@ fn test_scan_locks_with_in_progress_transfer_leader() {
     for (key, ts) in [(b"a", 10), (b"c", 12), (b"e", 14)] {
         must_acquire(&mut env, key, key, ts, ts);
     }
+    // Lock CF: b, c (proposed during the transfer) and d.
     let mut plain = Env::new();
-    std::mem::swap(&mut plain.mem, &mut env.mem);
-    // Lock CF: b, c (older for_update_ts than the memory one), d.
     must_acquire(&mut plain, b"b", b"b", 11, 11);
     must_acquire(&mut plain, b"c", b"c", 12, 12);
     must_acquire(&mut plain, b"d", b"d", 13, 13);
-    std::mem::swap(&mut plain.mem, &mut env.mem);
-    plain.mem = None;
+    assert_eq!(plain.lock_cf(b"c").unwrap().for_update_ts, 12);
     env.engine = plain.engine;
     let mut newer = must_locked(&env, b"c", 12);
     newer.for_update_ts = 99;
