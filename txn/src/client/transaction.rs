@@ -229,6 +229,15 @@ impl Transaction {
         self.commit_until(StopAt::AfterPrimaryCommit)
     }
 
+    /// Test hook: forgets the transaction as if its coordinator crashed: no rollback, no
+    /// more heartbeats. Its pessimistic locks stay until their TTL runs out and another
+    /// transaction resolves them.
+    #[doc(hidden)]
+    pub fn __abandon(mut self) {
+        self.finished = true;
+        self.core.heartbeats.unregister(self.start_ts);
+    }
+
     fn commit_until(&mut self, stop: StopAt) -> Result<u64, TxnError> {
         self.check_active()?;
         self.finished = true;

@@ -1,0 +1,181 @@
+//! Concurrency outcomes the caller acts on: optimistic write conflicts, pessimistic lock
+//! waits that then proceed, lock wait timeouts and deadlock victims.
+
+mod client_support;
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use client_support::{config, key, start};
+use surge_txn::{TxnError, TxnMode};
+
+#[test]
+fn optimistic_concurrent_writers_conflict_at_commit() {
+    let env = start(config(3000));
+    let k = key(5, "conflict");
+    let mut a = env.client.begin(TxnMode::Optimistic).expect("begin");
+    let mut b = env.client.begin(TxnMode::Optimistic).expect("begin");
+    a.put(&k, b"a").expect("put");
+    b.put(&k, b"b").expect("put");
+    b.put(&key(11, "other"), b"b").expect("put"); // two regions: the two-phase path too
+    a.commit().expect("first committer wins");
+    match b.commit() {
+        Err(TxnError::WriteConflict {
+            key: ck, start_ts, ..
+        }) => {
+            assert_eq!(ck, k);
+            assert_eq!(start_ts, b.start_ts());
+        }
+        other => panic!("expected a write conflict, got {other:?}"),
+    }
+    assert!(b.commit().is_err());
+    assert_eq!(env.client.counters().aborts_write_conflict, 1);
+    assert_eq!(env.client.get(&k).expect("get"), Some(b"a".to_vec()));
+    assert_eq!(
+        env.client.get(&key(11, "other")).expect("get"),
+        None,
+        "the loser wrote nothing"
+    );
+}
+
+#[test]
+fn pessimistic_writer_waits_for_the_holder_then_proceeds() {
+    let env = start(config(3000));
+    let k = key(6, "wait");
+    let mut holder = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    assert_eq!(holder.get_for_update(&k).expect("lock"), None);
+    holder.put(&k, b"1").expect("put");
+    let client = env.client.clone();
+    let k2 = k.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+        let started = Instant::now();
+        let seen = t
+            .get_for_update(&k2)
+            .expect("lock after the holder commits");
+        let waited = started.elapsed();
+        t.put(&k2, b"2").expect("put");
+        t.commit().expect("commit");
+        (seen, waited)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    holder.commit().expect("holder commits");
+    let (seen, waited) = waiter.join().expect("waiter");
+    assert_eq!(
+        seen,
+        Some(b"1".to_vec()),
+        "a current read sees the holder's commit"
+    );
+    assert!(
+        waited >= Duration::from_millis(200),
+        "the waiter waited ({waited:?})"
+    );
+    assert_eq!(env.client.get(&k).expect("get"), Some(b"2".to_vec()));
+}
+
+#[test]
+fn pessimistic_increments_from_many_threads_are_not_lost() {
+    let env = start(config(3000));
+    let k = key(8, "counter");
+    let threads = 4;
+    let per_thread = 8;
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let client = env.client.clone();
+            let barrier = Arc::clone(&barrier);
+            let k = k.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..per_thread {
+                    loop {
+                        let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+                        let n = t.get_for_update(&k).map(|v| {
+                            v.map_or(0, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+                        });
+                        let result = n.and_then(|n| {
+                            t.put(&k, &(n + 1).to_be_bytes())?;
+                            t.commit()
+                        });
+                        match result {
+                            Ok(_) => break,
+                            Err(e) if e.is_retryable() => continue,
+                            Err(e) => panic!("increment failed: {e}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread");
+    }
+    let v = env.client.get(&k).expect("get").expect("value");
+    assert_eq!(
+        u64::from_be_bytes(v.try_into().expect("8 bytes")),
+        (threads * per_thread) as u64
+    );
+}
+
+#[test]
+fn a_live_holder_makes_the_waiter_time_out() {
+    let env = start(config(3000));
+    let k = key(10, "timeout");
+    let mut holder = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    holder.put(&k, b"h").expect("lock");
+    let mut waiter = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    let started = Instant::now();
+    match waiter.put(&k, b"w") {
+        Err(TxnError::LockWaitTimeout { key: tk, lock_ts }) => {
+            assert_eq!(tk, k);
+            assert_eq!(lock_ts, holder.start_ts());
+        }
+        other => panic!("expected a lock wait timeout, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "waited the 1 s timeout"
+    );
+    assert_eq!(env.client.counters().lock_wait_timeouts, 1);
+    // The failed statement leaves the waiter usable; the holder is unaffected.
+    waiter.put(&key(10, "free"), b"w").expect("another key");
+    waiter.commit().expect("waiter commits its other key");
+    holder.commit().expect("holder commits");
+    assert_eq!(env.client.get(&k).expect("get"), Some(b"h".to_vec()));
+}
+
+#[test]
+fn crossing_lock_orders_make_one_deadlock_victim() {
+    let env = start(config(3000));
+    let (ka, kb) = (key(1, "dl"), key(14, "dl"));
+    let mut t1 = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    let mut t2 = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    t1.put(&ka, b"1").expect("t1 locks a");
+    t2.put(&kb, b"2").expect("t2 locks b");
+    let kb2 = kb.clone();
+    let first = std::thread::spawn(move || {
+        let r = t1.put(&kb2, b"1");
+        (t1, r)
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let r2 = t2.put(&ka, b"2");
+    let (mut t1, r1) = first.join().expect("t1 thread");
+    let deadlocked = [&r1, &r2]
+        .iter()
+        .filter(|r| matches!(r, Err(TxnError::Deadlock { .. })))
+        .count();
+    assert_eq!(deadlocked, 1, "exactly one victim: t1 {r1:?}, t2 {r2:?}");
+    let victim = if r1.is_err() { &r1 } else { &r2 };
+    if let Err(TxnError::Deadlock { chain }) = victim {
+        assert!(!chain.is_empty(), "the chain names the cycle");
+    }
+    // The victim rolls back; the survivor then gets its lock and commits.
+    if r1.is_err() {
+        t1.rollback().expect("victim rolls back");
+        t2.commit().expect("survivor commits");
+    } else {
+        t2.rollback().expect("victim rolls back");
+        t1.commit().expect("survivor commits");
+    }
+    assert_eq!(env.client.counters().deadlocks, 1);
+}
