@@ -27,3 +27,10 @@ pub use mode::TxnMode;
 pub use snapshot::KvPair;
 pub use transaction::Transaction;
 pub use txn_client::TxnClient;
+
+#[cfg(test)]
+mod dispatch_test;
+#[cfg(test)]
+mod fake_router;
+#[cfg(test)]
+mod two_pc_test;

@@ -1,0 +1,208 @@
+//! Outcome rules of commit over a scripted router: a lost answer is retried, resolved from
+//! the primary's record, or reported as undetermined — never as success or failure when the
+//! truth is unknown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::fake_router::FakeRouter;
+use crate::{
+    ClientConfig, KeyError, KvRequest, KvResponse, MvccError, RegionError, ServiceError, TxnClient,
+    TxnError, TxnMode, TxnStatus,
+};
+
+fn config() -> ClientConfig {
+    ClientConfig {
+        max_backoff: Duration::from_millis(100),
+        heartbeat_interval: Duration::from_secs(3600),
+        ..ClientConfig::default()
+    }
+}
+
+fn timeout(node: u64) -> ServiceError {
+    ServiceError::Timeout {
+        node,
+        timeout_ms: 10,
+    }
+}
+
+/// A router whose prewrites succeed (two-phase), whose commits `commit` answers (given the
+/// node, keys, start_ts and commit_ts), and whose other requests succeed.
+fn router_with_commit(
+    commit: impl Fn(u64, &[Vec<u8>], u64, u64) -> Result<KvResponse, ServiceError>
+    + Send
+    + Sync
+    + 'static,
+) -> Arc<FakeRouter> {
+    FakeRouter::new(move |node, req| match req {
+        KvRequest::Prewrite { .. } => Ok(KvResponse::Prewrite {
+            one_pc_commit_ts: 0,
+        }),
+        KvRequest::Commit {
+            keys,
+            start_ts,
+            commit_ts,
+            ..
+        } => commit(node, keys, *start_ts, *commit_ts),
+        _ => Ok(KvResponse::Done),
+    })
+}
+
+/// Puts `a` and `z` (two regions: two-phase) and commits.
+fn commit_two_regions(router: &Arc<FakeRouter>) -> Result<u64, TxnError> {
+    let client = TxnClient::new(Arc::new(Arc::clone(router)), config());
+    let mut t = client.begin(TxnMode::Optimistic)?;
+    t.put(b"a", b"1")?;
+    t.put(b"z", b"1")?;
+    t.commit()
+}
+
+#[test]
+fn a_primary_commit_that_is_never_answered_is_undetermined() {
+    let router = router_with_commit(|node, _, _, _| Err(timeout(node)));
+    match commit_two_regions(&router) {
+        Err(TxnError::Undetermined { .. }) => {}
+        other => panic!("a commit sent but never answered is undetermined, got {other:?}"),
+    }
+    assert!(router.count("commit") >= 2, "the lost answer was retried");
+    assert_eq!(
+        router.count("batch_rollback"),
+        0,
+        "an undetermined commit is never rolled back"
+    );
+}
+
+#[test]
+fn a_lost_commit_answer_is_retried_and_the_retry_reports_the_commit() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&attempts);
+    let router = router_with_commit(move |node, keys, _, _| {
+        // The first commit of the primary is applied but its answer lost.
+        if keys == [b"a".to_vec()] && seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            Err(timeout(node))
+        } else {
+            Ok(KvResponse::Done)
+        }
+    });
+    let commit_ts = commit_two_regions(&router).expect("the retry finds the commit");
+    assert!(commit_ts > 0);
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        router.count("commit"),
+        3,
+        "primary twice, then the secondary"
+    );
+}
+
+#[test]
+fn a_primary_commit_refused_before_running_is_a_plain_failure_and_rolls_back() {
+    let router = router_with_commit(|_, _, _, _| {
+        Ok(KvResponse::RegionError(RegionError::ServerIsBusy {
+            region_id: 2,
+            reason: "test".into(),
+        }))
+    });
+    match commit_two_regions(&router) {
+        Err(e @ TxnError::Region(RegionError::ServerIsBusy { .. })) => assert!(e.is_retryable()),
+        other => panic!("a refused commit did not run: a plain region error, got {other:?}"),
+    }
+    assert!(
+        router.count("batch_rollback") >= 1,
+        "the prewritten locks are rolled back"
+    );
+}
+
+#[test]
+fn a_primary_found_rolled_back_at_commit_is_a_definite_failure() {
+    let router = router_with_commit(|_, keys, start_ts, commit_ts| {
+        Ok(KvResponse::KeyError(KeyError::Mvcc(
+            MvccError::TxnLockNotFound {
+                start_ts,
+                commit_ts,
+                key: keys[0].clone(),
+            },
+        )))
+    });
+    match commit_two_regions(&router) {
+        Err(TxnError::TxnLockNotFound { key, .. }) => assert_eq!(key, b"a"),
+        other => panic!("expected TxnLockNotFound, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_pushed_min_commit_ts_gets_a_fresh_commit_ts() {
+    let min_commit_ts = crate::compose_ts(1_000, 0) + 50;
+    let router = router_with_commit(move |_, keys, start_ts, commit_ts| {
+        if keys == [b"a".to_vec()] && commit_ts < min_commit_ts {
+            Ok(KvResponse::KeyError(KeyError::Mvcc(
+                MvccError::CommitTsExpired {
+                    start_ts,
+                    commit_ts,
+                    key: keys[0].clone(),
+                    min_commit_ts,
+                },
+            )))
+        } else {
+            Ok(KvResponse::Done)
+        }
+    });
+    let commit_ts = commit_two_regions(&router).expect("commits above the pushed ts");
+    assert!(commit_ts >= min_commit_ts);
+}
+
+#[test]
+fn a_lost_one_pc_answer_is_settled_from_the_primary_status() {
+    // The one-phase prewrite is applied but its answer lost; the retry then fails (the
+    // key holds the transaction's own commit). The primary's record says committed.
+    let prewrites = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&prewrites);
+    let router = FakeRouter::new(move |node, req| match req {
+        KvRequest::Prewrite {
+            props, mutations, ..
+        } => {
+            if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                Err(timeout(node))
+            } else {
+                Ok(KvResponse::KeyError(KeyError::Mvcc(
+                    MvccError::WriteConflict {
+                        start_ts: props.start_ts,
+                        conflict_start_ts: props.start_ts,
+                        conflict_commit_ts: 4242,
+                        key: mutations[0].0.key().to_vec(),
+                        primary: props.primary.clone(),
+                    },
+                )))
+            }
+        }
+        KvRequest::CheckTxnStatus {
+            rollback_if_not_exist,
+            ..
+        } => {
+            assert!(
+                *rollback_if_not_exist,
+                "the check must settle the outcome for good"
+            );
+            Ok(KvResponse::TxnStatus {
+                status: TxnStatus::Committed { commit_ts: 4242 },
+            })
+        }
+        _ => Ok(KvResponse::Done),
+    });
+    let client = TxnClient::new(Arc::new(Arc::clone(&router)), config());
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(b"a", b"1").expect("put");
+    t.put(b"b", b"1").expect("put");
+    assert_eq!(
+        t.commit(),
+        Ok(4242),
+        "committed, as the primary's record says"
+    );
+    assert_eq!(client.counters().one_pc_commits, 1);
+    assert_eq!(router.count("batch_rollback"), 0);
+    assert_eq!(
+        prewrites.load(Ordering::SeqCst),
+        2,
+        "one lost answer, one failed retry"
+    );
+}
