@@ -1,18 +1,55 @@
 //! Percolator transactions over Raft-replicated regions: where SurgeDB's lower crates meet.
 //!
-//! `surge-txn` combines the four independent SurgeDB crates into a transaction subsystem:
+//! `surge-txn` runs optimistic and pessimistic Percolator transactions over key ranges
+//! (regions), each replicated by a [`surge_raft_lite`] group on three nodes. Pessimistic
+//! locks are written in one of three [`LockMode`]s, changeable at run time: `Sync` (through
+//! Raft, reply after apply), `Pipelined` (reply once the leader accepted the proposal) and
+//! `InMemory` (only in the region leader's [`surge_lock_table`] table, TiKV 6.0's in-memory
+//! pessimistic locks, falling back to pipelined when the table is full or not writable).
 //!
-//! - [`surge_lock_table`] keeps pessimistic locks in the region leader's memory (TiKV 6.0's
-//!   in-memory pessimistic locks), with fallback to pipelined locking when the region is not
-//!   writable or its budget is full;
-//! - [`surge_raft_lite`] replicates each region;
-//! - [`surge_binlog`] and [`surge_hotspot`] are wired in by later layers (binlog at commit, hot
-//!   updates).
+//! The crate is built in layers, each a folder, calls going down only:
+//! - engine: [`Engine`] and [`MemEngine`], a region's lock / write / default column families;
+//! - mvcc and actions: [`Lock`], [`Write`], [`MvccReader`], [`MvccTxn`] and the Percolator
+//!   actions ([`prewrite`], [`commit`], [`acquire_pessimistic_lock`], [`check_txn_status`], ...),
+//!   pure functions over a snapshot;
+//! - region: a data region's replica (latches, the leader's lock table, the Raft state machine);
+//! - placement: the meta group ([`META_REGION_ID`]): region map and timestamp oracle;
+//! - service: [`KvRequest`] / [`KvResponse`], [`KvService`], [`NodeRouter`] and [`KvNode`];
+//! - client: [`TxnClient`] and [`Transaction`];
+//! - cluster: [`LocalCluster`], N nodes in one process with durable WALs and a faulty network.
+//!
+//! # Example
+//!
+//! ```
+//! use surge_txn::{ClientConfig, ClusterConfig, LocalCluster, LockMode, TxnClient, TxnError, TxnMode};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let cluster = LocalCluster::start(ClusterConfig::new(dir.path()).with_regions(2))?;
+//! cluster.set_lock_mode(LockMode::InMemory);
+//! let client = TxnClient::new(cluster.router(), ClientConfig::default());
+//!
+//! let mut t1 = client.begin(TxnMode::Pessimistic)?;
+//! t1.put(b"stock", b"9")?; // an in-memory lock on the leader, no Raft write
+//! assert_eq!(cluster.counters().lock_raft_bytes, 0);
+//!
+//! // An optimistic writer of the same key conflicts at prewrite while t1 holds its lock.
+//! let mut t2 = client.begin(TxnMode::Optimistic)?;
+//! t2.put(b"stock", b"8")?;
+//! t1.commit()?;
+//! assert!(matches!(t2.commit(), Err(TxnError::WriteConflict { .. })));
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # What this crate is not
 //!
-//! It is not a SQL layer, not a network server (that is the `surgedb` package) and not a storage
-//! engine: durability comes from the Raft log.
+//! Not a SQL layer, not a network server (the `surgedb` package puts TCP under
+//! [`KvService`]), and not a durable storage engine: a region's data is in memory and rebuilt
+//! from its Raft log and snapshots. Regions are fixed at bootstrap for now (no split or
+//! merge), and the binlog and hot-row updates are not wired in yet.
+//!
+//! # Crate features
+//!
+//! None.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -49,3 +86,8 @@ pub use service::{
     KeyError, KvNode, KvNodeConfig, KvRequest, KvResponse, KvService, LockKey, NodeRouter,
     NodeStatusReport, PROTOCOL_VERSION, RegionStatus, ServiceError, WaitForEdge,
 };
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

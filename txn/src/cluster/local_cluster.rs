@@ -278,7 +278,7 @@ impl LocalCluster {
     /// A request to node `id`.
     ///
     /// # Errors
-    /// As [`KvService::call`].
+    /// As [`crate::KvService::call`].
     pub fn call(&self, id: NodeId, req: KvRequest) -> Result<KvResponse, crate::ServiceError> {
         self.router.service(id)?.call(req)
     }
