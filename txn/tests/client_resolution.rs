@@ -11,7 +11,7 @@ use surge_txn::{TxnError, TxnMode};
 
 #[test]
 fn a_dead_coordinators_prewrite_is_bypassed_by_readers_and_rolled_back_by_a_writer_after_its_ttl() {
-    let env = start(config(500));
+    let env = start(config(1000));
     let (a, z) = (key(2, "dead"), key(13, "dead"));
     let mut seed = env.client.begin(TxnMode::Optimistic).expect("begin");
     seed.put(&a, b"old").expect("put");
@@ -25,15 +25,15 @@ fn a_dead_coordinators_prewrite_is_bypassed_by_readers_and_rolled_back_by_a_writ
 
     // Readers push the primary's min_commit_ts past their snapshot and read around the
     // locks at once (the transaction can no longer commit below them).
-    let other = env.other_client(config(500));
+    let other = env.other_client(config(1000));
     assert_eq!(other.get(&z).expect("read around the lock"), None);
     assert_eq!(
         other.get(&a).expect("read around the lock"),
         Some(b"old".to_vec())
     );
     assert!(
-        started.elapsed() < Duration::from_millis(400),
-        "{:?}",
+        started.elapsed() < Duration::from_millis(800),
+        "no wait for the 1 s TTL: {:?}",
         started.elapsed()
     );
 
@@ -43,11 +43,11 @@ fn a_dead_coordinators_prewrite_is_bypassed_by_readers_and_rolled_back_by_a_writ
     w.commit().expect("commit over the resolved lock");
     let waited = started.elapsed();
     assert!(
-        waited >= Duration::from_millis(400),
+        waited >= Duration::from_millis(900),
         "the lock was alive for its TTL ({waited:?})"
     );
     assert!(
-        waited < Duration::from_secs(3),
+        waited < Duration::from_secs(4),
         "resolved soon after the TTL ({waited:?})"
     );
     assert!(other.counters().locks_resolved >= 1);

@@ -107,3 +107,16 @@ impl TxnClient {
         self.core.heartbeats.is_registered(start_ts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_and_transactions_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<TxnClient>();
+        send::<Transaction>();
+    }
+}
