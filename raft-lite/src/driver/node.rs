@@ -13,7 +13,7 @@ use super::proposal::Proposal;
 use super::state_machine::StateMachine;
 use super::worker::Worker;
 use crate::transport::Transport;
-use crate::{ConfChange, ConfState, Config, Error, LogStore, Message, NodeId};
+use crate::{ConfChange, ConfState, Config, Error, LogStore, Message, NodeId, Snapshot};
 use crate::{Result, Role};
 
 /// Settings of a [`Node`].
@@ -81,7 +81,13 @@ pub(crate) enum Input {
     ConfChange(u64, ConfChange, Proposal),
     Transfer(u64, NodeId, Sender<Result<()>>),
     Campaign(u64, Sender<Result<()>>),
-    AddGroup(u64, ConfState, Box<dyn StateMachine>, Sender<Result<()>>),
+    AddGroup(
+        u64,
+        ConfState,
+        Box<dyn StateMachine>,
+        Option<Snapshot>,
+        Option<Sender<Result<()>>>,
+    ),
     Status(u64, Sender<Result<GroupStatus>>),
     /// A ReadIndex request and when its caller gives up.
     ReadIndex(u64, Instant, Sender<Result<u64>>),
@@ -187,7 +193,35 @@ impl Node {
         bootstrap: ConfState,
         sm: Box<dyn StateMachine>,
     ) -> Result<()> {
-        self.call(|tx| Input::AddGroup(group, bootstrap, sm, tx))
+        self.call(|tx| Input::AddGroup(group, bootstrap, sm, None, Some(tx)))
+    }
+
+    /// Hosts `group` like [`Node::add_group`], without waiting: usable from inside a
+    /// [`StateMachine`] callback, which runs on the driver thread (a blocking call there
+    /// would wait for itself). The group is added before the driver handles its next input.
+    ///
+    /// `initial`: when the store holds nothing for `group`, the group starts from this
+    /// snapshot instead of an empty log, and the snapshot is made durable before anything
+    /// else of the group. That is how a region split seeds a new group on every replica
+    /// with the same data at the same position. Ignored when the store already knows the
+    /// group (a restart). A failure (say, the group exists) is logged, not returned.
+    pub fn add_group_nowait(
+        &self,
+        group: u64,
+        bootstrap: ConfState,
+        sm: Box<dyn StateMachine>,
+        initial: Option<Snapshot>,
+    ) {
+        let _ = self
+            .tx
+            .send(Input::AddGroup(group, bootstrap, sm, initial, None));
+    }
+
+    /// Stops hosting `group` without waiting (see [`Node::add_group_nowait`]); its durable
+    /// state stays in the store.
+    pub fn remove_group_nowait(&self, group: u64) {
+        let (tx, _rx) = crossbeam_channel::bounded(1);
+        let _ = self.tx.send(Input::RemoveGroup(group, tx));
     }
 
     /// Stops hosting `group` (after a merge or when the node was removed from it). Its

@@ -11,7 +11,9 @@ use super::group::Group;
 use super::node::{GroupStatus, Input, NodeOptions, NodeStatsSnapshot};
 use super::state_machine::StateMachine;
 use crate::transport::Transport;
-use crate::{ConfState, Error, GroupWrite, LogStore, RaftState, RawNode, Ready, Result};
+use crate::{
+    ConfState, Error, GroupWrite, HardState, LogStore, RaftState, RawNode, Ready, Result, Snapshot,
+};
 
 /// Owns every group of the node; runs on the driver thread.
 pub(crate) struct Worker {
@@ -100,8 +102,10 @@ impl Worker {
                 Input::Transfer(_, _, tx) | Input::Campaign(_, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
                 }
-                Input::AddGroup(_, _, _, tx) => {
-                    let _ = tx.send(Err(Error::Stopped));
+                Input::AddGroup(_, _, _, _, tx) => {
+                    if let Some(tx) = tx {
+                        let _ = tx.send(Err(Error::Stopped));
+                    }
                 }
                 Input::Status(_, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
@@ -161,8 +165,18 @@ impl Worker {
                 };
                 let _ = tx.send(r);
             }
-            Input::AddGroup(group, bootstrap, sm, tx) => {
-                let _ = tx.send(self.add_group(group, bootstrap, sm));
+            Input::AddGroup(group, bootstrap, sm, initial, tx) => {
+                let r = self.add_group(group, bootstrap, sm, initial);
+                match tx {
+                    Some(tx) => {
+                        let _ = tx.send(r);
+                    }
+                    None => {
+                        if let Err(e) = r {
+                            tracing::warn!(group, error = %e, "add_group_nowait failed");
+                        }
+                    }
+                }
             }
             Input::Status(group, tx) => {
                 let r = self
@@ -217,9 +231,26 @@ impl Worker {
         group: u64,
         bootstrap: ConfState,
         mut sm: Box<dyn StateMachine>,
+        initial: Option<Snapshot>,
     ) -> Result<()> {
         if self.groups.contains_key(&group) {
             return Err(Error::GroupExists { group });
+        }
+        let stored = self.store.load(group)?;
+        if let (None, Some(snap)) = (&stored, initial) {
+            // Seed the group durably before it exists anywhere else, so a restart finds
+            // exactly this starting point.
+            let hs = HardState {
+                term: snap.meta.term,
+                vote: 0,
+                commit: snap.meta.index,
+            };
+            self.store.write(&[GroupWrite {
+                group,
+                snapshot: Some(snap),
+                entries: Vec::new(),
+                hard_state: Some(hs),
+            }])?;
         }
         let mut st = self.store.load(group)?.unwrap_or_default();
         st.conf = bootstrap;
