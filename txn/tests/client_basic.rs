@@ -163,3 +163,37 @@ fn batch_get_and_get_for_update_see_own_writes() {
         "rolled back"
     );
 }
+
+#[test]
+fn insert_refuses_a_key_that_exists() {
+    let env = start(config(3000));
+    let k = key(14, "ins");
+    for mode in [TxnMode::Optimistic, TxnMode::Pessimistic] {
+        let mut t = env.client.begin(mode).expect("begin");
+        t.insert(&k, mode.as_str().as_bytes())
+            .expect("first insert of the key");
+        assert_eq!(
+            t.insert(&k, b"again"),
+            Err(TxnError::AlreadyExist { key: k.clone() }),
+            "{mode}: own write"
+        );
+        t.commit().expect("commit");
+        let mut t = env.client.begin(mode).expect("begin");
+        assert_eq!(
+            t.insert(&k, b"dup"),
+            Err(TxnError::AlreadyExist { key: k.clone() }),
+            "{mode}: committed value"
+        );
+        t.delete(&k).expect("delete");
+        t.insert(&k, b"reinserted")
+            .expect("a key deleted by the transaction may be inserted");
+        t.commit().expect("commit");
+        assert_eq!(
+            env.client.get(&k).expect("get"),
+            Some(b"reinserted".to_vec())
+        );
+        let mut d = env.client.begin(mode).expect("begin");
+        d.delete(&k).expect("delete");
+        d.commit().expect("commit");
+    }
+}

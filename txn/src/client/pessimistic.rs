@@ -21,6 +21,8 @@ pub(crate) struct LockRequest<'a> {
     pub(crate) for_update_ts: u64,
     /// Return the key's value at `for_update_ts`.
     pub(crate) need_value: bool,
+    /// Fail with `AlreadyExist` if the key has a value at `for_update_ts` (an insert).
+    pub(crate) should_not_exist: bool,
 }
 
 impl ClientCore {
@@ -61,7 +63,7 @@ impl ClientCore {
                 ctx,
                 keys: vec![LockKey {
                     key: req.key.to_vec(),
-                    should_not_exist: false,
+                    should_not_exist: req.should_not_exist,
                 }],
                 primary: req.primary.to_vec(),
                 start_ts: req.start_ts,

@@ -138,7 +138,7 @@ impl Transaction {
         self.check_active()?;
         let value = match self.mode {
             TxnMode::Pessimistic => {
-                let current = self.lock_key(key, true)?;
+                let current = self.lock_key(key, true, false)?;
                 match self.buffer.read(key) {
                     BufferedRead::Value(v) => Some(v.to_vec()),
                     BufferedRead::Deleted => None,
@@ -159,6 +159,34 @@ impl Transaction {
     /// retries. A failed lock leaves the transaction usable (as a failed statement in TiDB).
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
         self.check_active()?;
+        self.lock_for_write(key)?;
+        self.buffer.put(key.to_vec(), value.to_vec());
+        Ok(())
+    }
+
+    /// Buffers `key = value` if the key has no value (SQL `INSERT`): a pessimistic
+    /// transaction checks it when locking the key (at a fresh `for_update_ts`), an optimistic
+    /// one reads it at `start_ts` (a value committed later makes the commit conflict).
+    ///
+    /// # Errors
+    /// [`TxnError::AlreadyExist`] when the key has a value (the buffer counts: a key this
+    /// transaction wrote exists, one it deleted does not); otherwise as [`Transaction::put`].
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
+        self.check_active()?;
+        let exists = match self.buffer.read(key) {
+            BufferedRead::Value(_) => true,
+            BufferedRead::Deleted => false,
+            BufferedRead::NotWritten => match self.mode {
+                TxnMode::Pessimistic => {
+                    self.lock_key(key, false, true)?;
+                    false
+                }
+                TxnMode::Optimistic => self.core.snapshot_get(key, self.start_ts)?.is_some(),
+            },
+        };
+        if exists {
+            return Err(TxnError::AlreadyExist { key: key.to_vec() });
+        }
         self.lock_for_write(key)?;
         self.buffer.put(key.to_vec(), value.to_vec());
         Ok(())
@@ -290,15 +318,20 @@ impl Transaction {
 
     fn lock_for_write(&mut self, key: &[u8]) -> Result<(), TxnError> {
         if self.mode == TxnMode::Pessimistic && !self.locked.contains(key) {
-            self.lock_key(key, false)?;
+            self.lock_key(key, false, false)?;
         }
         Ok(())
     }
 
     /// Locks `key` pessimistically at a fresh `for_update_ts`, retrying with a newer one
     /// while writes keep committing to the key in between. Returns the key's latest value
-    /// when `need_value`.
-    fn lock_key(&mut self, key: &[u8], need_value: bool) -> Result<Option<Vec<u8>>, TxnError> {
+    /// when `need_value`; fails with `AlreadyExist` if it has one and `should_not_exist`.
+    fn lock_key(
+        &mut self,
+        key: &[u8],
+        need_value: bool,
+        should_not_exist: bool,
+    ) -> Result<Option<Vec<u8>>, TxnError> {
         let primary = self.primary.clone().unwrap_or_else(|| key.to_vec());
         let mut bo = Backoff::new(&self.core.config);
         let mut attempt = 0;
@@ -314,6 +347,7 @@ impl Transaction {
                 start_ts: self.start_ts,
                 for_update_ts,
                 need_value,
+                should_not_exist,
             };
             match self.core.acquire_pessimistic_lock(req, &mut bo) {
                 Ok(outcome) => {
