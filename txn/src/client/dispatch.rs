@@ -2,6 +2,7 @@
 //! batches, with the region-error retry rules of TiKV's client.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
 use surge_raft_lite::NodeId;
 
@@ -243,6 +244,59 @@ impl ClientCore {
             }
         }
         Ok(())
+    }
+
+    /// Runs `op` over each of `groups` on its own scoped thread, each with a fresh backoff of
+    /// `budget`, so a transaction's regions are written concurrently (each region batch
+    /// still waits for its own Raft round). Returns the first error after every thread
+    /// finished; a group whose thread cannot be started runs on the caller's thread.
+    ///
+    /// # Errors
+    /// The first error of a group.
+    pub(crate) fn run_groups_concurrently<B>(
+        &self,
+        op: &B,
+        groups: Vec<Vec<B::Item>>,
+        budget: Duration,
+    ) -> Result<(), TxnError>
+    where
+        B: RegionBatch + Clone + Send,
+        B::Item: Send,
+    {
+        let run = |mut op: B, group: Vec<B::Item>| {
+            let mut bo = Backoff::with_budget(&self.config, budget);
+            self.run_batches(&mut op, group, &mut bo)
+        };
+        if groups.len() <= 1 {
+            return groups.into_iter().try_for_each(|g| run(op.clone(), g));
+        }
+        std::thread::scope(|scope| {
+            let mut results = Vec::new();
+            let mut handles = Vec::new();
+            for group in groups {
+                let op = op.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("surge-txn-batch".to_string())
+                    .spawn_scoped(scope, move || run(op, group));
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(e) => results.push(Err(TxnError::Protocol {
+                        detail: format!("could not start a batch thread: {e}"),
+                    })),
+                }
+            }
+            for h in handles {
+                results.push(h.join().unwrap_or_else(|_| {
+                    Err(TxnError::Protocol {
+                        detail: "a region batch thread panicked".to_string(),
+                    })
+                }));
+            }
+            results
+                .into_iter()
+                .collect::<Result<Vec<()>, TxnError>>()
+                .map(|_| ())
+        })
     }
 
     /// `items` grouped by the region of their keys, in key order of the regions.

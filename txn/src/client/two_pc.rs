@@ -78,21 +78,21 @@ impl ClientCore {
         }
         // Primary's batch first: once it is prewritten, readers resolving any secondary
         // lock find the primary's lock and its TTL.
-        let (primary_items, other_items): (Vec<_>, Vec<_>) = groups
+        let (primary_items, other_groups): (Vec<_>, Vec<_>) = groups
             .into_iter()
             .partition(|(r, _)| r.info.contains(&plan.primary));
         let primary_items: Vec<_> = primary_items.into_iter().flat_map(|(_, b)| b).collect();
-        let other_items: Vec<_> = other_items.into_iter().flat_map(|(_, b)| b).collect();
-        let mut op = Prewrite {
+        let other_groups: Vec<_> = other_groups.into_iter().map(|(_, b)| b).collect();
+        let op = Prewrite {
             core: self,
             props: props.clone(),
             one_pc_commit_ts: 0,
         };
         let prewritten = self
-            .run_batches(&mut op, primary_items, &mut bo)
+            .run_batches(&mut op.clone(), primary_items, &mut bo)
             .and_then(|()| {
                 self.heartbeats.register(plan.start_ts, &plan.primary);
-                self.run_batches(&mut op, other_items, &mut bo)
+                self.run_groups_concurrently(&op, other_groups, self.config.max_backoff)
             });
         if let Err(e) = prewritten {
             self.rollback_keys(plan.start_ts, all_keys(plan));
@@ -275,11 +275,17 @@ impl ClientCore {
             return;
         }
         let mut bo = Backoff::with_budget(&self.config, CLEANUP_BUDGET);
-        let mut op = KeysOp {
+        let op = KeysOp {
             kind: KeysKind::Commit { commit_ts },
             start_ts: plan.start_ts,
         };
-        if let Err(e) = self.run_batches(&mut op, keys, &mut bo) {
+        let committed = self
+            .group_by_region(keys, KeysOp::key_of, &mut bo)
+            .and_then(|groups| {
+                let groups = groups.into_iter().map(|(_, b)| b).collect();
+                self.run_groups_concurrently(&op, groups, CLEANUP_BUDGET)
+            });
+        if let Err(e) = committed {
             tracing::warn!(start_ts = plan.start_ts, commit_ts, error = %e, "secondaries left for lock resolution");
         }
     }
@@ -332,6 +338,7 @@ fn mutation_key(item: &(Mutation, PessimisticAction)) -> &[u8] {
 }
 
 /// `Prewrite` in region batches.
+#[derive(Clone)]
 struct Prewrite<'c> {
     core: &'c ClientCore,
     props: TxnProps,
@@ -384,6 +391,7 @@ enum KeysKind {
 }
 
 /// Commit, rollback or pessimistic rollback of keys in region batches.
+#[derive(Clone)]
 struct KeysOp {
     kind: KeysKind,
     start_ts: u64,
