@@ -1,0 +1,190 @@
+//! [`TestCluster`]: a three-node [`LocalCluster`] in a temporary directory, and the raw
+//! requests the tests use to look behind the client (timestamps, lock scans, node status,
+//! reads at a chosen version).
+
+use std::time::{Duration, Instant};
+
+use surge_txn::{
+    ClientConfig, ClusterConfig, Context, KvRequest, KvResponse, LocalCluster, LockInfo, LockMode,
+    NodeStatusReport, TxnClient,
+};
+
+/// A running cluster and the directory of its WALs, removed when dropped (after the
+/// cluster, which is declared first so it stops first).
+pub struct TestCluster {
+    /// The cluster.
+    pub cluster: LocalCluster,
+    _dir: tempfile::TempDir,
+}
+
+/// How to lay a test cluster out.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// Data regions, split evenly on the first key byte.
+    pub regions: usize,
+    /// Pessimistic lock mode at start.
+    pub mode: LockMode,
+    /// Longest a lock request may wait on a node.
+    pub wait_for_lock: Duration,
+    /// Seed of the network's fault randomness and of Raft's election timers.
+    pub seed: u64,
+}
+
+impl Layout {
+    /// `regions` regions in `mode`, 1 s lock waits, seed 1.
+    pub fn new(regions: usize, mode: LockMode) -> Layout {
+        Layout {
+            regions,
+            mode,
+            wait_for_lock: Duration::from_secs(1),
+            seed: 1,
+        }
+    }
+}
+
+impl TestCluster {
+    /// Three nodes laid out as `layout`, every group with a leader.
+    pub fn start(layout: Layout) -> TestCluster {
+        Self::start_with(layout, |_| {})
+    }
+
+    /// As [`TestCluster::start`], after `tweak` adjusted the configuration.
+    pub fn start_with(layout: Layout, tweak: impl FnOnce(&mut ClusterConfig)) -> TestCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = ClusterConfig::new(dir.path())
+            .with_regions(layout.regions)
+            .with_lock_mode(layout.mode);
+        config.wait_for_lock_timeout = layout.wait_for_lock;
+        config.seed = layout.seed;
+        tweak(&mut config);
+        let cluster = LocalCluster::start(config).expect("cluster starts");
+        TestCluster { cluster, _dir: dir }
+    }
+
+    /// A client of the cluster with `config`.
+    pub fn client(&self, config: ClientConfig) -> TxnClient {
+        TxnClient::new(self.cluster.router(), config)
+    }
+
+    /// A fresh timestamp from whichever node answers (the meta leader), retrying across
+    /// elections for up to 30 s.
+    pub fn timestamp(&self) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            for id in self.cluster.node_ids() {
+                if let Ok(KvResponse::Timestamp { ts }) =
+                    self.cluster.call(*id, KvRequest::GetTimestamp { count: 1 })
+                {
+                    return ts;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("no timestamp oracle answered within 30 s");
+    }
+
+    /// The leader of the region of `key` and the context of a request to it, waiting up to
+    /// 30 s for a leader.
+    pub fn leader_ctx(&self, key: &[u8]) -> (u64, Context) {
+        let region = self
+            .cluster
+            .region_of(key)
+            .expect("a region holds every key");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(leader) = self.cluster.leader_of_group(region.id) {
+                let ctx = Context {
+                    region_id: region.id,
+                    epoch: region.epoch,
+                };
+                return (leader, ctx);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "region {} has no leader",
+                region.id
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends the request `make` builds for the region of `key` to its leader.
+    pub fn call_leader(&self, key: &[u8], make: impl FnOnce(Context) -> KvRequest) -> KvResponse {
+        let (leader, ctx) = self.leader_ctx(key);
+        let req = make(ctx);
+        let name = req.name();
+        self.cluster
+            .call(leader, req)
+            .unwrap_or_else(|e| panic!("{name} to node {leader}: {e}"))
+    }
+
+    /// Every lock of the region holding `key` with `start_ts <= max_ts`, from its leader
+    /// (memory and replicated, as the node merges them).
+    pub fn scan_locks(&self, key: &[u8], max_ts: u64) -> Vec<LockInfo> {
+        let reply = self.call_leader(key, |ctx| KvRequest::ScanLock {
+            ctx,
+            max_ts,
+            start: Vec::new(),
+            end: None,
+            limit: usize::MAX,
+        });
+        match reply {
+            KvResponse::Locks { locks } => locks,
+            other => panic!("scan_lock: {other:?}"),
+        }
+    }
+
+    /// The committed value of `key` at `version`, read from its region's leader.
+    pub fn get_at(&self, key: &[u8], version: u64) -> Option<Vec<u8>> {
+        let reply = self.call_leader(key, |ctx| KvRequest::Get {
+            ctx,
+            key: key.to_vec(),
+            version,
+            bypass_locks: Vec::new(),
+        });
+        match reply {
+            KvResponse::Get { value } => value,
+            other => panic!("get {key:?} at {version}: {other:?}"),
+        }
+    }
+
+    /// The status of every running node.
+    pub fn node_statuses(&self) -> Vec<NodeStatusReport> {
+        let mut out = Vec::new();
+        for id in self.cluster.node_ids() {
+            if self.cluster.node(*id).is_none() {
+                continue;
+            }
+            match self.cluster.call(*id, KvRequest::NodeStatus) {
+                Ok(KvResponse::Status(report)) => out.push(*report),
+                other => panic!("node {id} status: {other:?}"),
+            }
+        }
+        out
+    }
+
+    /// Ends every fault: heals the network, restarts stopped nodes in `mode` and waits for
+    /// every group to have a leader.
+    pub fn heal_all(&self, mode: LockMode) {
+        self.cluster.network().heal();
+        for id in self.cluster.node_ids().to_vec() {
+            self.cluster.restart_node(id).expect("restart");
+        }
+        self.cluster.set_lock_mode(mode);
+        self.cluster
+            .wait_for_leaders(Duration::from_secs(30))
+            .expect("leaders after healing");
+    }
+}
+
+/// A client configuration for workloads under faults: short lock TTLs with fast heartbeats
+/// (a crashed holder's locks are taken over within a second or two) and a bounded retry
+/// budget (an operation gives up after 5 s instead of 20).
+pub fn fault_tolerant_client() -> ClientConfig {
+    ClientConfig {
+        lock_ttl_ms: 1500,
+        heartbeat_interval: Duration::from_millis(200),
+        max_backoff: Duration::from_secs(5),
+        ..ClientConfig::default()
+    }
+}
