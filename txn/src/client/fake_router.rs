@@ -3,7 +3,7 @@
 //! handler for every other request.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
@@ -15,6 +15,8 @@ type Handler = dyn Fn(NodeId, &KvRequest) -> Result<KvResponse, ServiceError> + 
 /// Nodes 1..=3; regions `[, "m")` (id 2) and `["m", )` (id 3), led by node 1.
 pub(crate) struct FakeRouter {
     ts: AtomicU64,
+    /// While set, every node refuses timestamp requests as if the meta group were down.
+    pub(crate) tso_down: AtomicBool,
     handler: Box<Handler>,
     /// Every data request seen: (node, request name, region id).
     pub(crate) log: Mutex<Vec<(NodeId, &'static str, u64)>>,
@@ -26,6 +28,7 @@ impl FakeRouter {
     ) -> Arc<FakeRouter> {
         Arc::new(FakeRouter {
             ts: AtomicU64::new(crate::compose_ts(1_000, 0)),
+            tso_down: AtomicBool::new(false),
             handler: Box::new(handler),
             log: Mutex::new(Vec::new()),
         })
@@ -73,6 +76,12 @@ struct FakeNode {
 impl KvService for FakeNode {
     fn call(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
         match &req {
+            KvRequest::GetTimestamp { .. } if self.router.tso_down.load(Ordering::SeqCst) => {
+                Err(ServiceError::Unavailable {
+                    node: self.id,
+                    detail: "meta group down".into(),
+                })
+            }
             KvRequest::GetTimestamp { .. } => {
                 let ts = self.router.ts.fetch_add(1, Ordering::SeqCst) + 1;
                 Ok(KvResponse::Timestamp { ts })

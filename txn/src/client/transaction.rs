@@ -303,6 +303,13 @@ impl Transaction {
             Err(e) => {
                 self.core.counters.count_abort(e);
                 tracing::debug!(start_ts = self.start_ts, error = %e, "commit failed");
+                if !matches!(e, TxnError::Undetermined { .. }) {
+                    // A commit that failed before its prewrites were sent (no region map, no
+                    // timestamp) rolled nothing back: release the pessimistic locks here.
+                    // Prewritten locks are untouched by this (the commit path rolled those
+                    // back), so it is harmless when they were.
+                    self.release_locks(self.core.config.drop_cleanup_budget);
+                }
             }
         }
         result

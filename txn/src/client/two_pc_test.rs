@@ -206,3 +206,28 @@ fn a_lost_one_pc_answer_is_settled_from_the_primary_status() {
         "one lost answer, one failed retry"
     );
 }
+
+#[test]
+fn a_commit_failing_before_any_prewrite_releases_the_pessimistic_locks() {
+    let router = FakeRouter::new(|_, req| match req {
+        KvRequest::AcquirePessimisticLock { keys, .. } => Ok(KvResponse::PessimisticLock {
+            results: keys.iter().map(|_| Default::default()).collect(),
+        }),
+        _ => Ok(KvResponse::Done),
+    });
+    let client = TxnClient::new(Arc::new(Arc::clone(&router)), config());
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(b"a", b"1").expect("lock");
+    // The one-phase commit needs a timestamp first; the oracle is gone.
+    router.tso_down.store(true, Ordering::SeqCst);
+    match t.commit() {
+        Err(TxnError::Unavailable(_)) => {}
+        other => panic!("expected the oracle's unavailability, got {other:?}"),
+    }
+    assert_eq!(router.count("prewrite"), 0, "nothing was prewritten");
+    assert_eq!(
+        router.count("pessimistic_rollback"),
+        1,
+        "the lock is released, not left to expire"
+    );
+}
