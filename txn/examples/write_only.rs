@@ -218,6 +218,7 @@ struct Point {
     counters: NodeCounters,
 }
 
+#[allow(clippy::too_many_arguments)] // one benchmark point's settings
 fn run_point(
     cluster: &LocalCluster,
     client: &TxnClient,
@@ -274,7 +275,7 @@ fn run_point(
         committed: 0,
         aborted: 0,
         latencies_us: Vec::new(),
-        counters: diff(&after, &before),
+        counters: after.since(&before),
     };
     for t in threads {
         if let Ok((ok, failed, lat)) = t.join() {
@@ -284,25 +285,6 @@ fn run_point(
         }
     }
     p
-}
-
-fn diff(a: &NodeCounters, b: &NodeCounters) -> NodeCounters {
-    NodeCounters {
-        in_memory_success: a.in_memory_success.saturating_sub(b.in_memory_success),
-        in_memory_full: a.in_memory_full.saturating_sub(b.in_memory_full),
-        in_memory_not_writable: a
-            .in_memory_not_writable
-            .saturating_sub(b.in_memory_not_writable),
-        in_memory_stale: a.in_memory_stale.saturating_sub(b.in_memory_stale),
-        proposals: a.proposals.saturating_sub(b.proposals),
-        raft_bytes: a.raft_bytes.saturating_sub(b.raft_bytes),
-        lock_raft_bytes: a.lock_raft_bytes.saturating_sub(b.lock_raft_bytes),
-        lock_waits: a.lock_waits.saturating_sub(b.lock_waits),
-        lock_wait_timeouts: a.lock_wait_timeouts.saturating_sub(b.lock_wait_timeouts),
-        deadlocks: a.deadlocks.saturating_sub(b.deadlocks),
-        memory_locks_lost: a.memory_locks_lost.saturating_sub(b.memory_locks_lost),
-        one_pc: a.one_pc.saturating_sub(b.one_pc),
-    }
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -403,7 +385,7 @@ fn run(args: &Args) -> Result<(), String> {
             let mut p = merge(points);
             p.latencies_us.sort_unstable();
             let tps = p.committed as f64 / p.seconds.max(1e-9);
-            let per_txn = |b: u64| if p.committed == 0 { 0 } else { b / p.committed };
+            let per_txn = |b: u64| b.checked_div(p.committed).unwrap_or(0);
             let (p50, p95, p99) = (
                 percentile(&p.latencies_us, 0.50),
                 percentile(&p.latencies_us, 0.95),

@@ -9,7 +9,6 @@ use support::{Layout, TestCluster};
 use surge_txn::LockMode;
 
 #[test]
-#[ignore = "BUG: see /tmp/txn-bugs.md (set_lock_mode is not kept across restart_node)"]
 fn a_restarted_node_comes_back_in_the_mode_set_on_the_cluster() {
     let tc = TestCluster::start(Layout::new(2, LockMode::InMemory));
     tc.cluster.set_lock_mode(LockMode::Sync);

@@ -34,7 +34,10 @@ fn timestamps_increase_across_a_meta_leader_crash() {
         let leader = c.leader_of_group(META_REGION_ID).expect("meta leader");
         c.stop_node(leader).expect("stop");
         let t = ts(&c);
-        assert!(t > last, "after the crash of node {leader}: {t} after {last}");
+        assert!(
+            t > last,
+            "after the crash of node {leader}: {t} after {last}"
+        );
         last = t;
         c.restart_node(leader).expect("restart");
     }

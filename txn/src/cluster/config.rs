@@ -30,6 +30,10 @@ pub struct ClusterConfig {
     pub wait_for_lock_timeout: Duration,
     /// Seed of the in-memory network's fault randomness.
     pub seed: u64,
+    /// A voluntary leader transfer not done after this long is abandoned.
+    pub transfer_timeout: Duration,
+    /// A merge whose source holds more bytes of in-memory locks is refused.
+    pub merge_max_lock_bytes: usize,
 }
 
 impl ClusterConfig {
@@ -47,6 +51,8 @@ impl ClusterConfig {
             snapshot_every: 2000,
             wait_for_lock_timeout: Duration::from_secs(1),
             seed: 1,
+            transfer_timeout: Duration::from_secs(10),
+            merge_max_lock_bytes: 7 << 20,
         }
     }
 

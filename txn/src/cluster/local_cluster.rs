@@ -33,6 +33,14 @@ pub enum ClusterError {
         /// How long we waited.
         waited_ms: u64,
     },
+    /// An admin request (split, merge) failed.
+    #[error("{what}: {detail}")]
+    Admin {
+        /// The request.
+        what: &'static str,
+        /// Why.
+        detail: String,
+    },
     /// The node id is not part of the cluster.
     #[error("no node {node} in the cluster")]
     UnknownNode {
@@ -46,6 +54,8 @@ pub enum ClusterError {
 /// memory, and with it every in-memory lock, is lost) and restarted from its directory.
 pub struct LocalCluster {
     config: ClusterConfig,
+    /// The lock mode set last (a restarted node comes back in it).
+    lock_mode: parking_lot::Mutex<LockMode>,
     net: Arc<MemNetwork>,
     router: Arc<LocalRouter>,
     regions: Vec<RegionInfo>,
@@ -72,6 +82,7 @@ impl LocalCluster {
         let peers: Vec<NodeId> = (1..=config.nodes).collect();
         let regions = initial_regions(&config.split_keys, &peers);
         let cluster = LocalCluster {
+            lock_mode: parking_lot::Mutex::new(config.lock_mode),
             net: MemNetwork::new(config.seed),
             router: Arc::new(LocalRouter::default()),
             regions,
@@ -93,6 +104,7 @@ impl LocalCluster {
         let dir = self.config.dir.join(format!("node-{id}"));
         std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
         let wal = Wal::open(&dir, WalOptions::default()).map_err(|e| err(e.to_string()))?;
+        let recovered_groups = surge_raft_lite::LogStore::groups(&wal);
         let mut opts = NodeOptions::new(id);
         opts.tick = self.config.tick;
         opts.snapshot_every = self.config.snapshot_every;
@@ -103,14 +115,17 @@ impl LocalCluster {
             .map_err(|e| err(e.to_string()))?;
         self.net.register(id, raft.mailbox());
         let mut cfg = KvNodeConfig::new(id);
-        cfg.lock_mode = self.config.lock_mode;
+        cfg.lock_mode = *self.lock_mode.lock();
         cfg.budget = self.config.budget;
         cfg.wait_for_lock_timeout = self.config.wait_for_lock_timeout;
+        cfg.transfer_timeout = self.config.transfer_timeout;
+        cfg.merge_max_lock_bytes = self.config.merge_max_lock_bytes;
         let node = KvNode::start(
             cfg,
             raft,
             self.regions.clone(),
             self.peers.clone(),
+            recovered_groups,
             self.router.clone(),
         )
         .map_err(|e| err(e.to_string()))?;
@@ -125,9 +140,23 @@ impl LocalCluster {
     /// [`ClusterError::NoLeader`] naming the first group without one.
     pub fn wait_for_leaders(&self, timeout: Duration) -> Result<(), ClusterError> {
         let start = Instant::now();
-        let groups: Vec<u64> = std::iter::once(META_REGION_ID)
+        let mut groups: Vec<u64> = std::iter::once(META_REGION_ID)
             .chain(self.regions.iter().map(|r| r.id))
             .collect();
+        if let Some(KvResponse::Regions { regions }) = self.peers.iter().find_map(|id| {
+            self.node(*id).map(|n| {
+                n.handle(KvRequest::ScanRegions {
+                    start: Vec::new(),
+                    limit: 0,
+                })
+            })
+        }) {
+            // The regions as they are now, splits and merges included (when the meta group
+            // answers already).
+            groups = std::iter::once(META_REGION_ID)
+                .chain(regions.iter().map(|(r, _)| r.id))
+                .collect();
+        }
         for g in groups {
             loop {
                 if self.leader_of_group(g).is_some() {
@@ -158,9 +187,15 @@ impl LocalCluster {
         })
     }
 
-    /// The region holding `key`.
-    pub fn region_of(&self, key: &[u8]) -> Option<&RegionInfo> {
-        self.regions.iter().find(|r| r.contains(key))
+    /// The region holding `key`, as the meta group knows it now (splits and merges
+    /// included).
+    pub fn region_of(&self, key: &[u8]) -> Option<RegionInfo> {
+        match self.call_meta(KvRequest::GetRegion { key: key.to_vec() }) {
+            Some(KvResponse::Regions { mut regions }) if !regions.is_empty() => {
+                Some(regions.remove(0).0)
+            }
+            _ => None,
+        }
     }
 
     /// The node leading the region that holds `key`.
@@ -168,9 +203,114 @@ impl LocalCluster {
         self.region_of(key).and_then(|r| self.leader_of_group(r.id))
     }
 
-    /// The regions.
-    pub fn regions(&self) -> &[RegionInfo] {
-        &self.regions
+    /// Every region, in key order, as the meta group knows it now.
+    pub fn regions(&self) -> Vec<RegionInfo> {
+        match self.call_meta(KvRequest::ScanRegions {
+            start: Vec::new(),
+            limit: 0,
+        }) {
+            Some(KvResponse::Regions { regions }) => regions.into_iter().map(|(r, _)| r).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Asks the meta leader (retrying through elections for up to 10 s).
+    fn call_meta(&self, req: KvRequest) -> Option<KvResponse> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(n) = self
+                .leader_of_group(META_REGION_ID)
+                .and_then(|l| self.node(l))
+            {
+                match n.handle(req.clone()) {
+                    KvResponse::RegionError(_) => {}
+                    r => return Some(r),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+
+    /// Sends an admin request to the leader of `region_id`, following leadership for up to
+    /// `timeout`.
+    fn call_leader(
+        &self,
+        region_id: u64,
+        req: KvRequest,
+        timeout: Duration,
+    ) -> Result<KvResponse, ClusterError> {
+        let deadline = Instant::now() + timeout;
+        let mut last = String::from("no leader");
+        while Instant::now() < deadline {
+            if let Some(n) = self.leader_of_group(region_id).and_then(|l| self.node(l)) {
+                match n.handle(req.clone()) {
+                    KvResponse::RegionError(
+                        e @ (crate::RegionError::NotLeader { .. }
+                        | crate::RegionError::StaleCommand { .. }),
+                    ) => last = e.to_string(),
+                    KvResponse::RegionError(e) => {
+                        return Err(ClusterError::Admin {
+                            what: req.name(),
+                            detail: e.to_string(),
+                        });
+                    }
+                    r => return Ok(r),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Err(ClusterError::Admin {
+            what: req.name(),
+            detail: last,
+        })
+    }
+
+    /// Splits the region holding `split_key` at it (`None` key: region `region_id` at the
+    /// middle of its data). Returns the two regions.
+    ///
+    /// # Errors
+    /// [`ClusterError::Admin`] when the leader refuses or cannot be found.
+    pub fn split_region(
+        &self,
+        region_id: u64,
+        split_key: Option<Vec<u8>>,
+    ) -> Result<Vec<RegionInfo>, ClusterError> {
+        match self.call_leader(
+            region_id,
+            KvRequest::SplitRegion {
+                region_id,
+                split_key,
+            },
+            Duration::from_secs(10),
+        )? {
+            KvResponse::RegionsChanged { regions, .. } => Ok(regions),
+            other => Err(ClusterError::Admin {
+                what: "split_region",
+                detail: format!("unexpected reply {other:?}"),
+            }),
+        }
+    }
+
+    /// Merges region `source` into the adjacent region `target`; returns the merged region.
+    ///
+    /// # Errors
+    /// [`ClusterError::Admin`] when the merge is refused (e.g. too many in-memory locks) or a
+    /// leader cannot be found; the source is then back to normal.
+    pub fn merge_regions(&self, source: u64, target: u64) -> Result<RegionInfo, ClusterError> {
+        match self.call_leader(
+            source,
+            KvRequest::MergeRegions { source, target },
+            Duration::from_secs(10),
+        )? {
+            KvResponse::RegionsChanged { mut regions, .. } if !regions.is_empty() => {
+                Ok(regions.remove(0))
+            }
+            other => Err(ClusterError::Admin {
+                what: "merge_regions",
+                detail: format!("unexpected reply {other:?}"),
+            }),
+        }
     }
 
     /// The node ids.
@@ -229,8 +369,9 @@ impl LocalCluster {
         self.start_node(id)
     }
 
-    /// Sets the lock mode on every running node.
+    /// Sets the lock mode on every running node (and on nodes restarted later).
     pub fn set_lock_mode(&self, mode: LockMode) {
+        *self.lock_mode.lock() = mode;
         for id in &self.peers {
             if let Some(n) = self.node(*id) {
                 n.set_lock_mode(mode);
@@ -238,7 +379,9 @@ impl LocalCluster {
         }
     }
 
-    /// Moves the leadership of `group` to `to`, waiting until it took over.
+    /// Moves the leadership of `group` to `to` voluntarily and waits until it took over. A
+    /// data region goes through TiKV's protocol (its in-memory locks are proposed first, so
+    /// none is lost); the meta group is transferred directly.
     ///
     /// # Errors
     /// [`ClusterError::NoLeader`] if `to` does not lead within `timeout`.
@@ -254,7 +397,14 @@ impl LocalCluster {
                 return Ok(());
             }
             if let Some(from) = self.leader_of_group(group).and_then(|l| self.node(l)) {
-                let _ = from.transfer_leader(group, to);
+                if group == META_REGION_ID {
+                    let _ = from.transfer_leader(group, to);
+                } else {
+                    let _ = from.handle(KvRequest::TransferLeader {
+                        region_id: group,
+                        to,
+                    });
+                }
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -210,30 +210,14 @@ impl Engine for MemEngine {
             applied_index: state.applied_index,
         };
         drop(state);
-        let mut out = EXPORT_MAGIC.to_vec();
-        // Serializing maps of byte vectors into a Vec cannot fail.
-        out.extend(postcard::to_allocvec(&body).unwrap_or_default());
-        out
+        encode_export(&body)
     }
 
     /// Replaces all data by `data`. The engine's applied index becomes `applied_index`
     /// (the Raft snapshot's index), which may be ahead of the index recorded in the export
     /// when the log's last entries carried no data.
     fn import(&self, data: &[u8], applied_index: u64) -> Result<(), EngineError> {
-        let Some(body) = data.strip_prefix(EXPORT_MAGIC.as_slice()) else {
-            return Err(EngineError::BadExport {
-                detail: "missing magic SGTXNEX1".to_string(),
-            });
-        };
-        let (body, rest): (ExportBody, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| EngineError::BadExport {
-                detail: e.to_string(),
-            })?;
-        if !rest.is_empty() {
-            return Err(EngineError::BadExport {
-                detail: format!("{} trailing bytes", rest.len()),
-            });
-        }
+        let body = decode_export(data)?;
         let size = [&body.lock, &body.write, &body.default]
             .iter()
             .flat_map(|map| map.iter())
@@ -254,6 +238,87 @@ impl Engine for MemEngine {
     fn size_bytes(&self) -> u64 {
         self.state.read().size
     }
+
+    fn split_off(&self, at: &[u8]) -> Vec<u8> {
+        let body = self.exclusive(|state| {
+            let lock = state.lock.split_off(at);
+            let write = state.write.split_off(at);
+            let default = state.default.split_off(at);
+            let moved: u64 = [&lock, &write, &default]
+                .iter()
+                .flat_map(|map| map.iter())
+                .map(|(k, v)| (k.len() + v.len()) as u64)
+                .sum();
+            state.size -= moved;
+            ExportBody {
+                lock,
+                write,
+                default,
+                applied_index: state.applied_index,
+            }
+        });
+        encode_export(&body)
+    }
+
+    fn ingest(&self, data: &[u8]) -> Result<(), EngineError> {
+        let body = decode_export(data)?;
+        self.exclusive(|state| {
+            for (cf, map) in [
+                (Cf::Lock, body.lock),
+                (Cf::Write, body.write),
+                (Cf::Default, body.default),
+            ] {
+                for (key, value) in map {
+                    state.apply(&Modify::Put { cf, key, value });
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn middle_key(&self) -> Option<Vec<u8>> {
+        let state = self.state.read();
+        let n = state.write.len();
+        if n < 2 {
+            return None;
+        }
+        let (key, _) = state.write.iter().nth(n / 2)?;
+        // Write keys carry a timestamp; the split point is the user key.
+        let (encoded, _) = super::key_codec::split_ts(key).ok()?;
+        let (first, _) = state.write.iter().next()?;
+        let (first_encoded, _) = super::key_codec::split_ts(first).ok()?;
+        if encoded == first_encoded {
+            return None;
+        }
+        super::key_codec::decode_key(encoded)
+            .ok()
+            .map(|(user_key, _)| user_key)
+    }
+}
+
+fn encode_export(body: &ExportBody) -> Vec<u8> {
+    let mut out = EXPORT_MAGIC.to_vec();
+    // Serializing maps of byte vectors into a Vec cannot fail.
+    out.extend(postcard::to_allocvec(body).unwrap_or_default());
+    out
+}
+
+fn decode_export(data: &[u8]) -> Result<ExportBody, EngineError> {
+    let Some(body) = data.strip_prefix(EXPORT_MAGIC.as_slice()) else {
+        return Err(EngineError::BadExport {
+            detail: "missing magic SGTXNEX1".to_string(),
+        });
+    };
+    let (body, rest): (ExportBody, &[u8]) =
+        postcard::take_from_bytes(body).map_err(|e| EngineError::BadExport {
+            detail: e.to_string(),
+        })?;
+    if !rest.is_empty() {
+        return Err(EngineError::BadExport {
+            detail: format!("{} trailing bytes", rest.len()),
+        });
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
@@ -396,5 +461,33 @@ mod tests {
             assert_eq!(engine.applied_index(), 3);
             assert_eq!(engine.snapshot().get(Cf::Lock, b"l"), Some(b"x".to_vec()));
         }
+    }
+
+    #[test]
+    fn split_off_moves_the_upper_range_and_ingest_brings_it_back() {
+        use crate::engine::key_codec::{encode_key, encode_key_with_ts};
+        let e = MemEngine::new();
+        let mut batch = WriteBatch::new();
+        for k in [&b"a"[..], b"b", b"m", b"z"] {
+            batch
+                .modifies
+                .push(put(Cf::Write, &encode_key_with_ts(k, 5), b"w"));
+            batch.modifies.push(put(Cf::Lock, &encode_key(k), b"l"));
+        }
+        batch.applied_index = 3;
+        e.write(&batch).expect("write");
+        let total = e.size_bytes();
+        assert_eq!(e.middle_key(), Some(b"m".to_vec()));
+        let upper = e.split_off(&encode_key(b"m"));
+        let other = MemEngine::new();
+        other.import(&upper, 3).expect("import");
+        assert_eq!(all(&*e.snapshot(), Cf::Lock).len(), 2);
+        assert_eq!(all(&*other.snapshot(), Cf::Lock).len(), 2);
+        assert_eq!(e.size_bytes() + other.size_bytes(), total);
+        e.ingest(&upper).expect("ingest");
+        assert_eq!(e.size_bytes(), total);
+        assert_eq!(all(&*e.snapshot(), Cf::Write).len(), 4);
+        assert!(e.ingest(b"not an export").is_err());
+        assert_eq!(e.size_bytes(), total);
     }
 }

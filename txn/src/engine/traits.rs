@@ -55,4 +55,20 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Approximate bytes of keys and values held.
     fn size_bytes(&self) -> u64;
+
+    /// Removes every entry whose engine key is at or after `at` (an encoded key, in every
+    /// column family) and
+    /// returns them as an export (for a region split: the new region's data).
+    fn split_off(&self, at: &[u8]) -> Vec<u8>;
+
+    /// Adds every entry of an export to the data, keeping what is there (for a merge: the
+    /// source region's data joins the target's). The applied index is unchanged.
+    ///
+    /// # Errors
+    /// [`EngineError::BadExport`] when `data` is not an export; the engine is then unchanged.
+    fn ingest(&self, data: &[u8]) -> Result<(), EngineError>;
+
+    /// A user key that splits the data into two halves of about equal size, if there are at
+    /// least two distinct keys (the key of the write column family's middle record).
+    fn middle_key(&self) -> Option<Vec<u8>>;
 }

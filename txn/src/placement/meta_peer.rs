@@ -119,6 +119,35 @@ impl MetaPeer {
         Ok(next)
     }
 
+    /// Proposes `cmds` in order and waits until the last applied; returns its apply result
+    /// (the id of an `AllocRegionId`).
+    pub(crate) fn propose(
+        &self,
+        raft: &RaftNode,
+        cmds: Vec<MetaCommand>,
+        timeout: Duration,
+    ) -> Result<u64, RegionError> {
+        if !self.is_leader() {
+            return Err(RegionError::NotLeader {
+                region_id: META_REGION_ID,
+                leader: None,
+            });
+        }
+        let mut last = 0;
+        for cmd in cmds {
+            let bytes = postcard::to_allocvec(&cmd).unwrap_or_default();
+            let r = raft
+                .propose(META_REGION_ID, Bytes::from(bytes))
+                .wait_applied(timeout)
+                .map_err(|e| raft_error(META_REGION_ID, e))?;
+            last = r
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_be_bytes);
+        }
+        Ok(last)
+    }
+
     fn on_leader(&self, term: u64) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.leader_term.store(term, Ordering::SeqCst);
@@ -144,10 +173,15 @@ impl MetaStateMachine {
 impl StateMachine for MetaStateMachine {
     fn apply(&mut self, index: u64, data: &[u8]) -> Bytes {
         match postcard::from_bytes::<MetaCommand>(data) {
-            Ok(cmd) => self.peer.state.lock().apply(cmd),
-            Err(e) => tracing::error!(index, error = %e, "undecodable meta command skipped"),
+            Ok(cmd) => {
+                let id = self.peer.state.lock().apply(cmd);
+                Bytes::copy_from_slice(&id.to_be_bytes())
+            }
+            Err(e) => {
+                tracing::error!(index, error = %e, "undecodable meta command skipped");
+                Bytes::new()
+            }
         }
-        Bytes::new()
     }
 
     fn on_leader(&mut self, term: u64) {

@@ -20,6 +20,8 @@ pub const META_REGION_ID: u64 = 1;
 pub(crate) struct MetaState {
     pub(crate) regions: BTreeMap<u64, RegionInfo>,
     pub(crate) tso_limit: u64,
+    /// The next region id to hand out (above every id ever used).
+    pub(crate) next_region_id: u64,
 }
 
 /// One entry of the meta group's log.
@@ -27,18 +29,40 @@ pub(crate) struct MetaState {
 pub(crate) enum MetaCommand {
     /// Raise the oracle's durable limit.
     SetTsoLimit(u64),
-    /// Add or replace a region (splits and merges report here).
+    /// Add or replace a region (splits and merges report here); a report older than the
+    /// region already known (a lower version) is ignored.
     PutRegion(RegionInfo),
+    /// A region merged away.
+    RemoveRegion(u64),
+    /// Hand out the next region id (the apply result carries it).
+    AllocRegionId,
 }
 
 impl MetaState {
-    pub(crate) fn apply(&mut self, cmd: MetaCommand) {
+    /// Applies `cmd`; returns the id handed out by `AllocRegionId` (0 otherwise).
+    pub(crate) fn apply(&mut self, cmd: MetaCommand) -> u64 {
         match cmd {
             MetaCommand::SetTsoLimit(l) => self.tso_limit = self.tso_limit.max(l),
             MetaCommand::PutRegion(r) => {
-                self.regions.insert(r.id, r);
+                self.next_region_id = self.next_region_id.max(r.id + 1);
+                let newer = self
+                    .regions
+                    .get(&r.id)
+                    .is_none_or(|old| old.epoch.version <= r.epoch.version);
+                if newer {
+                    self.regions.insert(r.id, r);
+                }
+            }
+            MetaCommand::RemoveRegion(id) => {
+                self.regions.remove(&id);
+            }
+            MetaCommand::AllocRegionId => {
+                let id = self.next_region_id.max(META_REGION_ID + 1);
+                self.next_region_id = id + 1;
+                return id;
             }
         }
+        0
     }
 
     /// The region holding `key`.

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::region_info::RegionInfo;
 use crate::WriteBatch;
 
 /// One entry of a data region's log.
@@ -9,6 +10,27 @@ use crate::WriteBatch;
 pub(crate) enum RegionCommand {
     /// A batch of engine changes made by a leader's command.
     Write(WriteCommand),
+    /// The point in the log after which a voluntary leader transfer may happen: every lock
+    /// proposed before it (the in-memory locks) is applied on the transferee first.
+    TransferLeader {
+        /// The transferee.
+        to: u64,
+    },
+    /// Split at `split_key`: this region keeps `[start, split_key)`, region `new_region_id`
+    /// gets `[split_key, end)`; both take `new_version`.
+    Split {
+        split_key: Vec<u8>,
+        new_region_id: u64,
+        new_version: u64,
+    },
+    /// This region (the source) is being merged into `target`: it refuses commands from now
+    /// on and its version becomes `new_version`.
+    PrepareMerge { target: u64, new_version: u64 },
+    /// The merge did not happen: back to normal at `new_version`.
+    RollbackMerge { new_version: u64 },
+    /// This region (the target) absorbs `source` with its data (taken after the source's
+    /// `PrepareMerge` applied, so it holds the source's locks as lock-CF records).
+    CommitMerge { source: RegionInfo, data: Vec<u8> },
 }
 
 /// A leader's write.
@@ -19,7 +41,8 @@ pub(crate) struct WriteCommand {
     pub(crate) proposer: u64,
     pub(crate) term: u64,
     pub(crate) cmd_id: u64,
-    /// The region version the command was run under.
+    /// The region version the command was run under; an entry of another version is
+    /// refused at apply (it raced a split or merge).
     pub(crate) version: u64,
     /// The engine changes (applied index set at apply).
     pub(crate) batch: WriteBatch,
@@ -31,6 +54,9 @@ pub(crate) struct WriteCommand {
     /// True when the command writes only pessimistic locks (counted as lock Raft bytes).
     pub(crate) lock_only: bool,
 }
+
+/// What apply answers a proposer whose write was refused because the region's version moved.
+pub(crate) const EPOCH_CHANGED: &[u8] = b"epoch changed";
 
 impl RegionCommand {
     pub(crate) fn encode(&self) -> Vec<u8> {

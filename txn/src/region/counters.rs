@@ -27,10 +27,17 @@ pub struct NodeCounters {
     pub lock_wait_timeouts: u64,
     /// Deadlocks detected (victims).
     pub deadlocks: u64,
-    /// In-memory locks lost because leadership was lost.
-    pub memory_locks_lost: u64,
     /// One-phase commits.
     pub one_pc: u64,
+    /// In-memory locks proposed through Raft before a voluntary leader transfer.
+    pub locks_migrated_on_transfer: u64,
+    /// In-memory locks moved to a new region by a split.
+    pub locks_migrated_on_split: u64,
+    /// In-memory locks proposed into a merging source region's log.
+    pub locks_migrated_on_merge: u64,
+    /// In-memory locks lost because a leader lost leadership (crash, partition, or a split
+    /// child led elsewhere).
+    pub locks_lost_on_leader_loss: u64,
 }
 
 impl NodeCounters {
@@ -47,8 +54,48 @@ impl NodeCounters {
             lock_waits: self.lock_waits + other.lock_waits,
             lock_wait_timeouts: self.lock_wait_timeouts + other.lock_wait_timeouts,
             deadlocks: self.deadlocks + other.deadlocks,
-            memory_locks_lost: self.memory_locks_lost + other.memory_locks_lost,
             one_pc: self.one_pc + other.one_pc,
+            locks_migrated_on_transfer: self.locks_migrated_on_transfer
+                + other.locks_migrated_on_transfer,
+            locks_migrated_on_split: self.locks_migrated_on_split + other.locks_migrated_on_split,
+            locks_migrated_on_merge: self.locks_migrated_on_merge + other.locks_migrated_on_merge,
+            locks_lost_on_leader_loss: self.locks_lost_on_leader_loss
+                + other.locks_lost_on_leader_loss,
+        }
+    }
+
+    /// What grew between `earlier` and this snapshot (field by field, never below 0).
+    pub fn since(&self, earlier: &NodeCounters) -> NodeCounters {
+        NodeCounters {
+            in_memory_success: self
+                .in_memory_success
+                .saturating_sub(earlier.in_memory_success),
+            in_memory_full: self.in_memory_full.saturating_sub(earlier.in_memory_full),
+            in_memory_not_writable: self
+                .in_memory_not_writable
+                .saturating_sub(earlier.in_memory_not_writable),
+            in_memory_stale: self.in_memory_stale.saturating_sub(earlier.in_memory_stale),
+            proposals: self.proposals.saturating_sub(earlier.proposals),
+            raft_bytes: self.raft_bytes.saturating_sub(earlier.raft_bytes),
+            lock_raft_bytes: self.lock_raft_bytes.saturating_sub(earlier.lock_raft_bytes),
+            lock_waits: self.lock_waits.saturating_sub(earlier.lock_waits),
+            lock_wait_timeouts: self
+                .lock_wait_timeouts
+                .saturating_sub(earlier.lock_wait_timeouts),
+            deadlocks: self.deadlocks.saturating_sub(earlier.deadlocks),
+            one_pc: self.one_pc.saturating_sub(earlier.one_pc),
+            locks_migrated_on_transfer: self
+                .locks_migrated_on_transfer
+                .saturating_sub(earlier.locks_migrated_on_transfer),
+            locks_migrated_on_split: self
+                .locks_migrated_on_split
+                .saturating_sub(earlier.locks_migrated_on_split),
+            locks_migrated_on_merge: self
+                .locks_migrated_on_merge
+                .saturating_sub(earlier.locks_migrated_on_merge),
+            locks_lost_on_leader_loss: self
+                .locks_lost_on_leader_loss
+                .saturating_sub(earlier.locks_lost_on_leader_loss),
         }
     }
 }
@@ -66,7 +113,7 @@ pub(crate) struct Counters {
     pub(crate) lock_waits: AtomicU64,
     pub(crate) lock_wait_timeouts: AtomicU64,
     pub(crate) deadlocks: AtomicU64,
-    pub(crate) memory_locks_lost: AtomicU64,
+    pub(crate) locks_lost_on_leader_loss: AtomicU64,
     pub(crate) one_pc: AtomicU64,
 }
 
@@ -87,8 +134,9 @@ impl Counters {
             lock_waits: self.lock_waits.load(Ordering::Relaxed),
             lock_wait_timeouts: self.lock_wait_timeouts.load(Ordering::Relaxed),
             deadlocks: self.deadlocks.load(Ordering::Relaxed),
-            memory_locks_lost: self.memory_locks_lost.load(Ordering::Relaxed),
+            locks_lost_on_leader_loss: self.locks_lost_on_leader_loss.load(Ordering::Relaxed),
             one_pc: self.one_pc.load(Ordering::Relaxed),
+            ..NodeCounters::default()
         }
     }
 }

@@ -4,10 +4,12 @@
 mod command;
 mod concurrency;
 mod counters;
+mod host;
 mod latches;
 mod peer;
 mod region_error;
 mod region_info;
+mod split_merge;
 mod state_machine;
 
 pub use counters::NodeCounters;
@@ -15,5 +17,7 @@ pub use region_error::RegionError;
 pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
 
 pub(crate) use counters::Counters;
+pub(crate) use host::RegionHost;
 pub(crate) use peer::{CmdError, OnePc, RegionPeer, raft_error};
+pub(crate) use split_merge::SPLIT_CHILD_INIT_INDEX;
 pub(crate) use state_machine::RegionStateMachine;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
@@ -12,9 +12,10 @@ use surge_lock_table::{
 };
 use surge_raft_lite::{Error as RaftError, Node as RaftNode, NodeId};
 
-use super::command::{RegionCommand, WriteCommand};
+use super::command::{EPOCH_CHANGED, RegionCommand, WriteCommand};
 use super::concurrency::{ConcurrencyManager, InFlightCommit};
 use super::counters::Counters;
+use super::host::RegionHost;
 use super::latches::{LatchGuard, Latches};
 use super::region_error::RegionError;
 use super::region_info::{LockMode, RegionInfo};
@@ -76,6 +77,31 @@ pub(crate) struct RegionPeer {
     pub(crate) concurrency: ConcurrencyManager,
     waiters: LockWaitManager,
     counters: Arc<Counters>,
+    pub(super) budget: MemoryBudget,
+    pub(super) host: Arc<dyn RegionHost>,
+    /// Where the region is in a merge (as source).
+    pub(super) merge: Mutex<MergeState>,
+    /// Set while the leader waits for its pending writes to apply before a merge: new
+    /// commands are refused (TiKV's prepare-merge fence).
+    pub(super) fenced: AtomicBool,
+}
+
+/// A region's part in a merge, as the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum MergeState {
+    /// Not merging.
+    None,
+    /// `PrepareMerge` applied: the region refuses commands until the merge commits or rolls
+    /// back.
+    Merging {
+        /// The region it merges into.
+        target: u64,
+    },
+    /// The merge committed: the region is gone (its range belongs to `target`).
+    Merged {
+        /// The region it merged into.
+        target: u64,
+    },
 }
 
 impl std::fmt::Debug for RegionPeer {
@@ -96,6 +122,7 @@ impl RegionPeer {
         budget: &MemoryBudget,
         waiters: LockWaitManager,
         counters: Arc<Counters>,
+        host: Arc<dyn RegionHost>,
     ) -> Arc<RegionPeer> {
         Arc::new(RegionPeer {
             node_id,
@@ -109,7 +136,37 @@ impl RegionPeer {
             concurrency: ConcurrencyManager::default(),
             waiters,
             counters,
+            budget: budget.clone(),
+            host,
+            merge: Mutex::new(MergeState::None),
+            fenced: AtomicBool::new(false),
         })
+    }
+
+    /// A new replica on the same node, sharing this one's budget, waiters, counters and host
+    /// (a split's child).
+    pub(super) fn sibling(&self, info: RegionInfo, engine: Arc<dyn Engine>) -> Arc<RegionPeer> {
+        RegionPeer::new(
+            self.node_id,
+            info,
+            engine,
+            &self.budget,
+            self.waiters.clone(),
+            self.counters.clone(),
+            self.host.clone(),
+        )
+    }
+
+    pub(crate) fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub(crate) fn merge_state(&self) -> MergeState {
+        *self.merge.lock()
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -140,10 +197,28 @@ impl RegionPeer {
                 leader: None,
             });
         }
+        match *self.merge.lock() {
+            MergeState::None => {}
+            MergeState::Merging { .. } => {
+                return Err(RegionError::ServerIsBusy {
+                    region_id: info.id,
+                    reason: "region is merging".into(),
+                });
+            }
+            MergeState::Merged { .. } => {
+                return Err(RegionError::RegionNotFound { region_id: info.id });
+            }
+        }
         if ctx.region_id != info.id || ctx.epoch != info.epoch {
             return Err(RegionError::EpochNotMatch {
                 region_id: info.id,
                 current: vec![info.clone()],
+            });
+        }
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(RegionError::ServerIsBusy {
+                region_id: info.id,
+                reason: "pending merge: waiting for earlier writes to apply".into(),
             });
         }
         if let Some(k) = keys.iter().find(|k| !info.contains(k)) {
@@ -354,10 +429,24 @@ impl RegionPeer {
         let r = if reply_on_accept {
             p.wait_accepted(timeout).map(|_| ())
         } else {
-            p.wait_applied(timeout).map(|_| ())
+            p.wait_applied(timeout).and_then(|result| {
+                if result.as_ref() == EPOCH_CHANGED {
+                    Err(surge_raft_lite::Error::ProposalDropped)
+                } else {
+                    Ok(())
+                }
+            })
         };
         match r {
             Ok(()) => Ok(()),
+            Err(surge_raft_lite::Error::ProposalDropped) if !reply_on_accept => {
+                let info = self.info();
+                Err(RegionError::EpochNotMatch {
+                    region_id: info.id,
+                    current: vec![info],
+                }
+                .into())
+            }
             Err(e) => {
                 // The write may or may not apply later; its latches and guards go now (a
                 // later apply finds nothing pending, which is fine).
@@ -380,6 +469,14 @@ impl RegionPeer {
         };
         match cmd {
             RegionCommand::Write(mut w) => {
+                if w.version != self.info.read().epoch.version {
+                    // Raced a split or merge: refused as TiKV does at apply; the proposer
+                    // answers EpochNotMatch and releases its latches.
+                    if w.proposer == self.node_id {
+                        self.pending.lock().remove(&(w.term, w.cmd_id));
+                    }
+                    return bytes::Bytes::from_static(EPOCH_CHANGED);
+                }
                 w.batch.applied_index = index;
                 if let Err(e) = self.engine.write(&w.batch) {
                     tracing::error!(region = self.id(), index, error = %e, "engine write failed");
@@ -402,6 +499,30 @@ impl RegionPeer {
                 if let Some(p) = mine {
                     self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
                 }
+                bytes::Bytes::new()
+            }
+            RegionCommand::TransferLeader { .. } => bytes::Bytes::new(),
+            RegionCommand::Split {
+                split_key,
+                new_region_id,
+                new_version,
+            } => {
+                self.apply_split(index, &split_key, new_region_id, new_version);
+                bytes::Bytes::new()
+            }
+            RegionCommand::PrepareMerge {
+                target,
+                new_version,
+            } => {
+                self.apply_prepare_merge(target, new_version);
+                bytes::Bytes::new()
+            }
+            RegionCommand::RollbackMerge { new_version } => {
+                self.apply_rollback_merge(new_version);
+                bytes::Bytes::new()
+            }
+            RegionCommand::CommitMerge { source, data } => {
+                self.apply_commit_merge(index, &source, &data);
                 bytes::Bytes::new()
             }
         }
@@ -430,23 +551,74 @@ impl RegionPeer {
             .iter()
             .map(|(k, _)| k.to_vec())
             .collect();
+        // Locks of a voluntary transfer or merge were proposed through Raft before: dropping
+        // them here loses nothing. Any other loss of leadership loses them.
+        let migrated = matches!(
+            self.lock_table.status(),
+            surge_lock_table::LockStatus::TransferringLeader
+                | surge_lock_table::LockStatus::MergingRegion
+        );
         let lost = self.lock_table.become_follower();
-        Counters::add(&self.counters.memory_locks_lost, lost.locks as u64);
+        if !migrated {
+            Counters::add(&self.counters.locks_lost_on_leader_loss, lost.locks as u64);
+        }
         self.concurrency.unsync();
         self.pending.lock().clear();
         self.wake_all_waiters(keys);
     }
 
-    /// Serializes the region's data for a Raft snapshot.
+    /// Serializes the region (its range, epoch, merge state and data) for a Raft snapshot.
     pub(crate) fn snapshot(&self) -> bytes::Bytes {
-        bytes::Bytes::from(self.engine.export())
+        let snap = PeerSnapshot {
+            info: self.info(),
+            merge: self.merge_state(),
+            engine: self.engine.export(),
+        };
+        bytes::Bytes::from(postcard::to_allocvec(&snap).unwrap_or_default())
     }
 
-    /// Replaces the region's data by a snapshot.
+    /// Replaces the region by a snapshot.
     pub(crate) fn restore(&self, index: u64, data: &[u8]) {
-        if let Err(e) = self.engine.import(data, index) {
+        let snap: PeerSnapshot = match postcard::from_bytes(data) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(region = self.id(), index, error = %e, "region snapshot refused");
+                return;
+            }
+        };
+        if let Err(e) = self.engine.import(&snap.engine, index) {
             tracing::error!(region = self.id(), index, error = %e, "region snapshot refused");
+            return;
         }
+        *self.info.write() = snap.info;
+        *self.merge.lock() = snap.merge;
+    }
+
+    /// The engine (for splits and merges).
+    pub(super) fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// The lock table handle (for splits and merges).
+    pub(super) fn table(&self) -> &SharedRegionLockTable<Lock> {
+        &self.lock_table
+    }
+
+    /// The region's range and epoch (for splits and merges to change).
+    pub(super) fn info_mut(&self) -> parking_lot::RwLockWriteGuard<'_, RegionInfo> {
+        self.info.write()
+    }
+
+    /// Waits (up to `timeout`) until every write this leader proposed has applied.
+    pub(super) fn wait_no_pending(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while !self.pending.lock().is_empty() {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 
     /// In-memory locks and their charged bytes.
@@ -462,6 +634,14 @@ impl RegionPeer {
         let reader = MvccReader::new(&*snap, Some(&table));
         matches!(reader.load_lock(key), Ok(Some(l)) if l.start_ts == lock_ts)
     }
+}
+
+/// What a data region's Raft snapshot holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PeerSnapshot {
+    info: RegionInfo,
+    merge: MergeState,
+    engine: Vec<u8>,
 }
 
 /// A Raft error as a region error.

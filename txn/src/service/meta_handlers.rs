@@ -3,7 +3,7 @@
 use super::node::KvNode;
 use super::request::KvRequest;
 use super::response::{KvResponse, WaitForEdge};
-use crate::placement::META_REGION_ID;
+use crate::placement::{META_REGION_ID, MetaCommand};
 use crate::region::RegionError;
 
 impl KvNode {
@@ -82,6 +82,41 @@ impl KvNode {
             KvRequest::CleanUpTxn { txn } => {
                 self.detector.lock().clean_up(txn);
                 KvResponse::Done
+            }
+            KvRequest::AllocRegionId => {
+                let raft = self.raft.read_recursive();
+                let Some(raft) = raft.as_ref() else {
+                    return KvResponse::RegionError(RegionError::NotLeader {
+                        region_id: META_REGION_ID,
+                        leader: None,
+                    });
+                };
+                match self.meta.propose(
+                    raft,
+                    vec![MetaCommand::AllocRegionId],
+                    self.config.proposal_timeout,
+                ) {
+                    Ok(id) => KvResponse::RegionId { id },
+                    Err(e) => KvResponse::RegionError(self.with_hint(e)),
+                }
+            }
+            KvRequest::ReportRegions { put, remove } => {
+                let raft = self.raft.read_recursive();
+                let Some(raft) = raft.as_ref() else {
+                    return KvResponse::RegionError(RegionError::NotLeader {
+                        region_id: META_REGION_ID,
+                        leader: None,
+                    });
+                };
+                let cmds = put
+                    .into_iter()
+                    .map(MetaCommand::PutRegion)
+                    .chain(remove.into_iter().map(MetaCommand::RemoveRegion))
+                    .collect();
+                match self.meta.propose(raft, cmds, self.config.proposal_timeout) {
+                    Ok(_) => KvResponse::Done,
+                    Err(e) => KvResponse::RegionError(self.with_hint(e)),
+                }
             }
             other => KvResponse::RegionError(RegionError::ServerIsBusy {
                 region_id: META_REGION_ID,

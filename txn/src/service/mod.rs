@@ -1,6 +1,7 @@
 //! The service layer: every node-side command as a [`KvRequest`] / [`KvResponse`] value, the
 //! [`KvService`] trait a node implements, and the [`KvNode`] that implements it.
 
+mod admin_handlers;
 mod kv_service;
 mod meta_handlers;
 mod node;

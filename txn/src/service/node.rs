@@ -2,19 +2,22 @@
 //! node, lock waiting, and (while it leads the meta group) the oracle and the detector.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use surge_lock_table::{BudgetConfig, DeadlockDetector, LockWaitManager, MemoryBudget, WaitConfig};
-use surge_raft_lite::{ConfState, GroupStatus, Node as RaftNode, NodeId};
+use surge_raft_lite::{ConfState, GroupStatus, Node as RaftNode, NodeId, Snapshot, SnapshotMeta};
 
 use super::kv_service::{KvService, NodeRouter, ServiceError};
 use super::request::KvRequest;
 use super::response::{KvResponse, NodeStatusReport, RegionStatus};
 use crate::placement::{META_REGION_ID, MetaPeer, MetaStateMachine};
-use crate::region::{Counters, LockMode, RegionError, RegionInfo, RegionPeer, RegionStateMachine};
+use crate::region::{
+    Counters, LockMode, RegionError, RegionHost, RegionInfo, RegionPeer, RegionStateMachine,
+    SPLIT_CHILD_INIT_INDEX,
+};
 use crate::{Engine, MemEngine};
 
 /// Settings of a [`KvNode`].
@@ -36,6 +39,12 @@ pub struct KvNodeConfig {
     pub proposal_timeout: Duration,
     /// How far ahead the oracle's durable limit is pushed at once, in milliseconds.
     pub tso_window_ms: u64,
+    /// A voluntary leader transfer that has not happened after this long is abandoned and
+    /// the lock table is writable again (TiKV: 10 s).
+    pub transfer_timeout: Duration,
+    /// A merge whose source holds more bytes of in-memory locks than this is refused (the
+    /// locks must fit one Raft entry; TiKV: 90% of `raft-entry-max-size`).
+    pub merge_max_lock_bytes: usize,
 }
 
 impl KvNodeConfig {
@@ -49,6 +58,8 @@ impl KvNodeConfig {
             budget: BudgetConfig::default(),
             proposal_timeout: Duration::from_secs(5),
             tso_window_ms: 3000,
+            transfer_timeout: Duration::from_secs(10),
+            merge_max_lock_bytes: 7 << 20,
         }
     }
 }
@@ -97,7 +108,9 @@ impl std::fmt::Debug for KvNode {
 impl KvNode {
     /// Hosts the meta group (with `regions` as its founding region map) and every region of
     /// `regions` that lists this node as a peer on `raft`, recovering their state from the
-    /// raft node's log. `router` reaches the other nodes (for the oracle and the detector).
+    /// raft node's log, plus `recovered_groups`: the ids of groups the node's log holds
+    /// beyond those (regions made by splits; their state comes from their own snapshots).
+    /// `router` reaches the other nodes (for the oracle and the detector).
     ///
     /// # Errors
     /// Raft errors adding the groups, as [`ServiceError::Unavailable`].
@@ -106,6 +119,7 @@ impl KvNode {
         raft: RaftNode,
         regions: Vec<RegionInfo>,
         meta_peers: Vec<NodeId>,
+        recovered_groups: Vec<u64>,
         router: Arc<dyn NodeRouter>,
     ) -> Result<Arc<KvNode>, ServiceError> {
         let id = config.id;
@@ -116,8 +130,26 @@ impl KvNode {
         let budget = MemoryBudget::new(config.budget);
         let counters = Arc::new(Counters::default());
         let meta = MetaPeer::new(regions.clone(), config.tso_window_ms);
+        let host = Arc::new(NodeHost::default());
         let mut peers = BTreeMap::new();
-        for r in regions.iter().filter(|r| r.peers.contains(&id)) {
+        let mut hosted: Vec<RegionInfo> = regions
+            .iter()
+            .filter(|r| r.peers.contains(&id))
+            .cloned()
+            .collect();
+        for g in recovered_groups {
+            if g != META_REGION_ID && !hosted.iter().any(|r| r.id == g) {
+                // Its range and epoch come from its snapshot when the group is added.
+                hosted.push(RegionInfo {
+                    id: g,
+                    start: Vec::new(),
+                    end: Vec::new(),
+                    epoch: crate::region::RegionEpoch::default(),
+                    peers: meta_peers.clone(),
+                });
+            }
+        }
+        for r in &hosted {
             let engine: Arc<dyn Engine> = Arc::new(MemEngine::new());
             peers.insert(
                 r.id,
@@ -128,6 +160,7 @@ impl KvNode {
                     &budget,
                     waiters.clone(),
                     counters.clone(),
+                    host.clone(),
                 ),
             );
         }
@@ -143,7 +176,7 @@ impl KvNode {
         .map_err(unavailable)?;
         for (rid, peer) in &peers {
             let conf = ConfState::with_voters(
-                regions
+                hosted
                     .iter()
                     .find(|r| r.id == *rid)
                     .map(|r| r.peers.clone())
@@ -154,7 +187,7 @@ impl KvNode {
         }
         let lock_mode = AtomicU8::new(mode_to_u8(config.lock_mode));
         let detector = Mutex::new(DeadlockDetector::new(config.wait_for_lock_timeout * 3));
-        Ok(Arc::new(KvNode {
+        let node = Arc::new(KvNode {
             config,
             raft: RwLock::new(Some(raft)),
             regions: RwLock::new(peers),
@@ -166,7 +199,9 @@ impl KvNode {
             counters,
             lock_mode,
             stopped: AtomicBool::new(false),
-        }))
+        });
+        let _ = host.node.set(Arc::downgrade(&node));
+        Ok(node)
     }
 
     /// This node's id.
@@ -184,9 +219,14 @@ impl KvNode {
         self.lock_mode.store(mode_to_u8(mode), Ordering::Relaxed);
     }
 
-    /// The node's counters.
+    /// The node's counters (with the lock tables' migration and loss counts).
     pub fn counters(&self) -> crate::region::NodeCounters {
-        self.counters.snapshot()
+        let mut c = self.counters.snapshot();
+        let t = self.budget.counters();
+        c.locks_migrated_on_transfer = t.migrated_on_transfer;
+        c.locks_migrated_on_split = t.migrated_on_split;
+        c.locks_migrated_on_merge = t.migrated_on_merge;
+        c
     }
 
     /// The raft status of `group` on this node.
@@ -319,7 +359,7 @@ impl KvNode {
             node: self.id(),
             lock_mode: self.lock_mode(),
             regions,
-            counters: self.counters.snapshot(),
+            counters: self.counters(),
             memory_lock_bytes: self.budget.used(),
         }
     }
@@ -338,7 +378,13 @@ impl KvNode {
             | KvRequest::ScanRegions { .. }
             | KvRequest::DetectDeadlock { .. }
             | KvRequest::CleanUpWaitFor { .. }
-            | KvRequest::CleanUpTxn { .. } => self.handle_meta(req),
+            | KvRequest::CleanUpTxn { .. }
+            | KvRequest::AllocRegionId
+            | KvRequest::ReportRegions { .. } => self.handle_meta(req),
+            KvRequest::TransferLeader { .. }
+            | KvRequest::SplitRegion { .. }
+            | KvRequest::MergeRegions { .. }
+            | KvRequest::CommitMerge { .. } => self.handle_admin(req),
             other => self.handle_region(other),
         }
     }
@@ -353,5 +399,65 @@ impl KvService for KvNode {
             });
         }
         Ok(self.handle(req))
+    }
+}
+
+/// The node side of a region replica's splits and merges (see [`RegionHost`]).
+#[derive(Default)]
+struct NodeHost {
+    node: OnceLock<Weak<KvNode>>,
+}
+
+impl NodeHost {
+    fn node(&self) -> Option<Arc<KvNode>> {
+        self.node.get().and_then(Weak::upgrade)
+    }
+}
+
+impl RegionHost for NodeHost {
+    fn spawn_split_child(&self, child: Arc<RegionPeer>, seed: bytes::Bytes) {
+        let Some(node) = self.node() else { return };
+        let info = child.info();
+        node.regions.write().insert(info.id, child.clone());
+        // The driver thread calls this while applying: never wait for it, and skip when the
+        // node is shutting down (its raft node is being taken).
+        let Some(raft) = node.raft.try_read_recursive() else {
+            return;
+        };
+        if let Some(raft) = raft.as_ref() {
+            let conf = ConfState::with_voters(info.peers.clone());
+            let initial = Snapshot {
+                meta: SnapshotMeta {
+                    index: SPLIT_CHILD_INIT_INDEX,
+                    term: SPLIT_CHILD_INIT_INDEX,
+                    conf: conf.clone(),
+                },
+                data: seed,
+            };
+            raft.add_group_nowait(
+                info.id,
+                conf,
+                Box::new(RegionStateMachine::new(child)),
+                Some(initial),
+            );
+        }
+    }
+
+    fn hosts(&self, id: u64) -> bool {
+        self.node()
+            .is_some_and(|n| n.regions.read().contains_key(&id))
+    }
+
+    fn region_merged(&self, source: u64, target: u64) {
+        let Some(node) = self.node() else { return };
+        let gone = node.regions.write().remove(&source);
+        if let Some(peer) = gone {
+            peer.mark_merged(target);
+        }
+        if let Some(raft) = node.raft.try_read_recursive()
+            && let Some(raft) = raft.as_ref()
+        {
+            raft.remove_group_nowait(source);
+        }
     }
 }

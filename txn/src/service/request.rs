@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::region::{Context, LockMode};
+use surge_raft_lite::NodeId;
+
+use crate::region::{Context, LockMode, RegionInfo};
 use crate::{Mutation, PessimisticAction, TxnProps};
 
 /// The version of the request/response format. A peer speaking another version is refused at
@@ -215,6 +217,47 @@ pub enum KvRequest {
         /// The transaction.
         txn: u64,
     },
+    /// Admin (to the region's leader): hand leadership of `region_id` to node `to`, after
+    /// proposing the leader's in-memory locks through Raft (no lock is lost).
+    TransferLeader {
+        /// The region.
+        region_id: u64,
+        /// The node to lead it.
+        to: NodeId,
+    },
+    /// Admin (to the region's leader): split `region_id` at `split_key` (`None`: at the
+    /// middle of its data). In-memory locks move to the new region by range.
+    SplitRegion {
+        /// The region.
+        region_id: u64,
+        /// Where the new region starts.
+        split_key: Option<Vec<u8>>,
+    },
+    /// Admin (to the source's leader): merge region `source` into the adjacent `target`.
+    MergeRegions {
+        /// The region that goes away.
+        source: u64,
+        /// The region that absorbs it.
+        target: u64,
+    },
+    /// Internal (source leader to target leader): absorb `source` with its data.
+    CommitMerge {
+        /// The absorbing region.
+        target: u64,
+        /// The source as of its `PrepareMerge`.
+        source: RegionInfo,
+        /// The source's data (its locks included as lock records).
+        data: Vec<u8>,
+    },
+    /// Placement (meta leader): a fresh region id.
+    AllocRegionId,
+    /// Placement (meta leader): record region changes.
+    ReportRegions {
+        /// Regions added or changed.
+        put: Vec<RegionInfo>,
+        /// Regions gone (merged away).
+        remove: Vec<u64>,
+    },
     /// Set the cluster's pessimistic lock mode on this node.
     SetLockMode {
         /// The mode.
@@ -246,6 +289,12 @@ impl KvRequest {
             KvRequest::DetectDeadlock { .. } => "detect_deadlock",
             KvRequest::CleanUpWaitFor { .. } => "clean_up_wait_for",
             KvRequest::CleanUpTxn { .. } => "clean_up_txn",
+            KvRequest::TransferLeader { .. } => "transfer_leader",
+            KvRequest::SplitRegion { .. } => "split_region",
+            KvRequest::MergeRegions { .. } => "merge_regions",
+            KvRequest::CommitMerge { .. } => "commit_merge",
+            KvRequest::AllocRegionId => "alloc_region_id",
+            KvRequest::ReportRegions { .. } => "report_regions",
             KvRequest::SetLockMode { .. } => "set_lock_mode",
             KvRequest::NodeStatus => "node_status",
         }

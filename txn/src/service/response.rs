@@ -151,6 +151,19 @@ pub enum KvResponse {
         /// The cycle, if any.
         deadlock: Option<Vec<WaitForEdge>>,
     },
+    /// Reply to an admin request that changed regions: the regions as they are now, and how
+    /// many in-memory locks were migrated (proposed or moved).
+    RegionsChanged {
+        /// The changed regions.
+        regions: Vec<RegionInfo>,
+        /// Locks migrated.
+        locks: usize,
+    },
+    /// Reply to `AllocRegionId`.
+    RegionId {
+        /// The id.
+        id: u64,
+    },
     /// Reply to `NodeStatus`.
     Status(Box<NodeStatusReport>),
     /// The command succeeded and returns nothing (commit, rollback, resolve, admin).

@@ -1,0 +1,431 @@
+//! Region changes on a replica: split, merge and voluntary leader transfer, with TiKV's
+//! in-memory lock protocol (locks proposed before a transfer or merge, moved by range on a
+//! split).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use surge_lock_table::{KeyRange, LockStatus, RegionLockTable};
+use surge_raft_lite::{Node as RaftNode, NodeId};
+
+use super::command::{RegionCommand, WriteCommand};
+use super::counters::Counters;
+use super::peer::{MergeState, RegionPeer, raft_error};
+use super::region_error::RegionError;
+use super::region_info::{RegionEpoch, RegionInfo};
+use crate::{Cf, Engine, Lock, MemEngine, Modify, WriteBatch, encode_key};
+
+/// Raft index and term a split child's group starts at (TiKV's `RAFT_INIT_LOG_INDEX`).
+pub(crate) const SPLIT_CHILD_INIT_INDEX: u64 = 5;
+
+fn range_of(start: &[u8], end: &[u8]) -> KeyRange {
+    if end.is_empty() {
+        KeyRange::from_start(start.to_vec())
+    } else {
+        KeyRange::new(start.to_vec(), end.to_vec())
+    }
+}
+
+fn busy(region_id: u64, reason: impl Into<String>) -> RegionError {
+    RegionError::ServerIsBusy {
+        region_id,
+        reason: reason.into(),
+    }
+}
+
+impl RegionPeer {
+    // ---- apply side (every replica, driver thread) ----
+
+    pub(super) fn apply_split(
+        &self,
+        index: u64,
+        split_key: &[u8],
+        new_region_id: u64,
+        new_version: u64,
+    ) {
+        let (parent, child) = {
+            let mut info = self.info_mut();
+            if info.epoch.version >= new_version {
+                // Restored from a snapshot taken after this split: nothing left to do.
+                return;
+            }
+            if !info.contains(split_key) || split_key == info.start.as_slice() {
+                tracing::error!(
+                    region = info.id,
+                    index,
+                    "split key outside the region; split skipped"
+                );
+                return;
+            }
+            let child = RegionInfo {
+                id: new_region_id,
+                start: split_key.to_vec(),
+                end: info.end.clone(),
+                epoch: RegionEpoch {
+                    version: new_version,
+                    conf_ver: info.epoch.conf_ver,
+                },
+                peers: info.peers.clone(),
+            };
+            info.end = split_key.to_vec();
+            info.epoch.version = new_version;
+            (info.clone(), child)
+        };
+        let child_data = self.engine().split_off(&encode_key(split_key));
+        // The split moves the in-memory locks by range, deleted-marked ones too (their
+        // pending deletes carry the old version and are refused at apply).
+        let child_locks: Option<RegionLockTable<Lock>> = {
+            let mut t = self.table().write();
+            if t.status() == LockStatus::NotLeader {
+                None
+            } else {
+                match t.split(
+                    new_version,
+                    &range_of(&parent.start, &parent.end),
+                    &[range_of(&child.start, &child.end)],
+                ) {
+                    Ok(mut v) => v.pop(),
+                    Err(e) => {
+                        tracing::error!(region = parent.id, error = %e, "lock table split failed");
+                        None
+                    }
+                }
+            }
+        };
+        if self.host.hosts(new_region_id) {
+            // A restart replaying the split: the child recovered its own state.
+            return;
+        }
+        let engine = MemEngine::new();
+        if let Err(e) = engine.import(&child_data, SPLIT_CHILD_INIT_INDEX) {
+            tracing::error!(region = new_region_id, error = %e, "split child data refused");
+            return;
+        }
+        let child_peer = self.sibling(child, Arc::new(engine));
+        if let Some(mut locks) = child_locks {
+            let moved = child_peer.table().write().absorb(&mut locks);
+            if let Err(e) = moved {
+                tracing::error!(region = new_region_id, error = %e, "split child locks refused");
+            }
+        }
+        let seed = child_peer.snapshot();
+        self.host.spawn_split_child(child_peer, seed);
+    }
+
+    pub(super) fn apply_prepare_merge(&self, target: u64, new_version: u64) {
+        self.info_mut().epoch.version = new_version;
+        *self.merge.lock() = MergeState::Merging { target };
+    }
+
+    pub(super) fn apply_rollback_merge(&self, new_version: u64) {
+        self.info_mut().epoch.version = new_version;
+        *self.merge.lock() = MergeState::None;
+        let term = self.leader_term();
+        if term != 0 {
+            // Back to Normal, writable again at the new version; the locks stay.
+            self.table().become_leader(term, new_version);
+        }
+    }
+
+    pub(super) fn apply_commit_merge(&self, index: u64, source: &RegionInfo, data: &[u8]) {
+        let version = {
+            let mut info = self.info_mut();
+            if source.start.as_slice() < info.start.as_slice() {
+                info.start = source.start.clone();
+            }
+            if info.end.is_empty() || source.end.is_empty() {
+                info.end = Vec::new();
+            } else if source.end > info.end {
+                info.end = source.end.clone();
+            }
+            info.epoch.version = info.epoch.version.max(source.epoch.version) + 1;
+            info.epoch.version
+        };
+        if let Err(e) = self.engine().ingest(data) {
+            tracing::error!(region = self.id(), index, error = %e, "merge data refused");
+        }
+        let term = self.leader_term();
+        if term != 0 {
+            // The target's own memory locks stay; the source's arrived as lock-CF records.
+            self.table().become_leader(term, version);
+        }
+        self.host.region_merged(source.id, self.id());
+    }
+
+    /// The source replica on this node after the target absorbed it: it refuses everything.
+    pub(crate) fn mark_merged(&self, target: u64) {
+        *self.merge.lock() = MergeState::Merged { target };
+        self.table().become_follower();
+    }
+
+    /// A split child replica that did not become leader here drops the locks the split moved
+    /// into it (they are lost, counted as lost on leader loss).
+    pub(crate) fn drop_locks_not_leader(&self) {
+        if self.leader_term() == 0 {
+            let lost = self.table().become_follower();
+            Counters::add(
+                &self.counters().locks_lost_on_leader_loss,
+                lost.locks as u64,
+            );
+        }
+    }
+
+    /// A key splitting the region's data in two halves, if any.
+    pub(crate) fn middle_key(&self) -> Option<Vec<u8>> {
+        self.engine().middle_key()
+    }
+
+    // ---- leader side (a request thread) ----
+
+    fn propose_admin(
+        &self,
+        raft: &RaftNode,
+        cmd: &RegionCommand,
+        timeout: Duration,
+    ) -> Result<(), RegionError> {
+        raft.propose(self.id(), Bytes::from(cmd.encode()))
+            .wait_applied(timeout)
+            .map(|_| ())
+            .map_err(|e| raft_error(self.id(), e))
+    }
+
+    /// Proposes `locks` as lock-CF records (what a transfer or merge does with the in-memory
+    /// locks) without releasing them from memory.
+    fn propose_locks(
+        &self,
+        raft: &RaftNode,
+        locks: &[(Vec<u8>, Lock)],
+        timeout: Duration,
+        wait: bool,
+    ) -> Result<(), RegionError> {
+        if locks.is_empty() {
+            return Ok(());
+        }
+        let cmd = RegionCommand::Write(WriteCommand {
+            proposer: self.node_id(),
+            term: self.leader_term(),
+            cmd_id: 0,
+            version: self.info().epoch.version,
+            batch: WriteBatch {
+                modifies: locks
+                    .iter()
+                    .map(|(k, l)| Modify::Put {
+                        cf: Cf::Lock,
+                        key: encode_key(k),
+                        value: l.to_bytes(),
+                    })
+                    .collect(),
+                applied_index: 0,
+            },
+            lock_cf_keys: Vec::new(),
+            released: Vec::new(),
+            lock_only: true,
+        });
+        let bytes = cmd.encode();
+        Counters::add(&self.counters().proposals, 1);
+        Counters::add(&self.counters().raft_bytes, bytes.len() as u64);
+        let p = raft.propose(self.id(), Bytes::from(bytes));
+        if wait {
+            p.wait_applied(timeout)
+                .map(|_| ())
+                .map_err(|e| raft_error(self.id(), e))
+        } else {
+            p.wait_accepted(timeout)
+                .map(|_| ())
+                .map_err(|e| raft_error(self.id(), e))
+        }
+    }
+
+    /// A voluntary leader transfer to `to` with TiKV's protocol: the table goes
+    /// `TransferringLeader` (new locks take the Raft path), its non-deleted locks are proposed,
+    /// then a transfer command; the Raft transfer starts once that applied, so the transferee
+    /// has every lock. If leadership did not move within `transfer_timeout` the table returns
+    /// to `Normal`. Returns how many locks were proposed.
+    pub(crate) fn transfer_leader(
+        &self,
+        raft: &RaftNode,
+        to: NodeId,
+        timeout: Duration,
+        transfer_timeout: Duration,
+    ) -> Result<usize, RegionError> {
+        let region_id = self.id();
+        if self.leader_term() == 0 {
+            return Err(RegionError::NotLeader {
+                region_id,
+                leader: None,
+            });
+        }
+        let locks = self
+            .table()
+            .start_transfer()
+            .map_err(|_| RegionError::NotLeader {
+                region_id,
+                leader: None,
+            })?;
+        let result = (|| {
+            self.propose_locks(raft, &locks, timeout, false)?;
+            self.propose_admin(raft, &RegionCommand::TransferLeader { to }, timeout)?;
+            raft.transfer_leader(region_id, to)
+                .map_err(|e| raft_error(region_id, e))?;
+            let deadline = Instant::now() + transfer_timeout;
+            while self.leader_term() != 0 {
+                if Instant::now() >= deadline {
+                    return Err(busy(
+                        region_id,
+                        format!("leader transfer to node {to} did not happen"),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(locks.len())
+        })();
+        if result.is_err() {
+            // Still leader: writable again (TiKV's reactivate tick).
+            self.table().abort_transfer();
+        }
+        result
+    }
+
+    /// Splits the region at `split_key` into itself and region `new_region_id`.
+    pub(crate) fn split(
+        &self,
+        raft: &RaftNode,
+        split_key: &[u8],
+        new_region_id: u64,
+        timeout: Duration,
+    ) -> Result<(RegionInfo, RegionInfo), RegionError> {
+        let info = self.info();
+        if self.leader_term() == 0 {
+            return Err(RegionError::NotLeader {
+                region_id: info.id,
+                leader: None,
+            });
+        }
+        if !info.contains(split_key) || split_key == info.start.as_slice() {
+            return Err(RegionError::KeyNotInRegion {
+                key: split_key.to_vec(),
+                region_id: info.id,
+            });
+        }
+        let new_version = info.epoch.version + 1;
+        self.propose_admin(
+            raft,
+            &RegionCommand::Split {
+                split_key: split_key.to_vec(),
+                new_region_id,
+                new_version,
+            },
+            timeout,
+        )?;
+        let parent = self.info();
+        let child = RegionInfo {
+            id: new_region_id,
+            start: split_key.to_vec(),
+            end: info.end.clone(),
+            epoch: RegionEpoch {
+                version: new_version,
+                conf_ver: info.epoch.conf_ver,
+            },
+            peers: info.peers.clone(),
+        };
+        Ok((parent, child))
+    }
+
+    /// The source side of a merge into `target`: fence new commands until every pending
+    /// write applied, propose the in-memory locks (all of them, deleted-marked ones too) into
+    /// this region's log, then `PrepareMerge`. Returns the region and its data (locks
+    /// included as lock-CF records) for the target to absorb.
+    ///
+    /// Refused, with the table back to `Normal`, when the locks take more than
+    /// `max_lock_bytes` (they would not fit one Raft entry).
+    pub(crate) fn prepare_merge(
+        &self,
+        raft: &RaftNode,
+        target: u64,
+        max_lock_bytes: usize,
+        timeout: Duration,
+    ) -> Result<(RegionInfo, Vec<u8>), RegionError> {
+        let region_id = self.id();
+        if self.leader_term() == 0 {
+            return Err(RegionError::NotLeader {
+                region_id,
+                leader: None,
+            });
+        }
+        if self.merge_state() != MergeState::None {
+            return Err(busy(
+                region_id,
+                "a merge of this region is already in progress",
+            ));
+        }
+        self.fenced.store(true, std::sync::atomic::Ordering::SeqCst);
+        let result = (|| {
+            if !self.wait_no_pending(timeout) {
+                return Err(busy(region_id, "pending writes did not apply in time"));
+            }
+            let locks = self
+                .table()
+                .start_merge(max_lock_bytes)
+                .map_err(|e| busy(region_id, format!("merge refused: {e}")))?;
+            let proposed = self.propose_locks(raft, &locks, timeout, true);
+            if let Err(e) = proposed {
+                self.table().abort_merge();
+                return Err(e);
+            }
+            let new_version = self.info().epoch.version + 1;
+            if let Err(e) = self.propose_admin(
+                raft,
+                &RegionCommand::PrepareMerge {
+                    target,
+                    new_version,
+                },
+                timeout,
+            ) {
+                self.table().abort_merge();
+                return Err(e);
+            }
+            Ok((self.info(), self.engine().export()))
+        })();
+        self.fenced
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        result
+    }
+
+    /// The merge into the target failed: the source goes back to normal.
+    pub(crate) fn rollback_merge(
+        &self,
+        raft: &RaftNode,
+        timeout: Duration,
+    ) -> Result<(), RegionError> {
+        let new_version = self.info().epoch.version + 1;
+        self.propose_admin(raft, &RegionCommand::RollbackMerge { new_version }, timeout)
+    }
+
+    /// The target side of a merge: absorb `source` (adjacent to this region) and its data.
+    pub(crate) fn commit_merge(
+        &self,
+        raft: &RaftNode,
+        source: RegionInfo,
+        data: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<RegionInfo, RegionError> {
+        let info = self.info();
+        if self.leader_term() == 0 {
+            return Err(RegionError::NotLeader {
+                region_id: info.id,
+                leader: None,
+            });
+        }
+        let adjacent = (!source.end.is_empty() && source.end == info.start)
+            || (!info.end.is_empty() && info.end == source.start);
+        if !adjacent {
+            return Err(busy(
+                info.id,
+                format!("region {} is not adjacent", source.id),
+            ));
+        }
+        self.propose_admin(raft, &RegionCommand::CommitMerge { source, data }, timeout)?;
+        Ok(self.info())
+    }
+}

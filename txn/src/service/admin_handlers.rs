@@ -1,0 +1,205 @@
+//! Admin requests: voluntary leader transfer, split and merge of data regions, run on the
+//! leader with TiKV's in-memory lock protocol, and reported to the meta group.
+
+use std::time::{Duration, Instant};
+
+use surge_raft_lite::Node as RaftNode;
+
+use super::node::KvNode;
+use super::request::KvRequest;
+use super::response::KvResponse;
+use crate::region::{RegionError, RegionInfo};
+
+impl KvNode {
+    pub(super) fn handle_admin(&self, req: KvRequest) -> KvResponse {
+        let raft = self.raft.read_recursive();
+        let Some(raft) = raft.as_ref() else {
+            return KvResponse::RegionError(RegionError::ServerIsBusy {
+                region_id: 0,
+                reason: "node stopped".into(),
+            });
+        };
+        let r = match req {
+            KvRequest::TransferLeader { region_id, to } => self.transfer(raft, region_id, to),
+            KvRequest::SplitRegion {
+                region_id,
+                split_key,
+            } => self.split(raft, region_id, split_key),
+            KvRequest::MergeRegions { source, target } => self.merge(raft, source, target),
+            KvRequest::CommitMerge {
+                target,
+                source,
+                data,
+            } => self.peer(target).and_then(|p| {
+                p.commit_merge(raft, source, data, self.config.proposal_timeout)
+                    .map(|t| KvResponse::RegionsChanged {
+                        regions: vec![t],
+                        locks: 0,
+                    })
+            }),
+            other => Err(RegionError::ServerIsBusy {
+                region_id: 0,
+                reason: format!("{} is not an admin request", other.name()),
+            }),
+        };
+        match r {
+            Ok(resp) => resp,
+            Err(e) => KvResponse::RegionError(self.with_hint(e)),
+        }
+    }
+
+    fn transfer(
+        &self,
+        raft: &RaftNode,
+        region_id: u64,
+        to: u64,
+    ) -> Result<KvResponse, RegionError> {
+        let peer = self.peer(region_id)?;
+        let locks = peer.transfer_leader(
+            raft,
+            to,
+            self.config.proposal_timeout,
+            self.config.transfer_timeout,
+        )?;
+        Ok(KvResponse::RegionsChanged {
+            regions: vec![peer.info()],
+            locks,
+        })
+    }
+
+    fn split(
+        &self,
+        raft: &RaftNode,
+        region_id: u64,
+        split_key: Option<Vec<u8>>,
+    ) -> Result<KvResponse, RegionError> {
+        let peer = self.peer(region_id)?;
+        let split_key = match split_key {
+            Some(k) => k,
+            None => peer.middle_key().ok_or(RegionError::ServerIsBusy {
+                region_id,
+                reason: "region has too little data to split".into(),
+            })?,
+        };
+        let new_id = match self.call_meta(KvRequest::AllocRegionId) {
+            Ok(KvResponse::RegionId { id }) => id,
+            other => {
+                return Err(RegionError::ServerIsBusy {
+                    region_id,
+                    reason: format!("no region id from the meta group: {other:?}"),
+                });
+            }
+        };
+        let moved_before = self.budget.counters().migrated_on_split;
+        let (parent, child) = peer.split(raft, &split_key, new_id, self.config.proposal_timeout)?;
+        let moved = self.budget.counters().migrated_on_split - moved_before;
+        self.lead_split_child(raft, &child);
+        self.report(vec![parent.clone(), child.clone()], Vec::new());
+        Ok(KvResponse::RegionsChanged {
+            regions: vec![parent, child],
+            locks: usize::try_from(moved).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// The split child's replica here holds the moved in-memory locks: campaign so it leads
+    /// (TiKV: a new peer of a leader campaigns at once); if another node wins, the locks here
+    /// are lost and counted as such.
+    fn lead_split_child(&self, raft: &RaftNode, child: &RegionInfo) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if raft.campaign(child.id).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        while Instant::now() < deadline {
+            if self.is_region_leader(child.id) {
+                return;
+            }
+            if let Some(l) = raft.status(child.id).ok().and_then(|s| s.leader)
+                && l != self.id()
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if let Ok(p) = self.peer(child.id)
+            && !self.is_region_leader(child.id)
+        {
+            p.drop_locks_not_leader();
+        }
+    }
+
+    fn merge(&self, raft: &RaftNode, source: u64, target: u64) -> Result<KvResponse, RegionError> {
+        let peer = self.peer(source)?;
+        let moved_before = self.budget.counters().migrated_on_merge;
+        let (source_info, data) = peer.prepare_merge(
+            raft,
+            target,
+            self.config.merge_max_lock_bytes,
+            self.config.proposal_timeout,
+        )?;
+        let moved = self.budget.counters().migrated_on_merge - moved_before;
+        match self.send_commit_merge(target, source_info, data) {
+            Ok(target_info) => {
+                self.report(vec![target_info.clone()], vec![source]);
+                Ok(KvResponse::RegionsChanged {
+                    regions: vec![target_info],
+                    locks: usize::try_from(moved).unwrap_or(usize::MAX),
+                })
+            }
+            Err(e) => {
+                peer.rollback_merge(raft, self.config.proposal_timeout)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Asks the target's leader (wherever it is) to absorb the source.
+    fn send_commit_merge(
+        &self,
+        target: u64,
+        source: RegionInfo,
+        data: Vec<u8>,
+    ) -> Result<RegionInfo, RegionError> {
+        let req = KvRequest::CommitMerge {
+            target,
+            source,
+            data,
+        };
+        let deadline = Instant::now() + self.config.proposal_timeout;
+        let mut last = RegionError::NotLeader {
+            region_id: target,
+            leader: None,
+        };
+        while Instant::now() < deadline {
+            let mut candidates: Vec<u64> = self.leader_hint(target).into_iter().collect();
+            candidates.extend(self.router.nodes());
+            for node in candidates {
+                let resp = if node == self.id() {
+                    Ok(self.handle(req.clone()))
+                } else {
+                    self.router.service(node).and_then(|s| s.call(req.clone()))
+                };
+                match resp {
+                    Ok(KvResponse::RegionsChanged { mut regions, .. }) if !regions.is_empty() => {
+                        return Ok(regions.remove(0));
+                    }
+                    Ok(KvResponse::RegionError(e @ RegionError::NotLeader { .. })) => last = e,
+                    Ok(KvResponse::RegionError(e)) => return Err(e),
+                    _ => {}
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(last)
+    }
+
+    /// Tells the meta group about changed regions (best effort: a client that finds a stale
+    /// map gets epoch errors carrying the current regions).
+    fn report(&self, put: Vec<RegionInfo>, remove: Vec<u64>) {
+        if let Err(e) = self.call_meta(KvRequest::ReportRegions { put, remove }) {
+            tracing::warn!(error = %e, "region change not reported to the meta group");
+        }
+    }
+}

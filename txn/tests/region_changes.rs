@@ -1,0 +1,315 @@
+//! Region changes with in-memory locks, after TiKV's tests of the same names: voluntary leader
+//! transfer, split and merge migrate the locks (none lost); a transfer that does not happen and
+//! a refused merge leave the region writable.
+
+use std::time::Duration;
+
+use surge_txn::{
+    ClientConfig, ClusterConfig, KvRequest, KvResponse, LocalCluster, LockMode, NodeCounters,
+    TxnClient, TxnError, TxnMode,
+};
+
+fn cluster(regions: usize) -> (tempfile::TempDir, LocalCluster) {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = LocalCluster::start(
+        ClusterConfig::new(dir.path())
+            .with_regions(regions)
+            .with_lock_mode(LockMode::InMemory),
+    )
+    .expect("cluster");
+    (dir, c)
+}
+
+fn client(c: &LocalCluster) -> TxnClient {
+    TxnClient::new(c.router(), ClientConfig::default())
+}
+
+/// Every lock of the region holding `key`, as `ScanLock` on its leader sees them (memory and
+/// replicated, each once).
+fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<Vec<u8>> {
+    let r = c.region_of(key).expect("region");
+    let leader = c.leader_of_group(r.id).expect("leader");
+    match c
+        .call(
+            leader,
+            KvRequest::ScanLock {
+                ctx: surge_txn::Context {
+                    region_id: r.id,
+                    epoch: r.epoch,
+                },
+                max_ts: u64::MAX,
+                start: r.start.clone(),
+                end: None,
+                limit: 0,
+            },
+        )
+        .expect("scan lock")
+    {
+        KvResponse::Locks { locks } => locks.into_iter().map(|l| l.key).collect(),
+        other => panic!("scan lock: {other:?}"),
+    }
+}
+
+/// Bytes of in-memory locks the region's leader holds for `key`'s region.
+fn memory_locks_of(c: &LocalCluster, key: &[u8]) -> usize {
+    let r = c.region_of(key).expect("region");
+    let leader = c.leader_of_group(r.id).expect("leader");
+    match c.call(leader, KvRequest::NodeStatus).expect("status") {
+        KvResponse::Status(s) => s
+            .regions
+            .iter()
+            .find(|x| x.region.id == r.id)
+            .map_or(0, |x| x.memory_locks),
+        other => panic!("status: {other:?}"),
+    }
+}
+
+fn lost(c: &NodeCounters) -> u64 {
+    c.locks_lost_on_leader_loss
+}
+
+#[test]
+fn test_propose_in_memory_pessimistic_locks_on_transfer() {
+    let (_d, c) = cluster(2);
+    let cl = client(&c);
+    let mut t1 = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t1.put(b"\x10k1", b"v1").expect("lock");
+    assert_eq!(memory_locks_of(&c, b"\x10k1"), 1, "lock is in memory");
+    let r = c.region_of(b"\x10k1").expect("region");
+    let from = c.leader_of_group(r.id).expect("leader");
+    let to = c
+        .node_ids()
+        .iter()
+        .copied()
+        .find(|n| *n != from)
+        .expect("other node");
+    c.transfer_leader(r.id, to, Duration::from_secs(20))
+        .expect("transfer");
+    // The new leader holds the lock as a replicated record.
+    assert_eq!(locks_in_region_of(&c, b"\x10k1"), vec![b"\x10k1".to_vec()]);
+    let counters = c.counters();
+    assert!(counters.locks_migrated_on_transfer >= 1, "{counters:?}");
+    // Another transaction still cannot take the key.
+    let cfg = ClientConfig {
+        wait_for_lock_timeout: Some(Duration::from_millis(100)),
+        ..ClientConfig::default()
+    };
+    let cl2 = TxnClient::new(c.router(), cfg);
+    let mut t2 = cl2.begin(TxnMode::Pessimistic).expect("begin");
+    assert!(matches!(
+        t2.put(b"\x10k1", b"v2"),
+        Err(TxnError::LockWaitTimeout { .. })
+    ));
+    t2.rollback().expect("rollback");
+    t1.commit()
+        .expect("T1 commits after the transfer: its lock was migrated");
+    assert_eq!(cl.get(b"\x10k1").expect("get"), Some(b"v1".to_vec()));
+    assert_eq!(
+        lost(&c.counters()),
+        0,
+        "no lock lost on a voluntary transfer"
+    );
+}
+
+#[test]
+fn test_memory_pessimistic_locks_status_after_transfer_leader_failure() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cfg = ClusterConfig::new(dir.path()).with_regions(2);
+    cfg.transfer_timeout = Duration::from_millis(500);
+    let c = LocalCluster::start(cfg).expect("cluster");
+    let cl = client(&c);
+    let mut t1 = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t1.put(b"\x10a", b"1").expect("lock");
+    let r = c.region_of(b"\x10a").expect("region");
+    let from = c.leader_of_group(r.id).expect("leader");
+    let to = c
+        .node_ids()
+        .iter()
+        .copied()
+        .find(|n| *n != from)
+        .expect("other");
+    // The transferee cannot be reached: the transfer does not happen.
+    let others: Vec<u64> = c.node_ids().iter().copied().filter(|n| *n != to).collect();
+    c.network().partition(&[to], &others);
+    let resp = c
+        .node(from)
+        .expect("leader node")
+        .handle(KvRequest::TransferLeader {
+            region_id: r.id,
+            to,
+        });
+    assert!(matches!(resp, KvResponse::RegionError(_)), "{resp:?}");
+    c.network().heal();
+    assert_eq!(c.leader_of_group(r.id), Some(from), "leader unchanged");
+    // Back to Normal: new locks go to memory again.
+    let before = c.counters().in_memory_success;
+    let mut t2 = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t2.put(b"\x10b", b"2").expect("lock");
+    assert_eq!(
+        c.counters().in_memory_success,
+        before + 1,
+        "table writable again"
+    );
+    t1.commit().expect("commit t1");
+    t2.commit().expect("commit t2");
+}
+
+#[test]
+fn test_split_with_in_memory_pessimistic_locks() {
+    let (_d, c) = cluster(1);
+    let cl = client(&c);
+    let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(b"a", b"1").expect("lock a");
+    t.put(b"z", b"2").expect("lock z");
+    let r = c.region_of(b"a").expect("region");
+    let regions = c.split_region(r.id, Some(b"m".to_vec())).expect("split");
+    assert_eq!(regions.len(), 2);
+    assert_ne!(
+        c.region_of(b"a").expect("a").id,
+        c.region_of(b"z").expect("z").id
+    );
+    c.wait_for_leaders(Duration::from_secs(30))
+        .expect("leaders");
+    // Each region's leader holds its lock in memory.
+    assert_eq!(memory_locks_of(&c, b"a"), 1);
+    assert_eq!(memory_locks_of(&c, b"z"), 1);
+    assert!(c.counters().locks_migrated_on_split >= 1);
+    t.commit().expect("commit after the split");
+    assert_eq!(cl.get(b"z").expect("get"), Some(b"2".to_vec()));
+    assert_eq!(lost(&c.counters()), 0, "no lock lost on a split");
+}
+
+#[test]
+fn test_split_pessimistic_locks_with_concurrent_prewrite_gets_epoch_errors() {
+    let (_d, c) = cluster(1);
+    let cl = client(&c);
+    let old = c.region_of(b"k").expect("region");
+    let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(b"k", b"1").expect("lock");
+    c.split_region(old.id, Some(b"m".to_vec())).expect("split");
+    let leader = c.leader_of_group(old.id).expect("leader");
+    // A request made for the old epoch is refused with an epoch error.
+    let resp = c
+        .call(
+            leader,
+            KvRequest::Get {
+                ctx: surge_txn::Context {
+                    region_id: old.id,
+                    epoch: old.epoch,
+                },
+                key: b"k".to_vec(),
+                version: 1,
+                bypass_locks: vec![],
+            },
+        )
+        .expect("call");
+    assert!(
+        matches!(
+            resp,
+            KvResponse::RegionError(surge_txn::RegionError::EpochNotMatch { .. })
+        ),
+        "{resp:?}"
+    );
+    // The client follows the new epoch; its prewrite finds the migrated lock.
+    t.commit()
+        .expect("commit follows the epoch, no PessimisticLockNotFound");
+}
+
+#[test]
+fn test_propose_in_memory_pessimistic_locks_on_merge() {
+    let (_d, c) = cluster(2);
+    let cl = client(&c);
+    let source = c.region_of(b"\x10a").expect("source"); // [0x80.., ..) is the other
+    let target = c.region_of(b"\x90a").expect("target");
+    assert_ne!(source.id, target.id);
+    let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(b"\x10a", b"1").expect("lock in source");
+    t.put(b"\x90a", b"2").expect("lock in target");
+    let merged = c.merge_regions(source.id, target.id).expect("merge");
+    assert!(merged.contains(b"\x10a") && merged.contains(b"\x90a"));
+    assert_eq!(c.region_of(b"\x10a").expect("region").id, target.id);
+    // The source's lock is now a replicated lock of the target; the target's own lock
+    // stays in memory.
+    let locks = locks_in_region_of(&c, b"\x10a");
+    assert_eq!(locks, vec![b"\x10a".to_vec(), b"\x90a".to_vec()]);
+    assert!(c.counters().locks_migrated_on_merge >= 1);
+    t.commit().expect("commit after the merge");
+    assert_eq!(cl.get(b"\x10a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(lost(&c.counters()), 0);
+}
+
+#[test]
+fn test_merge_pessimistic_locks_when_gap_is_too_large() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cfg = ClusterConfig::new(dir.path()).with_regions(2);
+    cfg.merge_max_lock_bytes = 64; // one lock does not fit
+    let c = LocalCluster::start(cfg).expect("cluster");
+    let cl = client(&c);
+    let source = c.region_of(b"\x10a").expect("source");
+    let target = c.region_of(b"\x90a").expect("target");
+    let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(b"\x10a", &[b'x'; 64]).expect("lock");
+    let err = c
+        .merge_regions(source.id, target.id)
+        .expect_err("merge refused");
+    assert!(err.to_string().contains("merge refused"), "{err}");
+    // The source is writable again and in-memory locking resumes.
+    let before = c.counters().in_memory_success;
+    t.put(b"\x10b", b"2").expect("lock after the refused merge");
+    assert_eq!(c.counters().in_memory_success, before + 1);
+    t.commit().expect("commit");
+    assert_eq!(
+        c.region_of(b"\x10a").expect("region").id,
+        source.id,
+        "not merged"
+    );
+}
+
+#[test]
+fn test_merge_pessimistic_locks_repeated_merge() {
+    let (_d, c) = cluster(4);
+    let cl = client(&c);
+    let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
+    for k in [&b"\x10a"[..], b"\x50a", b"\x90a", b"\xd0a"] {
+        t.put(k, b"v").expect("lock");
+    }
+    let r = |k: &[u8]| c.region_of(k).expect("region").id;
+    c.merge_regions(r(b"\x10a"), r(b"\x50a"))
+        .expect("first merge");
+    c.merge_regions(r(b"\x50a"), r(b"\x90a"))
+        .expect("second merge");
+    c.merge_regions(r(b"\xd0a"), r(b"\x90a"))
+        .expect("third merge");
+    assert_eq!(c.regions().len(), 1);
+    t.commit().expect("commit after three merges");
+    for k in [&b"\x10a"[..], b"\x50a", b"\x90a", b"\xd0a"] {
+        assert_eq!(cl.get(k).expect("get"), Some(b"v".to_vec()));
+    }
+    assert_eq!(lost(&c.counters()), 0);
+}
+
+#[test]
+fn split_and_merge_survive_a_full_restart() {
+    let dir = tempfile::tempdir().expect("dir");
+    {
+        let c = LocalCluster::start(ClusterConfig::new(dir.path()).with_regions(2)).expect("c");
+        let cl = client(&c);
+        for k in [&b"\x10a"[..], b"\x20a", b"\x90a"] {
+            let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+            t.put(k, k).expect("put");
+            t.commit().expect("commit");
+        }
+        let r = c.region_of(b"\x10a").expect("region");
+        c.split_region(r.id, Some(b"\x20".to_vec())).expect("split");
+        let r2 = c.region_of(b"\x20a").expect("region");
+        let r3 = c.region_of(b"\x90a").expect("region");
+        c.merge_regions(r2.id, r3.id).expect("merge");
+        assert_eq!(c.regions().len(), 2);
+    }
+    let c = LocalCluster::start(ClusterConfig::new(dir.path()).with_regions(2)).expect("restart");
+    assert_eq!(c.regions().len(), 2, "{:?}", c.regions());
+    let cl = client(&c);
+    for k in [&b"\x10a"[..], b"\x20a", b"\x90a"] {
+        assert_eq!(cl.get(k).expect("get"), Some(k.to_vec()), "key {k:?}");
+    }
+}
