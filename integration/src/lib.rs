@@ -25,9 +25,20 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod cli;
+mod client;
 pub mod demo;
 pub mod dump;
+pub mod local;
+mod regions;
 pub mod scenarios;
+pub mod server;
+pub mod wire;
+
+pub use client::{
+    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, TcpRouter, Welcome,
+};
+pub use regions::{INITIAL_REGIONS, initial_regions};
 
 pub use surge_binlog as binlog;
 pub use surge_hotspot as hotspot;

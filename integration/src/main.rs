@@ -2,23 +2,34 @@
 #![deny(unsafe_code)]
 
 use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use surge_txn::LockMode;
 use surgedb::dump::{self, Input};
+use surgedb::local::{ClusterManifest, NodeStart, StartOptions};
+use surgedb::server::{NodeConfig, NodeProcess, parse_peers};
+use surgedb::{Client, ClientOptions, cli};
 
-/// SurgeDB's command-line tool: a demo of its crates and a binlog file reader.
+/// SurgeDB's command-line tool: node processes, a local cluster, a client, a demo and binlog
+/// tools.
 #[derive(Debug, Parser)]
 #[command(
     name = "surgedb",
     version,
-    about = "SurgeDB's command-line tool: a demo of its crates and a binlog file reader.",
-    long_about = "SurgeDB's command-line tool: a demo of its crates and a binlog file reader.\n\n\
-        Today SurgeDB is four crates that work on their own: in-memory pessimistic locks \
-        (surge-lock-table), Raft (surge-raft-lite), a MariaDB-compatible binlog with commit by \
-        rename (surge-binlog) and hot-row group commit (surge-hotspot). The transactional store \
-        that assembles them (surge-txn) is being built; `surgedb demo` runs each crate on its \
-        own, not through that store."
+    about = "SurgeDB's command-line tool: node processes, a local cluster, a client, a demo and binlog tools.",
+    long_about = "SurgeDB's command-line tool.\n\n\
+        `surgedb node` runs one node of a cluster (Raft over TCP, Percolator transactions from \
+        surge-txn, clients served over TCP); `surgedb cluster start|stop|status` manages a \
+        cluster of node processes on loopback; `surgedb kv` and `surgedb txn` talk to a \
+        running cluster. `surgedb demo` runs each technique on its own crate (in-memory \
+        pessimistic locks, binlog commit by rename, hot-row group commit); the binlog at \
+        commit and hot-row updates are not yet wired into the transactional store."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,10 +40,162 @@ struct Cli {
 enum Command {
     /// Run each technique on its own crate and print what it shows (about 10 s).
     Demo,
+    /// Run one node of a cluster until SIGTERM or SIGINT.
+    Node(NodeArgs),
+    /// Manage a local cluster of node processes on loopback.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
+    /// One-shot reads and writes against a running cluster.
+    Kv {
+        #[command(subcommand)]
+        command: KvCommand,
+    },
+    /// Run a script of transactional operations (one per line; `-` reads standard input):
+    /// `begin optimistic|pessimistic`, `get K`, `get_for_update K`, `put K V`, `delete K`,
+    /// `commit`, `rollback`; `#` starts a comment.
+    Txn {
+        #[command(flatten)]
+        target: Target,
+        /// The script file.
+        file: OsString,
+    },
     /// Binlog tools.
     Binlog {
         #[command(subcommand)]
         command: BinlogCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+struct NodeArgs {
+    /// This node's id (1, 2, ...; a key of --peers).
+    #[arg(long)]
+    id: u64,
+    /// Client address (HOST:PORT); Raft listens on PORT + 1 of the same host.
+    #[arg(long)]
+    listen: String,
+    /// Every node of the cluster, this one included: ID=HOST:PORT,... (client addresses).
+    #[arg(long)]
+    peers: String,
+    /// Data directory (locked while the node runs; the WAL is in DIR/raft).
+    #[arg(long)]
+    data: PathBuf,
+    /// Cluster id (default: the data directory's, or one derived from --peers).
+    #[arg(long)]
+    cluster_id: Option<String>,
+    /// Pessimistic lock mode at start (changeable at run time).
+    #[arg(long, value_enum, default_value_t = LockModeArg::InMemory)]
+    lock_mode: LockModeArg,
+    /// Raft election timeout in milliseconds (ticks are 20 ms).
+    #[arg(long, default_value_t = 500)]
+    election_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LockModeArg {
+    /// Through Raft; reply after apply.
+    Sync,
+    /// Through Raft; reply once the leader accepted the proposal.
+    Pipelined,
+    /// In the region leader's memory only (TiKV 6.0's in-memory pessimistic locks).
+    InMemory,
+}
+
+impl From<LockModeArg> for LockMode {
+    fn from(m: LockModeArg) -> LockMode {
+        match m {
+            LockModeArg::Sync => LockMode::Sync,
+            LockModeArg::Pipelined => LockMode::Pipelined,
+            LockModeArg::InMemory => LockMode::InMemory,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// Start N node processes on loopback ports (or restart the stopped nodes of DIR) and
+    /// wait until every region has a leader.
+    Start {
+        /// Number of nodes.
+        #[arg(long, default_value_t = 3)]
+        nodes: usize,
+        /// Cluster directory: cluster.json (addresses, pids), node-N/ and node-N.log.
+        #[arg(long)]
+        data: PathBuf,
+        /// Pessimistic lock mode of the nodes at start.
+        #[arg(long, value_enum, default_value_t = LockModeArg::InMemory)]
+        lock_mode: LockModeArg,
+        /// How long to wait for the cluster to answer, in seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+    /// Send SIGTERM to every node of DIR and wait for them to exit.
+    Stop {
+        /// Cluster directory.
+        #[arg(long)]
+        data: PathBuf,
+        /// How long to wait before SIGKILL, in seconds.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+    },
+    /// Print every node's regions, leaders, epochs, lock-table memory and counters.
+    Status {
+        /// Cluster directory.
+        #[arg(long)]
+        data: PathBuf,
+    },
+}
+
+/// Which cluster to talk to.
+#[derive(Debug, Args)]
+struct Target {
+    /// Node addresses (HOST:PORT,...): any one that answers is enough.
+    #[arg(long, value_delimiter = ',', conflicts_with = "cluster_dir")]
+    cluster: Vec<String>,
+    /// A directory made by `surgedb cluster start`.
+    #[arg(long)]
+    cluster_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum KvCommand {
+    /// Print KEY's value (exit status 1 if it has none).
+    Get {
+        #[command(flatten)]
+        target: Target,
+        /// The key.
+        key: String,
+    },
+    /// Set KEY to VALUE in one transaction.
+    Put {
+        #[command(flatten)]
+        target: Target,
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// Delete KEY in one transaction.
+    Delete {
+        #[command(flatten)]
+        target: Target,
+        /// The key.
+        key: String,
+    },
+    /// Print KEY<TAB>VALUE for the keys of [START, END).
+    Scan {
+        #[command(flatten)]
+        target: Target,
+        /// First key (default: the start of the key space).
+        #[arg(default_value = "")]
+        start: String,
+        /// End key, exclusive (default: the end of the key space).
+        end: Option<String>,
+        /// At most this many keys.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
 }
 
@@ -42,6 +205,12 @@ enum BinlogCommand {
     Dump {
         /// The binlog file, or `-` to read standard input.
         file: OsString,
+    },
+    /// Read every binlog file under DIR back with surge-binlog's reader, verifying every
+    /// event's checksum.
+    Verify {
+        /// The directory (searched recursively).
+        dir: PathBuf,
     },
 }
 
@@ -59,7 +228,175 @@ fn main() -> ExitCode {
             Err(e) if !e.is_broken_pipe() => ("surgedb binlog dump", e.to_string()),
             _ => return ExitCode::SUCCESS,
         },
+        Command::Binlog {
+            command: BinlogCommand::Verify { dir },
+        } => (
+            "surgedb binlog verify",
+            or_ok(binlog_verify(&dir, &mut stdout)),
+        ),
+        Command::Node(args) => ("surgedb node", or_ok(node(args, &mut stdout))),
+        Command::Cluster { command } => ("surgedb cluster", or_ok(cluster(command, &mut stdout))),
+        Command::Kv { command } => ("surgedb kv", or_ok(kv(command, &mut stdout))),
+        Command::Txn { target, file } => ("surgedb txn", or_ok(txn(&target, &file, &mut stdout))),
     };
+    if failure.is_empty() {
+        return ExitCode::SUCCESS;
+    }
     eprintln!("{context}: {failure}");
     ExitCode::FAILURE
+}
+
+/// The error's text, or empty for success.
+fn or_ok(r: Result<(), String>) -> String {
+    r.err().unwrap_or_default()
+}
+
+fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
+    let peers = parse_peers(&args.peers).map_err(|e| e.to_string())?;
+    let mut config = NodeConfig::new(args.id, peers, args.data);
+    config.cluster_id = args.cluster_id;
+    config.lock_mode = args.lock_mode.into();
+    let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
+    config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);
+    config.heartbeat_tick = (config.election_tick / 8).max(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
+    }
+    let process = NodeProcess::start(&config).map_err(|e| e.to_string())?;
+    let _ = writeln!(
+        out,
+        "surgedb node {}: cluster {}, clients on {}, raft on {}, data in {}",
+        config.id,
+        process.cluster_id(),
+        process.client_addr(),
+        process.raft_addr(),
+        config.data.display()
+    );
+    let _ = out.flush();
+    process.run_until(&stop);
+    let _ = writeln!(out, "surgedb node {}: stopped", config.id);
+    Ok(())
+}
+
+fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> {
+    match command {
+        ClusterCommand::Start {
+            nodes,
+            data,
+            lock_mode,
+            timeout,
+        } => {
+            let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+            let mode: LockMode = lock_mode.into();
+            let opts = StartOptions {
+                exe,
+                node_args: vec!["--lock-mode".into(), mode.as_str().into()],
+                ready_timeout: Duration::from_secs(timeout),
+            };
+            let (manifest, outcome) =
+                surgedb::local::start(&data, nodes, &opts).map_err(|e| e.to_string())?;
+            for (id, what) in outcome {
+                let node = manifest.node(id).ok_or("node vanished from the manifest")?;
+                let what = match what {
+                    NodeStart::Started => "started",
+                    NodeStart::AlreadyRunning => "already running",
+                };
+                let _ = writeln!(out, "node {id}: {what}, pid {}, {}", node.pid, node.addr);
+            }
+            let _ = writeln!(
+                out,
+                "cluster {} ready: {}",
+                manifest.cluster_id,
+                manifest.addrs().join(",")
+            );
+            Ok(())
+        }
+        ClusterCommand::Stop { data, timeout } => {
+            let stopped = surgedb::local::stop(&data, Duration::from_secs(timeout))
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(out, "stopped nodes {stopped:?}");
+            Ok(())
+        }
+        ClusterCommand::Status { data } => {
+            let manifest = ClusterManifest::load(&data).map_err(|e| e.to_string())?;
+            let client = Client::connect(&manifest.addrs(), ClientOptions::default())
+                .map_err(|e| e.to_string())?;
+            let reports: Vec<_> = manifest
+                .nodes
+                .iter()
+                .map(|n| (n.id, n.addr.clone(), client.node_status(n.id)))
+                .collect();
+            let _ = writeln!(out, "cluster {}", manifest.cluster_id);
+            cli::print_status(&reports, out).map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn connect(target: &Target) -> Result<Client, String> {
+    let addrs = match (&target.cluster_dir, target.cluster.is_empty()) {
+        (Some(dir), _) => ClusterManifest::load(dir)
+            .map_err(|e| e.to_string())?
+            .addrs(),
+        (None, false) => target.cluster.clone(),
+        (None, true) => {
+            return Err("name the cluster with --cluster ADDR,... or --cluster-dir DIR".into());
+        }
+    };
+    Client::connect(&addrs, ClientOptions::default()).map_err(|e| e.to_string())
+}
+
+fn kv(command: KvCommand, out: &mut impl Write) -> Result<(), String> {
+    let text = |e: cli::KvError| e.to_string();
+    match command {
+        KvCommand::Get { target, key } => {
+            cli::get(connect(&target)?.txn(), &key, out).map_err(text)
+        }
+        KvCommand::Put { target, key, value } => {
+            cli::write(connect(&target)?.txn(), &key, Some(&value), out).map_err(text)
+        }
+        KvCommand::Delete { target, key } => {
+            cli::write(connect(&target)?.txn(), &key, None, out).map_err(text)
+        }
+        KvCommand::Scan {
+            target,
+            start,
+            end,
+            limit,
+        } => cli::scan(connect(&target)?.txn(), &start, end.as_deref(), limit, out)
+            .map(|_| ())
+            .map_err(text),
+    }
+}
+
+fn txn(target: &Target, file: &OsString, out: &mut impl Write) -> Result<(), String> {
+    let text = if file == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| format!("standard input: {e}"))?
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", Path::new(file).display()))?
+    };
+    let ops = cli::parse_script(&text).map_err(|e| e.to_string())?;
+    let client = connect(target)?;
+    cli::run_script(client.txn(), &ops, out).map_err(|e| e.to_string())
+}
+
+fn binlog_verify(dir: &Path, out: &mut impl Write) -> Result<(), String> {
+    let files = cli::verify_dir(dir).map_err(|e| e.to_string())?;
+    for f in &files {
+        let _ = writeln!(
+            out,
+            "{}: {} events, {} bytes, every checksum verified",
+            f.path.display(),
+            f.events,
+            f.bytes
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} binlog files under {} read back with surge-binlog's reader (FileEvents)",
+        files.len(),
+        dir.display()
+    );
+    Ok(())
 }

@@ -1,0 +1,286 @@
+//! [`RemoteService`]: one node's [`KvService`] over TCP, with pooled connections.
+
+use std::io::{BufReader, BufWriter};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use surge_raft_lite::NodeId;
+use surge_txn::{KvRequest, KvResponse, KvService, ServiceError};
+
+use crate::wire::{
+    ClientFrame, FrameError, Hello, ServerFrame, ServerStats, WireError, encode_hello, read_frame,
+    write_frame,
+};
+
+/// Timeouts and pool size of a [`RemoteService`].
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// Longest wait for a TCP connection.
+    pub connect_timeout: Duration,
+    /// Longest wait for one answer. It must exceed the longest a node may legitimately
+    /// take: a lock wait (1 s by default) or a Raft proposal (5 s).
+    pub request_timeout: Duration,
+    /// Idle connections kept for reuse.
+    pub max_idle: usize,
+    /// The cluster to insist on (`None`: whichever the node belongs to).
+    pub cluster_id: Option<String>,
+    /// The calling node, when a node calls another.
+    pub from_node: Option<NodeId>,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> RemoteConfig {
+        RemoteConfig {
+            connect_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(10),
+            max_idle: 16,
+            cluster_id: None,
+            from_node: None,
+        }
+    }
+}
+
+/// What the node said at the handshake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Welcome {
+    /// The node.
+    pub node: NodeId,
+    /// Its cluster.
+    pub cluster_id: String,
+    /// Every node of the cluster with its client address.
+    pub peers: Vec<(NodeId, String)>,
+}
+
+struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: BufWriter<TcpStream>,
+}
+
+/// One node's [`KvService`] over TCP. Connections are opened on demand, handshaken, and
+/// kept in a small pool; a connection that failed or timed out is dropped, never reused
+/// (its late answer would be taken for the next request's).
+///
+/// Every failure is a [`ServiceError`]: `Unavailable` when the node cannot be reached (the
+/// request was not sent, or the connection broke), `Timeout` when no answer came in time
+/// (the request may have run), `Protocol` for a refused handshake or an answer that does
+/// not decode.
+pub struct RemoteService {
+    /// The node expected at `addr` (0: not known yet, any node is accepted).
+    node: NodeId,
+    addr: SocketAddr,
+    config: RemoteConfig,
+    idle: Mutex<Vec<Conn>>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for RemoteService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteService")
+            .field("node", &self.node)
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl RemoteService {
+    /// A service for node `node` (0 if not known) at `addr`. Does no I/O.
+    pub fn new(node: NodeId, addr: SocketAddr, config: RemoteConfig) -> RemoteService {
+        RemoteService {
+            node,
+            addr,
+            config,
+            idle: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Resolves `addr` (`host:port`) to its first socket address.
+    ///
+    /// # Errors
+    /// [`ServiceError::Unavailable`] if it does not resolve.
+    pub fn resolve(node: NodeId, addr: &str) -> Result<SocketAddr, ServiceError> {
+        addr.to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| ServiceError::Unavailable {
+                node,
+                detail: format!("address {addr:?} does not resolve"),
+            })
+    }
+
+    /// The node's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Connects and handshakes (not pooled): what the node says about itself.
+    ///
+    /// # Errors
+    /// As [`KvService::call`].
+    pub fn welcome(&self) -> Result<Welcome, ServiceError> {
+        self.connect().map(|(_, w)| w)
+    }
+
+    /// The node's client-server counters.
+    ///
+    /// # Errors
+    /// As [`KvService::call`].
+    pub fn server_stats(&self) -> Result<ServerStats, ServiceError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.round_trip(&ClientFrame::ServerStats { id })? {
+            ServerFrame::Stats { id: got, stats } if got == id => Ok(stats),
+            other => Err(self.protocol(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    fn node_or_zero(&self) -> NodeId {
+        self.node
+    }
+
+    fn unavailable(&self, detail: impl Into<String>) -> ServiceError {
+        ServiceError::Unavailable {
+            node: self.node_or_zero(),
+            detail: format!("{}: {}", self.addr, detail.into()),
+        }
+    }
+
+    fn protocol(&self, detail: impl Into<String>) -> ServiceError {
+        ServiceError::Protocol {
+            node: self.node_or_zero(),
+            detail: format!("{}: {}", self.addr, detail.into()),
+        }
+    }
+
+    fn timeout(&self) -> ServiceError {
+        ServiceError::Timeout {
+            node: self.node_or_zero(),
+            timeout_ms: u64::try_from(self.config.request_timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    fn connect(&self) -> Result<(Conn, Welcome), ServiceError> {
+        let stream = TcpStream::connect_timeout(&self.addr, self.config.connect_timeout)
+            .map_err(|e| self.unavailable(format!("connect: {e}")))?;
+        let _ = stream.set_nodelay(true);
+        let setup = |e: std::io::Error| self.unavailable(format!("socket setup: {e}"));
+        stream
+            .set_read_timeout(Some(self.config.request_timeout))
+            .map_err(setup)?;
+        stream
+            .set_write_timeout(Some(self.config.request_timeout))
+            .map_err(setup)?;
+        let mut conn = Conn {
+            reader: BufReader::new(stream.try_clone().map_err(setup)?),
+            writer: BufWriter::new(stream),
+        };
+        let hello = Hello {
+            cluster_id: self.config.cluster_id.clone(),
+            from_node: self.config.from_node,
+        };
+        write_frame(&mut conn.writer, &encode_hello(&hello)).map_err(|e| self.io_error(e))?;
+        let welcome = match self.read_answer(&mut conn)? {
+            ServerFrame::Welcome {
+                node,
+                cluster_id,
+                peers,
+            } => Welcome {
+                node,
+                cluster_id,
+                peers,
+            },
+            ServerFrame::Error(e) => return Err(self.refused(e)),
+            other => return Err(self.protocol(format!("expected a welcome, got {other:?}"))),
+        };
+        if self.node != 0 && welcome.node != self.node {
+            return Err(self.protocol(format!(
+                "expected node {} there, found node {}",
+                self.node, welcome.node
+            )));
+        }
+        Ok((conn, welcome))
+    }
+
+    fn refused(&self, e: WireError) -> ServiceError {
+        match e {
+            WireError::Busy { .. } => self.unavailable(e.to_string()),
+            other => self.protocol(format!("refused: {other}")),
+        }
+    }
+
+    fn io_error(&self, e: FrameError) -> ServiceError {
+        if e.is_timeout() {
+            self.timeout()
+        } else {
+            self.unavailable(e.to_string())
+        }
+    }
+
+    fn read_answer(&self, conn: &mut Conn) -> Result<ServerFrame, ServiceError> {
+        let mut buf = Vec::new();
+        read_frame(&mut conn.reader, &mut buf).map_err(|e| self.io_error(e))?;
+        postcard::from_bytes(&buf).map_err(|e| self.protocol(format!("undecodable answer: {e}")))
+    }
+
+    /// An idle pooled connection that still looks alive, or a new one.
+    fn checkout(&self) -> Result<Conn, ServiceError> {
+        while let Some(conn) = self.idle.lock().pop() {
+            if looks_alive(conn.writer.get_ref()) {
+                return Ok(conn);
+            }
+        }
+        self.connect().map(|(c, _)| c)
+    }
+
+    fn checkin(&self, conn: Conn) {
+        let mut idle = self.idle.lock();
+        if idle.len() < self.config.max_idle {
+            idle.push(conn);
+        }
+    }
+
+    fn round_trip(&self, frame: &ClientFrame) -> Result<ServerFrame, ServiceError> {
+        let body = postcard::to_allocvec(frame)
+            .map_err(|e| self.protocol(format!("cannot encode request: {e}")))?;
+        let mut conn = self.checkout()?;
+        write_frame(&mut conn.writer, &body).map_err(|e| match e {
+            FrameError::TooLarge { len, max } => {
+                self.protocol(format!("request of {len} bytes over the {max}-byte limit"))
+            }
+            other => self.io_error(other),
+        })?;
+        let answer = self.read_answer(&mut conn)?;
+        // Only a connection that delivered its answer goes back to the pool.
+        self.checkin(conn);
+        Ok(answer)
+    }
+}
+
+/// Whether a pooled connection's peer has not closed it: a node that restarted closed its
+/// end, and a request written there would be lost (reported as `Unavailable` after the
+/// write seemed to succeed).
+fn looks_alive(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    let alive = match stream.peek(&mut byte) {
+        // Data nobody asked for, or end of stream: either way not reusable.
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+    };
+    stream.set_nonblocking(false).is_ok() && alive
+}
+
+impl KvService for RemoteService {
+    fn call(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.round_trip(&ClientFrame::Request { id, req })? {
+            ServerFrame::Response { id: got, resp } if got == id => Ok(resp),
+            ServerFrame::Unavailable { detail, .. } => Err(self.unavailable(detail)),
+            ServerFrame::Error(e) => Err(self.refused(e)),
+            other => Err(self.protocol(format!("unexpected answer {other:?}"))),
+        }
+    }
+}

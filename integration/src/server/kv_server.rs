@@ -1,0 +1,303 @@
+//! [`KvServer`]: serves a node's [`KvService`] to TCP clients, one thread per connection.
+
+use std::io::{BufReader, BufWriter};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use surge_raft_lite::NodeId;
+use surge_txn::KvService;
+
+use crate::wire::{
+    ClientFrame, FrameError, MAX_FRAME, ServerFrame, ServerStats, WireError, decode_hello,
+    read_frame, write_frame,
+};
+
+/// Settings of a [`KvServer`].
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// This node.
+    pub node: NodeId,
+    /// Its cluster; a hello naming another is refused.
+    pub cluster_id: String,
+    /// Every node with its client address (sent in the welcome).
+    pub peers: Vec<(NodeId, String)>,
+    /// Connections served at once; more are refused with [`WireError::Busy`].
+    pub max_connections: usize,
+    /// How long a new connection may take to send its hello.
+    pub handshake_timeout: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    connections: AtomicU64,
+    open_connections: AtomicU64,
+    refused_busy: AtomicU64,
+    bad_handshakes: AtomicU64,
+    bad_frames: AtomicU64,
+    requests: AtomicU64,
+}
+
+/// A node's client server. Bind with [`KvServer::bind`], then [`KvServer::serve`] a service.
+///
+/// Invariant: a malformed frame never ends the process nor another connection. A body that
+/// does not decode is answered with [`WireError::BadFrame`] and the connection goes on
+/// (the length prefix kept framing intact); a length over [`MAX_FRAME`] is answered with
+/// [`WireError::FrameTooLarge`] and only that connection is closed.
+pub struct KvServer {
+    config: ServerConfig,
+    listener: Mutex<Option<TcpListener>>,
+    local: SocketAddr,
+    counters: Counters,
+    stopped: AtomicBool,
+    /// Open connections, to close them at shutdown.
+    conns: Mutex<Vec<(u64, TcpStream)>>,
+    next_conn: AtomicU64,
+}
+
+impl std::fmt::Debug for KvServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvServer")
+            .field("node", &self.config.node)
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+impl KvServer {
+    /// Binds `addr` (before the node starts, so that a busy port fails early).
+    ///
+    /// # Errors
+    /// The bind's I/O error.
+    pub fn bind(addr: SocketAddr, config: ServerConfig) -> std::io::Result<Arc<KvServer>> {
+        let listener = TcpListener::bind(addr)?;
+        let local = listener.local_addr()?;
+        Ok(Arc::new(KvServer {
+            config,
+            listener: Mutex::new(Some(listener)),
+            local,
+            counters: Counters::default(),
+            stopped: AtomicBool::new(false),
+            conns: Mutex::new(Vec::new()),
+            next_conn: AtomicU64::new(0),
+        }))
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Starts accepting connections for `service`.
+    ///
+    /// # Errors
+    /// If the accept thread cannot be spawned, or `serve` was called before.
+    pub fn serve(self: &Arc<Self>, service: Arc<dyn KvService>) -> std::io::Result<()> {
+        let listener = self
+            .listener
+            .lock()
+            .take()
+            .ok_or_else(|| std::io::Error::other("KvServer::serve called twice"))?;
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("kv-accept".into())
+            .spawn(move || me.accept_loop(listener, service))?;
+        Ok(())
+    }
+
+    /// The server's counters.
+    pub fn stats(&self) -> ServerStats {
+        let c = &self.counters;
+        ServerStats {
+            connections: c.connections.load(Ordering::Relaxed),
+            open_connections: c.open_connections.load(Ordering::Relaxed),
+            refused_busy: c.refused_busy.load(Ordering::Relaxed),
+            bad_handshakes: c.bad_handshakes.load(Ordering::Relaxed),
+            bad_frames: c.bad_frames.load(Ordering::Relaxed),
+            requests: c.requests.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops accepting and closes every connection (requests in flight lose their answer).
+    pub fn shutdown(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        for (_, c) in self.conns.lock().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+        // Wake the accept loop so that it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(200));
+    }
+
+    fn accept_loop(self: Arc<Self>, listener: TcpListener, service: Arc<dyn KvService>) {
+        for conn in listener.incoming() {
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(stream) = conn else { continue };
+            let open = self.counters.open_connections.load(Ordering::SeqCst);
+            if open >= self.config.max_connections as u64 {
+                self.counters.refused_busy.fetch_add(1, Ordering::Relaxed);
+                let mut w = &stream;
+                let _ = send(
+                    &mut w,
+                    &ServerFrame::Error(WireError::Busy {
+                        max: self.config.max_connections as u64,
+                    }),
+                );
+                continue;
+            }
+            self.counters
+                .open_connections
+                .fetch_add(1, Ordering::SeqCst);
+            let me = self.clone();
+            let svc = service.clone();
+            let spawned = std::thread::Builder::new()
+                .name("kv-conn".into())
+                .spawn(move || {
+                    me.serve_connection(stream, svc.as_ref());
+                    me.counters.open_connections.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                self.counters
+                    .open_connections
+                    .fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn serve_connection(&self, stream: TcpStream, service: &dyn KvService) {
+        let conn_id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        if let Ok(c) = stream.try_clone() {
+            let mut conns = self.conns.lock();
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            conns.push((conn_id, c));
+        }
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(self.config.handshake_timeout));
+        let mut reader = BufReader::new(&stream);
+        let mut writer = BufWriter::new(&stream);
+        if self.handshake(&mut reader, &mut writer) {
+            let _ = stream.set_read_timeout(None);
+            self.counters.connections.fetch_add(1, Ordering::Relaxed);
+            self.request_loop(&mut reader, &mut writer, service);
+        }
+        let _ = stream.shutdown(Shutdown::Both);
+        self.conns.lock().retain(|(id, _)| *id != conn_id);
+    }
+
+    /// Reads and checks the hello; answers the welcome or the refusal.
+    fn handshake(&self, r: &mut impl std::io::Read, w: &mut impl std::io::Write) -> bool {
+        let mut buf = Vec::new();
+        let refusal = match read_frame(r, &mut buf) {
+            Ok(()) => match decode_hello(&buf) {
+                Ok(hello) => match hello.cluster_id {
+                    Some(theirs) if theirs != self.config.cluster_id => {
+                        WireError::ClusterMismatch {
+                            ours: self.config.cluster_id.clone(),
+                            theirs,
+                        }
+                    }
+                    _ => {
+                        let welcome = ServerFrame::Welcome {
+                            node: self.config.node,
+                            cluster_id: self.config.cluster_id.clone(),
+                            peers: self.config.peers.clone(),
+                        };
+                        return send(w, &welcome).is_ok();
+                    }
+                },
+                Err(e) => e,
+            },
+            Err(FrameError::TooLarge { len, max }) => WireError::FrameTooLarge {
+                len: len as u64,
+                max: max as u64,
+            },
+            // Closed, timed out or failed before saying anything: nothing to answer.
+            Err(_) => {
+                self.counters.bad_handshakes.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+        };
+        self.counters.bad_handshakes.fetch_add(1, Ordering::Relaxed);
+        let _ = send(w, &ServerFrame::Error(refusal));
+        false
+    }
+
+    fn request_loop(
+        &self,
+        r: &mut impl std::io::Read,
+        w: &mut impl std::io::Write,
+        service: &dyn KvService,
+    ) {
+        let mut buf = Vec::new();
+        while !self.stopped.load(Ordering::SeqCst) {
+            let reply = match read_frame(r, &mut buf) {
+                Ok(()) => match postcard::from_bytes::<ClientFrame>(&buf) {
+                    Ok(frame) => self.answer(frame, service),
+                    Err(e) => {
+                        self.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+                        ServerFrame::Error(WireError::BadFrame {
+                            detail: e.to_string(),
+                        })
+                    }
+                },
+                Err(FrameError::TooLarge { len, .. }) => {
+                    self.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+                    let _ = send(
+                        w,
+                        &ServerFrame::Error(WireError::FrameTooLarge {
+                            len: len as u64,
+                            max: MAX_FRAME as u64,
+                        }),
+                    );
+                    return;
+                }
+                Err(_) => return,
+            };
+            match send(w, &reply) {
+                Ok(()) => {}
+                // An answer over the frame limit (a huge scan): refuse it, keep serving.
+                Err(FrameError::TooLarge { len, max }) => {
+                    let refusal = ServerFrame::Error(WireError::FrameTooLarge {
+                        len: len as u64,
+                        max: max as u64,
+                    });
+                    if send(w, &refusal).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn answer(&self, frame: ClientFrame, service: &dyn KvService) -> ServerFrame {
+        match frame {
+            ClientFrame::Request { id, req } => {
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                match service.call(req) {
+                    Ok(resp) => ServerFrame::Response { id, resp },
+                    Err(e) => ServerFrame::Unavailable {
+                        id,
+                        detail: e.to_string(),
+                    },
+                }
+            }
+            ClientFrame::ServerStats { id } => ServerFrame::Stats {
+                id,
+                stats: self.stats(),
+            },
+        }
+    }
+}
+
+/// Encodes and writes one server frame.
+fn send(w: &mut impl std::io::Write, frame: &ServerFrame) -> Result<(), FrameError> {
+    let body =
+        postcard::to_allocvec(frame).map_err(|e| FrameError::Io(std::io::Error::other(e)))?;
+    write_frame(w, &body)
+}

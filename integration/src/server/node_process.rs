@@ -1,0 +1,235 @@
+//! [`NodeProcess`]: everything `surgedb node` runs: the locked data directory, a
+//! `raft-lite` node over a WAL and TCP, the txn crate's `KvNode`, and the client server.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use surge_raft_lite::{Node as RaftNode, NodeId, NodeOptions, TcpTransport, Wal, WalOptions};
+use surge_txn::{KvNode, KvNodeConfig, LockMode};
+
+use super::data_dir::{DataDir, DataDirError};
+use super::kv_server::{KvServer, ServerConfig};
+use super::peer_spec::{PeerSpecError, raft_addr_of, resolve};
+use crate::client::{RemoteConfig, TcpRouter};
+use crate::regions::initial_regions;
+
+/// How to run one node.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// This node's id (a key of `peers`).
+    pub id: NodeId,
+    /// Every node (this one included) with its client address; Raft listens on the next
+    /// port of each.
+    pub peers: BTreeMap<NodeId, String>,
+    /// The data directory (`DIR/raft` holds the WAL).
+    pub data: PathBuf,
+    /// The cluster id (`None`: the directory's, or one derived from `peers`).
+    pub cluster_id: Option<String>,
+    /// The pessimistic lock mode at start.
+    pub lock_mode: LockMode,
+    /// Raft tick length.
+    pub tick: Duration,
+    /// Raft election timeout in ticks.
+    pub election_tick: u32,
+    /// Raft heartbeat interval in ticks.
+    pub heartbeat_tick: u32,
+    /// Client connections served at once.
+    pub max_connections: usize,
+}
+
+impl NodeConfig {
+    /// Defaults for node `id` of `peers` with data under `data`: in-memory locks, 20 ms
+    /// ticks, elections after 500 ms (25 ticks: processes on a busy machine get scheduled
+    /// late, and a shorter timeout makes leaders flap), heartbeats every 60 ms, 1024
+    /// connections.
+    pub fn new(id: NodeId, peers: BTreeMap<NodeId, String>, data: PathBuf) -> NodeConfig {
+        NodeConfig {
+            id,
+            peers,
+            data,
+            cluster_id: None,
+            lock_mode: LockMode::InMemory,
+            tick: Duration::from_millis(20),
+            election_tick: 25,
+            heartbeat_tick: 3,
+            max_connections: 1024,
+        }
+    }
+}
+
+/// Why a node could not start.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The node is not one of its own peers.
+    #[error("node {id} is not in --peers {peers:?}")]
+    NotAPeer {
+        /// The node.
+        id: NodeId,
+        /// The peers given.
+        peers: Vec<NodeId>,
+    },
+    /// A peer address is unusable.
+    #[error(transparent)]
+    Peer(#[from] PeerSpecError),
+    /// The data directory is held, foreign or unreadable.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
+    /// A listening socket could not be bound.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Which listener.
+        what: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The WAL or the raft node failed.
+    #[error("raft: {0}")]
+    Raft(#[from] surge_raft_lite::Error),
+    /// The transactional node failed to start.
+    #[error("kv node: {0}")]
+    Kv(#[from] surge_txn::ServiceError),
+    /// A thread could not be spawned.
+    #[error("cannot spawn a thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// A running node. Dropping it without [`NodeProcess::shutdown`] stops it too (less
+/// politely: the raft driver stops when its handle drops).
+#[derive(Debug)]
+pub struct NodeProcess {
+    server: Arc<KvServer>,
+    node: Arc<KvNode>,
+    transport: Arc<TcpTransport>,
+    dir: DataDir,
+}
+
+impl NodeProcess {
+    /// Locks the data directory, opens the WAL, starts Raft over TCP, hosts the regions
+    /// and serves clients.
+    ///
+    /// # Errors
+    /// [`NodeError`] naming what failed; nothing is left running.
+    pub fn start(config: &NodeConfig) -> Result<NodeProcess, NodeError> {
+        let listen = config
+            .peers
+            .get(&config.id)
+            .ok_or_else(|| NodeError::NotAPeer {
+                id: config.id,
+                peers: config.peers.keys().copied().collect(),
+            })?
+            .clone();
+        let dir = DataDir::open(
+            &config.data,
+            config.cluster_id.as_deref(),
+            config.id,
+            &config.peers,
+        )?;
+        let cluster_id = dir.identity().cluster_id.clone();
+        let server = KvServer::bind(
+            resolve(&listen)?,
+            ServerConfig {
+                node: config.id,
+                cluster_id: cluster_id.clone(),
+                peers: config.peers.iter().map(|(i, a)| (*i, a.clone())).collect(),
+                max_connections: config.max_connections,
+                handshake_timeout: Duration::from_secs(10),
+            },
+        )
+        .map_err(|source| NodeError::Bind {
+            addr: listen.clone(),
+            what: "clients",
+            source,
+        })?;
+        let mut raft_peers = std::collections::HashMap::new();
+        for (id, addr) in config.peers.iter().filter(|(id, _)| **id != config.id) {
+            raft_peers.insert(*id, raft_addr_of(addr)?);
+        }
+        let raft_listen = raft_addr_of(&listen)?;
+        let transport = TcpTransport::bind(config.id, raft_listen, raft_peers)?;
+        let wal = Wal::open(config.data.join("raft"), WalOptions::default())?;
+        let mut opts = NodeOptions::new(config.id);
+        opts.tick = config.tick;
+        opts.snapshot_every = 2000;
+        opts.raft.election_tick = config.election_tick;
+        opts.raft.heartbeat_tick = config.heartbeat_tick;
+        opts.raft.seed = config.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let raft = RaftNode::start(opts, Box::new(wal), transport.clone())?;
+        transport.serve(raft.mailbox())?;
+        let router = Arc::new(
+            TcpRouter::new(
+                config.peers.iter().map(|(i, a)| (*i, a.clone())),
+                &RemoteConfig {
+                    cluster_id: Some(cluster_id),
+                    from_node: Some(config.id),
+                    ..RemoteConfig::default()
+                },
+            )
+            .map_err(NodeError::Kv)?,
+        );
+        let peer_ids: Vec<NodeId> = config.peers.keys().copied().collect();
+        let mut kv = KvNodeConfig::new(config.id);
+        kv.lock_mode = config.lock_mode;
+        let node = match KvNode::start(kv, raft, initial_regions(&peer_ids), peer_ids, router) {
+            Ok(n) => n,
+            Err(e) => {
+                transport.shutdown();
+                return Err(e.into());
+            }
+        };
+        if let Err(e) = server.serve(node.clone()) {
+            node.shutdown();
+            transport.shutdown();
+            return Err(NodeError::Thread(e));
+        }
+        Ok(NodeProcess {
+            server,
+            node,
+            transport,
+            dir,
+        })
+    }
+
+    /// The client server's address.
+    pub fn client_addr(&self) -> std::net::SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The Raft listener's address.
+    pub fn raft_addr(&self) -> std::net::SocketAddr {
+        self.transport.local_addr()
+    }
+
+    /// The cluster id in force.
+    pub fn cluster_id(&self) -> &str {
+        &self.dir.identity().cluster_id
+    }
+
+    /// The hosted node.
+    pub fn node(&self) -> &Arc<KvNode> {
+        &self.node
+    }
+
+    /// Runs until `stop` is set (by SIGTERM or SIGINT in `surgedb node`), then shuts down.
+    pub fn run_until(self, stop: &AtomicBool) {
+        while !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.shutdown();
+    }
+
+    /// Stops cleanly: no new connections, connections closed, the raft driver stopped
+    /// after its last write (everything acknowledged was fsynced before its answer), the
+    /// Raft connections closed, then the data directory unlocked.
+    pub fn shutdown(self) {
+        self.server.shutdown();
+        self.node.shutdown();
+        self.transport.shutdown();
+        drop(self.dir);
+    }
+}
