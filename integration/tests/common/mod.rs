@@ -1,0 +1,223 @@
+//! Helpers for the tests that run real `surgedb node` processes: a cluster started with
+//! `surgedb cluster start` in a temporary directory, stopped (SIGTERM, then SIGKILL) when
+//! dropped, and faults applied to its processes with the `kill` command.
+#![allow(dead_code)] // Each test file uses a different part of the helpers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use surgedb::local::{ClusterManifest, StartOptions, signal};
+use surgedb::{Client, ClientOptions, RemoteConfig};
+
+/// The `surgedb` binary under test.
+pub fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_surgedb"))
+}
+
+/// Whether the long versions of the fault tests were asked for (`SURGE_LONG=1`).
+pub fn long() -> bool {
+    std::env::var("SURGE_LONG").is_ok_and(|v| v == "1")
+}
+
+/// Runs `surgedb ARGS`, returning (success, stdout, stderr).
+pub fn surgedb(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(exe()).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A cluster of node processes in a temporary directory.
+pub struct ProcCluster {
+    pub tmp: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub manifest: ClusterManifest,
+}
+
+impl ProcCluster {
+    /// `surgedb cluster start --nodes N --data DIR --lock-mode MODE`.
+    pub fn start(nodes: usize, lock_mode: &str) -> ProcCluster {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("cluster");
+        let d = dir.to_str().unwrap();
+        let n = nodes.to_string();
+        let (ok, out, err) = surgedb(&[
+            "cluster",
+            "start",
+            "--nodes",
+            &n,
+            "--data",
+            d,
+            "--lock-mode",
+            lock_mode,
+        ]);
+        assert!(ok, "cluster start failed:\n{out}\n{err}");
+        let manifest = ClusterManifest::load(&dir).unwrap();
+        ProcCluster { tmp, dir, manifest }
+    }
+
+    pub fn dir_str(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    /// A client with short transport timeouts (a paused node costs seconds, not minutes).
+    pub fn client(&self) -> Client {
+        let options = ClientOptions {
+            remote: RemoteConfig {
+                request_timeout: Duration::from_secs(3),
+                ..RemoteConfig::default()
+            },
+            ..ClientOptions::default()
+        };
+        Client::connect(&self.manifest.addrs(), options).unwrap()
+    }
+
+    pub fn pid(&self, node: u64) -> u32 {
+        ClusterManifest::load(&self.dir)
+            .unwrap()
+            .node(node)
+            .unwrap()
+            .pid
+    }
+
+    /// `kill -9` of node `node`'s process, waiting until it is gone.
+    pub fn kill9(&self, node: u64) {
+        let pid = self.pid(node);
+        assert!(signal(pid, "KILL"), "kill -9 {pid}");
+        wait_until(Duration::from_secs(10), || !surgedb::local::is_alive(pid));
+    }
+
+    /// SIGSTOP / SIGCONT of node `node`'s process.
+    pub fn pause(&self, node: u64) {
+        assert!(signal(self.pid(node), "STOP"));
+    }
+
+    pub fn resume(&self, node: u64) {
+        assert!(signal(self.pid(node), "CONT"));
+    }
+
+    /// Starts node `node` again from its data directory.
+    pub fn restart(&self, node: u64) {
+        let opts = StartOptions {
+            exe: exe(),
+            node_args: Vec::new(),
+            ready_timeout: Duration::from_secs(60),
+        };
+        surgedb::local::restart_node(&self.dir, node, &opts).unwrap();
+    }
+
+    pub fn log(&self, node: u64) -> String {
+        std::fs::read_to_string(self.dir.join(format!("node-{node}.log"))).unwrap_or_default()
+    }
+}
+
+impl Drop for ProcCluster {
+    fn drop(&mut self) {
+        // A paused node would ignore SIGTERM until SIGKILL: let it run first.
+        if let Ok(m) = ClusterManifest::load(&self.dir) {
+            for n in &m.nodes {
+                signal(n.pid, "CONT");
+            }
+        }
+        let _ = surgedb::local::stop(&self.dir, Duration::from_secs(20));
+    }
+}
+
+/// Polls `f` every 20 ms until it is true; panics after `timeout`.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < timeout,
+            "condition not met in {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The data region holding `key` in the founding map.
+pub fn region_of(key: &[u8]) -> u64 {
+    surgedb::initial_regions(&[1, 2, 3])
+        .iter()
+        .find(|r| r.contains(key))
+        .unwrap()
+        .id
+}
+
+/// A loopback port `p` with `p + 1` (the Raft port) free too.
+pub fn free_port_pair() -> u16 {
+    loop {
+        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = a.local_addr().unwrap().port();
+        if p < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// A one-node cluster run as `surgedb node` directly (not through `cluster start`).
+pub struct SoloNode {
+    pub child: std::process::Child,
+    pub addr: String,
+}
+
+impl SoloNode {
+    /// Spawns `surgedb node --id 1 --listen ADDR --peers 1=ADDR --data DATA EXTRA...`.
+    pub fn spawn(data: &Path, extra: &[&str]) -> SoloNode {
+        let addr = format!("127.0.0.1:{}", free_port_pair());
+        let child = Command::new(exe())
+            .args(["node", "--id", "1", "--listen", &addr])
+            .args(["--peers", &format!("1={addr}")])
+            .arg("--data")
+            .arg(data)
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        SoloNode { child, addr }
+    }
+
+    /// Waits until the node serves (every region led, the oracle answering).
+    pub fn wait_serving(&self) -> Client {
+        let mut last = String::new();
+        for _ in 0..300 {
+            match Client::connect(std::slice::from_ref(&self.addr), ClientOptions::default())
+                .and_then(|c| c.wait_ready(Duration::from_secs(1)).map(|()| c))
+            {
+                Ok(c) => return c,
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("node at {} never served: {last}", self.addr);
+    }
+
+    /// Waits (at most 30 s) for the process to exit on its own; returns its output.
+    pub fn wait_exit(mut self) -> std::process::Output {
+        wait_until(Duration::from_secs(30), || {
+            self.child.try_wait().is_ok_and(|s| s.is_some())
+        });
+        std::mem::replace(&mut self.child, Command::new("true").spawn().unwrap())
+            .wait_with_output()
+            .unwrap()
+    }
+
+    /// SIGTERM, then waits for the exit; returns the process's output.
+    pub fn stop(mut self) -> std::process::Output {
+        signal(self.child.id(), "TERM");
+        std::mem::replace(&mut self.child, Command::new("true").spawn().unwrap())
+            .wait_with_output()
+            .unwrap()
+    }
+}
+
+impl Drop for SoloNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
