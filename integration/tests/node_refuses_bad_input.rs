@@ -1,6 +1,8 @@
 //! A node answers garbage, a wrong protocol version, another cluster's hello and oversized
 //! frames with an error frame, counts them, and keeps serving.
 
+#![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
+
 mod common;
 
 use std::io::{Read, Write};

@@ -2,6 +2,7 @@
 //! `surgedb cluster start` in a temporary directory, stopped (SIGTERM, then SIGKILL) when
 //! dropped, and faults applied to its processes with the `kill` command.
 #![allow(dead_code)] // Each test file uses a different part of the helpers.
+#![allow(clippy::unwrap_used)] // Test helpers: a failure here is the test failing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
