@@ -1,0 +1,116 @@
+//! The lock-loss transcript of TiKV 6.0's in-memory pessimistic locks (TiKV RFC 77), with a
+//! real `kill -9` of the region leader's node process: T1 locks a row, T2 waits for it, the
+//! leader's process dies. With in-memory locks T1's lock died with it: T2 takes the row and
+//! commits, and T1's commit fails with `PessimisticLockNotFound`. With sync locks the lock is
+//! in the Raft log, the new leader has it, T1 commits and T2 commits after it.
+
+#![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{ProcCluster, region_of, wait_until};
+use surge_txn::{ClientConfig, TxnError, TxnMode};
+use surgedb::{Client, ClientOptions, RemoteConfig};
+
+const KEY: &[u8] = b"acct/7";
+
+struct Outcome {
+    t1: Result<u64, TxnError>,
+    t2: Result<u64, TxnError>,
+    /// Whether T2 had finished before T1 tried to commit.
+    t2_done_before_t1_commit: bool,
+    value: Option<Vec<u8>>,
+}
+
+fn client(c: &ProcCluster) -> Client {
+    // T2's lock request may wait 10 s on the node (longer than the test takes to kill the
+    // leader), so the transport's answer timeout must be longer still.
+    let options = ClientOptions {
+        remote: RemoteConfig {
+            request_timeout: Duration::from_secs(15),
+            ..RemoteConfig::default()
+        },
+        txn: ClientConfig {
+            wait_for_lock_timeout: Some(Duration::from_secs(10)),
+            ..ClientConfig::default()
+        },
+    };
+    Client::connect(&c.manifest.addrs(), options).unwrap()
+}
+
+fn transcript(lock_mode: &str) -> Outcome {
+    let c = ProcCluster::start(3, lock_mode);
+    let client = client(&c);
+    let region = region_of(KEY);
+    let leader = client
+        .leader_of_region(region)
+        .expect("the region has a leader");
+    let waits_before = client.node_status(leader).unwrap().counters.lock_waits;
+
+    let mut t1 = client.txn().begin(TxnMode::Pessimistic).unwrap();
+    t1.put(KEY, b"t1").unwrap();
+    let t2_client = client.txn().clone();
+    let t2 = std::thread::spawn(move || {
+        let mut t2 = t2_client.begin(TxnMode::Pessimistic)?;
+        t2.put(KEY, b"t2")?;
+        t2.commit()
+    });
+    // T2 waits on the leader for T1's lock.
+    wait_until(Duration::from_secs(10), || {
+        client
+            .node_status(leader)
+            .is_ok_and(|s| s.counters.lock_waits > waits_before)
+    });
+    assert!(!t2.is_finished());
+
+    c.kill9(leader);
+    // Give T2 time to find the new leader (elections take about a second here): with the
+    // lock gone it finishes, with the lock replicated it goes on waiting.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !t2.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t2_done_before_t1_commit = t2.is_finished();
+    let t1 = t1.commit();
+    let t2 = t2.join().unwrap();
+    let value = client.txn().get(KEY).unwrap();
+    Outcome {
+        t1,
+        t2,
+        t2_done_before_t1_commit,
+        value,
+    }
+}
+
+#[test]
+fn in_memory_locks_die_with_the_leaders_process_and_t1_gets_pessimistic_lock_not_found() {
+    let o = transcript("in-memory");
+    assert!(o.t2_done_before_t1_commit);
+    assert!(
+        o.t2.is_ok(),
+        "T2 takes the row once the lock is gone: {:?}",
+        o.t2
+    );
+    assert!(
+        matches!(o.t1, Err(TxnError::PessimisticLockNotFound { ref key, .. }) if key == KEY),
+        "T1: {:?}",
+        o.t1
+    );
+    assert_eq!(o.value.as_deref(), Some(&b"t2"[..]));
+}
+
+#[test]
+fn sync_locks_survive_the_leaders_process_and_t1_commits_first() {
+    let o = transcript("sync");
+    assert!(
+        !o.t2_done_before_t1_commit,
+        "T2 must still wait for T1: {:?}",
+        o.t2
+    );
+    let t1 = o.t1.expect("T1's replicated lock survives the crash");
+    let t2 = o.t2.expect("T2 commits after T1 released the row");
+    assert!(t1 < t2, "T1 committed at {t1}, T2 at {t2}");
+    assert_eq!(o.value.as_deref(), Some(&b"t2"[..]));
+}
