@@ -1,11 +1,17 @@
-//! SurgeDB's command-line tool and the scenarios it runs.
+//! SurgeDB's command-line tool, node server and TCP client.
 //!
-//! This package (`surgedb`, not published) holds the `surgedb` command (`demo` and
-//! `binlog dump`), the scenarios the demo runs (each technique on its own crate, with real
-//! threads, files and `fdatasync`) and their tests.
+//! This package (`surgedb`, not published) holds the `surgedb` command and what it runs:
+//! - [`server`]: [`server::NodeProcess`], one node of a cluster (a locked, stamped data
+//!   directory, `raft-lite` over a WAL and TCP, the txn crate's `KvNode`, a client server);
+//! - [`wire`]: the client protocol (length-prefixed postcard frames, versioned handshake);
+//! - [`Client`], [`RemoteService`] and [`TcpRouter`]: the txn crate's `KvService` and
+//!   `NodeRouter` over TCP, with its `TxnClient` on top;
+//! - [`local`]: local clusters of node processes (`surgedb cluster start|stop|status`);
+//! - [`cli`]: `kv`, `txn FILE`, `cluster status` and `binlog verify`;
+//! - [`demo`], [`scenarios`] and [`dump`]: the demo (each technique on its own crate) and
+//!   `binlog dump`.
 //!
-//! What exists today is the four component crates, which this library re-exports under short
-//! names so that tools and tests need one dependency:
+//! The component crates are re-exported under short names:
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
@@ -13,15 +19,13 @@
 //! | [`raft`] | `surge-raft-lite` | minimal crash-safe Raft |
 //! | [`binlog`] | `surge-binlog` | MariaDB-compatible binary log |
 //! | [`hotspot`] | `surge-hotspot` | hot-row group commit |
-//! | [`txn`] | `surge-txn` | transactions over the four (being built: no API yet) |
+//! | [`txn`] | `surge-txn` | Percolator transactions over Raft regions |
 //!
 //! # What this package is not (yet)
 //!
-//! It is not the assembled transactional store: that store (`surge-txn`: Percolator
-//! transactions over Raft regions, with the binlog and hot-row updates) is being built, and a
-//! node server, client and `surgedb bench` will follow it. The demo's scenarios wire the
-//! crates together by hand. It is not a library to build on either: depend on the component
-//! crates instead.
+//! The nodes do not write a binlog at commit nor take hot-row updates (the txn crate does not
+//! offer them yet), the demo does not go through the transactional store, and there is no
+//! `surgedb bench`. It is not a library to build on: depend on the component crates instead.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -45,3 +49,8 @@ pub use surge_hotspot as hotspot;
 pub use surge_lock_table as lock_table;
 pub use surge_raft_lite as raft;
 pub use surge_txn as txn;
+
+/// The README's code blocks, compiled as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
