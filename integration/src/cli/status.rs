@@ -69,8 +69,9 @@ pub fn print_status(
                 writeln!(
                     out,
                     "  counters: proposals {}, raft bytes {} (locks {}), in-memory locks {} \
-                     (fell back: full {}, not writable {}, stale {}), lost {}, lock waits {} \
-                     (timeouts {}), deadlocks {}, one-phase commits {}",
+                     (fell back: full {}, not writable {}, stale {}), migrated on transfer {} / \
+                     split {} / merge {}, lost with leadership {}, lock waits {} (timeouts {}), \
+                     deadlocks {}, one-phase commits {}",
                     c.proposals,
                     c.raft_bytes,
                     c.lock_raft_bytes,
@@ -78,7 +79,10 @@ pub fn print_status(
                     c.in_memory_full,
                     c.in_memory_not_writable,
                     c.in_memory_stale,
-                    c.memory_locks_lost,
+                    c.locks_migrated_on_transfer,
+                    c.locks_migrated_on_split,
+                    c.locks_migrated_on_merge,
+                    c.locks_lost_on_leader_loss,
                     c.lock_waits,
                     c.lock_wait_timeouts,
                     c.deadlocks,

@@ -153,6 +153,8 @@ impl NodeProcess {
         let raft_listen = raft_addr_of(&listen)?;
         let transport = TcpTransport::bind(config.id, raft_listen, raft_peers)?;
         let wal = Wal::open(config.data.join("raft"), WalOptions::default())?;
+        // Groups the log holds beyond the founding map (regions made by splits).
+        let recovered_groups = surge_raft_lite::LogStore::groups(&wal);
         let mut opts = NodeOptions::new(config.id);
         opts.tick = config.tick;
         opts.snapshot_every = 2000;
@@ -175,7 +177,8 @@ impl NodeProcess {
         let peer_ids: Vec<NodeId> = config.peers.keys().copied().collect();
         let mut kv = KvNodeConfig::new(config.id);
         kv.lock_mode = config.lock_mode;
-        let node = match KvNode::start(kv, raft, initial_regions(&peer_ids), peer_ids, router) {
+        let regions = initial_regions(&peer_ids);
+        let node = match KvNode::start(kv, raft, regions, peer_ids, recovered_groups, router) {
             Ok(n) => n,
             Err(e) => {
                 transport.shutdown();
