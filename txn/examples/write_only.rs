@@ -31,9 +31,11 @@ FLAGS:
     --clients LIST   comma-separated client counts (default 1,8,32,64)
     --seconds N      measured seconds per (mode, clients) point (default 5)
     --warmup N       unmeasured seconds before each point (default 1)
-    --rows N         rows in the table (default 10000)
+    --rows N         rows in the table (default 100000)
     --modes LIST     any of optimistic,sync,pipelined,in-memory (default: all four)
     --rounds N       run the modes this many times, alternating, and merge (default 1)
+    --async-secondaries  commit secondary keys in the background after the primary (TiDB's
+                     way); default: before commit returns
     --json           print one JSON object per (mode, clients) instead of a table
     --help           print this and exit
 ";
@@ -71,6 +73,7 @@ struct Args {
     modes: Vec<Mode>,
     rounds: usize,
     json: bool,
+    async_secondaries: bool,
 }
 
 fn parse_list<T>(flag: &str, v: &str, f: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
@@ -86,7 +89,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         clients: vec![1, 8, 32, 64],
         seconds: 5.0,
         warmup: 1.0,
-        rows: 10_000,
+        rows: 100_000,
         modes: vec![
             Mode::Optimistic,
             Mode::Pessimistic(LockMode::Sync),
@@ -95,6 +98,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         ],
         rounds: 1,
         json: false,
+        async_secondaries: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -103,6 +107,10 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
         if flag == "--json" {
             a.json = true;
+            continue;
+        }
+        if flag == "--async-secondaries" {
+            a.async_secondaries = true;
             continue;
         }
         let v = it
@@ -166,16 +174,34 @@ impl Rng {
     }
 }
 
+/// Loads the table with 8 threads, 250 rows a transaction.
 fn load(client: &TxnClient, rows: u64) -> Result<(), TxnError> {
-    for chunk in (1..=rows).collect::<Vec<_>>().chunks(200) {
-        let mut t = client.begin(TxnMode::Optimistic)?;
-        for id in chunk {
-            t.put(&row_key(*id), &row_value(*id, *id))?;
-            t.put(&index_key(*id, *id), b"")?;
-        }
-        t.commit()?;
-    }
-    Ok(())
+    let ids: Vec<u64> = (1..=rows).collect();
+    let chunks: Vec<Vec<u64>> = ids.chunks(250).map(<[u64]>::to_vec).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| -> Result<(), TxnError> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(chunk) = chunks.get(i) else {
+                            return Ok(());
+                        };
+                        let mut t = client.begin(TxnMode::Optimistic)?;
+                        for id in chunk {
+                            t.put(&row_key(*id), &row_value(*id, *id))?;
+                            t.put(&index_key(*id, *id), b"")?;
+                        }
+                        t.commit()?;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().unwrap_or(Ok(())))
+    })
 }
 
 /// One `oltp_write_only` event.
@@ -335,7 +361,13 @@ fn run(args: &Args) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
     let cluster = LocalCluster::start(ClusterConfig::new(dir.path()).with_regions(16))
         .map_err(|e| format!("cluster did not start: {e}"))?;
-    let client = TxnClient::new(cluster.router(), ClientConfig::default());
+    let client = TxnClient::new(
+        cluster.router(),
+        ClientConfig {
+            async_secondaries: args.async_secondaries,
+            ..ClientConfig::default()
+        },
+    );
     load(&client, args.rows).map_err(|e| format!("loading {} rows failed: {e}", args.rows))?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     if !args.json {

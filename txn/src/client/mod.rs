@@ -15,6 +15,7 @@ mod mode;
 mod pessimistic;
 mod region_cache;
 mod resolver;
+mod secondaries;
 mod snapshot;
 mod transaction;
 mod two_pc;

@@ -344,7 +344,15 @@ impl Transaction {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let for_update_ts = self.core.get_ts()?;
+            // The first attempt locks at the newest timestamp the transaction has (no oracle
+            // round trip); a write committed after it makes the lock fail with a write
+            // conflict, and the retry takes a fresh timestamp, so the lock is still taken at
+            // or after the key's latest commit.
+            let for_update_ts = if attempt == 1 {
+                self.start_ts.max(self.max_for_update_ts)
+            } else {
+                self.core.get_ts()?
+            };
             if !self.locked.contains(key) {
                 self.maybe_locked.insert(key.to_vec());
             }

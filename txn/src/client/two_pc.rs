@@ -76,24 +76,17 @@ impl ClientCore {
         if groups.len() == 1 && stop == StopAt::Never {
             return self.one_pc(plan, props, &mut bo);
         }
-        // Primary's batch first: once it is prewritten, readers resolving any secondary
-        // lock find the primary's lock and its TTL.
-        let (primary_items, other_groups): (Vec<_>, Vec<_>) = groups
-            .into_iter()
-            .partition(|(r, _)| r.info.contains(&plan.primary));
-        let primary_items: Vec<_> = primary_items.into_iter().flat_map(|(_, b)| b).collect();
-        let other_groups: Vec<_> = other_groups.into_iter().map(|(_, b)| b).collect();
+        // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
+        // secondary lock before the primary's is written treats the transaction as alive
+        // until the lock's TTL runs out, so nothing is decided without the primary.
+        let groups: Vec<_> = groups.into_iter().map(|(_, b)| b).collect();
         let op = Prewrite {
             core: self,
             props: props.clone(),
             one_pc_commit_ts: 0,
         };
-        let prewritten = self
-            .run_batches(&mut op.clone(), primary_items, &mut bo)
-            .and_then(|()| {
-                self.heartbeats.register(plan.start_ts, &plan.primary);
-                self.run_groups_concurrently(&op, other_groups, self.config.max_backoff)
-            });
+        self.heartbeats.register(plan.start_ts, &plan.primary);
+        let prewritten = self.run_groups_concurrently(&op, groups, self.config.max_backoff);
         if let Err(e) = prewritten {
             self.rollback_keys(plan.start_ts, all_keys(plan));
             return Err(e);
@@ -105,7 +98,16 @@ impl ClientCore {
         if stop == StopAt::AfterPrimaryCommit {
             return Ok(commit_ts);
         }
-        self.commit_secondaries(plan, commit_ts);
+        match self.secondaries.get() {
+            Some(tx) => {
+                if let Err(e) = tx.send((plan.clone(), commit_ts)) {
+                    // The workers are gone: commit them here.
+                    let (plan, commit_ts) = e.into_inner();
+                    self.commit_secondaries(&plan, commit_ts);
+                }
+            }
+            None => self.commit_secondaries(plan, commit_ts),
+        }
         Ok(commit_ts)
     }
 
@@ -263,7 +265,7 @@ impl ClientCore {
     /// Commits every key but the primary, region by region. Failures are logged, not
     /// returned: the transaction is committed, and a reader meeting a leftover lock commits
     /// it from the primary's record.
-    fn commit_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
+    pub(crate) fn commit_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
         let keys: Vec<Vec<u8>> = plan
             .mutations
             .iter()

@@ -14,6 +14,8 @@ use crate::{
 
 fn config() -> ClientConfig {
     ClientConfig {
+        // These tests count the secondary's commit request when `commit` returns.
+        async_secondaries: false,
         max_backoff: Duration::from_millis(100),
         heartbeat_interval: Duration::from_secs(3600),
         ..ClientConfig::default()

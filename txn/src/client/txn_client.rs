@@ -11,6 +11,7 @@ use super::error::TxnError;
 use super::heartbeat::{self, Heartbeats};
 use super::mode::TxnMode;
 use super::region_cache::RegionCache;
+use super::secondaries;
 use super::snapshot::KvPair;
 use super::transaction::Transaction;
 use crate::NodeRouter;
@@ -39,8 +40,15 @@ impl TxnClient {
             meta_leader: Mutex::new(None),
             counters: Counters::default(),
             heartbeats,
+            pool: batch_pool(),
+            secondaries: std::sync::OnceLock::new(),
         });
         heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
+        if core.config.async_secondaries {
+            let _ = core
+                .secondaries
+                .set(secondaries::spawn(Arc::downgrade(&core)));
+        }
         TxnClient { core }
     }
 
@@ -106,6 +114,17 @@ impl TxnClient {
     pub fn is_heartbeating(&self, start_ts: u64) -> bool {
         self.core.heartbeats.is_registered(start_ts)
     }
+}
+
+/// The pool that sends one transaction's requests to several regions at once. The requests
+/// block on their nodes, so the pool is larger than the core count.
+fn batch_pool() -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(64)
+        .thread_name(|i| format!("surge-txn-batch-{i}"))
+        .build()
+        .map_err(|e| tracing::warn!(error = %e, "no batch pool; region batches run one by one"))
+        .ok()
 }
 
 #[cfg(test)]

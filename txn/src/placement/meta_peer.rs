@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use surge_raft_lite::{Node as RaftNode, StateMachine};
 
 use super::meta_state::{META_REGION_ID, MetaCommand, MetaState};
-use crate::region::{RegionError, RegionInfo, raft_error};
+use crate::region::{Lease, RegionError, RegionInfo, raft_error};
 use crate::{compose_ts, physical_ms};
 
 /// The oracle's allocation state on the leader.
@@ -35,6 +35,8 @@ pub(crate) struct MetaPeer {
     oracle: Mutex<Oracle>,
     /// How far ahead of the physical clock the durable limit is pushed at once.
     window_ms: u64,
+    /// The leader's lease: timestamps are handed out without a quorum round while it holds.
+    lease: Lease,
 }
 
 fn now_ms() -> u64 {
@@ -45,7 +47,7 @@ fn now_ms() -> u64 {
 }
 
 impl MetaPeer {
-    pub(crate) fn new(initial: Vec<RegionInfo>, window_ms: u64) -> Arc<MetaPeer> {
+    pub(crate) fn new(initial: Vec<RegionInfo>, window_ms: u64, lease: Duration) -> Arc<MetaPeer> {
         let mut state = MetaState::default();
         for r in initial {
             state.apply(MetaCommand::PutRegion(r));
@@ -56,6 +58,7 @@ impl MetaPeer {
             generation: AtomicU64::new(1),
             oracle: Mutex::new(Oracle::default()),
             window_ms: window_ms.max(1),
+            lease: Lease::new(lease),
         })
     }
 
@@ -113,9 +116,14 @@ impl MetaPeer {
         drop(o);
         // A deposed leader that has not heard of its successor could still hand out
         // timestamps below the successor's; confirming leadership with a quorum after
-        // choosing `next` rules that out (no successor existed when the quorum answered).
-        raft.read_index(META_REGION_ID, timeout)
-            .map_err(|e| raft_error(META_REGION_ID, e))?;
+        // choosing `next` (or holding a lease from a round that confirmed it recently) rules
+        // that out: no successor existed when the quorum answered.
+        if !self.lease.valid() {
+            let round = self.lease.start_round();
+            raft.read_index(META_REGION_ID, timeout)
+                .map_err(|e| raft_error(META_REGION_ID, e))?;
+            self.lease.renew(round);
+        }
         Ok(next)
     }
 
@@ -148,13 +156,21 @@ impl MetaPeer {
         Ok(last)
     }
 
+    /// Drops the lease before a voluntary transfer of the meta group (the transferee does
+    /// not wait for an election timeout).
+    pub(crate) fn drop_lease(&self) {
+        self.lease.invalidate();
+    }
+
     fn on_leader(&self, term: u64) {
+        self.lease.invalidate();
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.leader_term.store(term, Ordering::SeqCst);
     }
 
     fn on_follower(&self) {
         self.leader_term.store(0, Ordering::SeqCst);
+        self.lease.invalidate();
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -6,6 +6,7 @@ mod concurrency;
 mod counters;
 mod host;
 mod latches;
+mod lease;
 mod peer;
 mod region_error;
 mod region_info;
@@ -18,6 +19,7 @@ pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
 
 pub(crate) use counters::Counters;
 pub(crate) use host::RegionHost;
+pub(crate) use lease::Lease;
 pub(crate) use peer::{CmdError, OnePc, RegionPeer, raft_error};
 pub(crate) use split_merge::SPLIT_CHILD_INIT_INDEX;
 pub(crate) use state_machine::RegionStateMachine;

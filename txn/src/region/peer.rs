@@ -84,6 +84,8 @@ pub(crate) struct RegionPeer {
     /// Set while the leader waits for its pending writes to apply before a merge: new
     /// commands are refused (TiKV's prepare-merge fence).
     pub(super) fenced: AtomicBool,
+    /// The leader's read lease.
+    pub(crate) lease: super::lease::Lease,
 }
 
 /// A region's part in a merge, as the source.
@@ -115,6 +117,7 @@ impl std::fmt::Debug for RegionPeer {
 }
 
 impl RegionPeer {
+    #[allow(clippy::too_many_arguments)] // the node-wide parts a replica shares, each kept
     pub(crate) fn new(
         node_id: NodeId,
         info: RegionInfo,
@@ -123,6 +126,7 @@ impl RegionPeer {
         waiters: LockWaitManager,
         counters: Arc<Counters>,
         host: Arc<dyn RegionHost>,
+        lease: Duration,
     ) -> Arc<RegionPeer> {
         Arc::new(RegionPeer {
             node_id,
@@ -140,6 +144,7 @@ impl RegionPeer {
             host,
             merge: Mutex::new(MergeState::None),
             fenced: AtomicBool::new(false),
+            lease: super::lease::Lease::new(lease),
         })
     }
 
@@ -154,6 +159,7 @@ impl RegionPeer {
             self.waiters.clone(),
             self.counters.clone(),
             self.host.clone(),
+            self.lease.duration(),
         )
     }
 
@@ -537,6 +543,7 @@ impl RegionPeer {
     }
 
     pub(crate) fn on_leader(&self, term: u64) {
+        self.lease.invalidate();
         let version = self.info.read().epoch.version;
         self.concurrency.unsync();
         self.lock_table.become_leader(term, version);
@@ -545,6 +552,7 @@ impl RegionPeer {
 
     pub(crate) fn on_follower(&self) {
         self.leader_term.store(0, Ordering::SeqCst);
+        self.lease.invalidate();
         let keys: Vec<Vec<u8>> = self
             .lock_table
             .read()

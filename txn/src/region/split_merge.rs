@@ -266,6 +266,8 @@ impl RegionPeer {
         let result = (|| {
             self.propose_locks(raft, &locks, timeout, false)?;
             self.propose_admin(raft, &RegionCommand::TransferLeader { to }, timeout)?;
+            // The transferee campaigns at once, without an election timeout: no lease.
+            self.lease.invalidate();
             raft.transfer_leader(region_id, to)
                 .map_err(|e| raft_error(region_id, e))?;
             let deadline = Instant::now() + transfer_timeout;

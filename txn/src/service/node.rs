@@ -45,6 +45,10 @@ pub struct KvNodeConfig {
     /// A merge whose source holds more bytes of in-memory locks than this is refused (the
     /// locks must fit one Raft entry; TiKV: 90% of `raft-entry-max-size`).
     pub merge_max_lock_bytes: usize,
+    /// How long after a quorum confirmed its leadership a leader serves reads and
+    /// timestamps without asking again (a leader lease). Must be below the smallest Raft
+    /// election timeout; zero asks a quorum (ReadIndex) every time.
+    pub read_lease: Duration,
 }
 
 impl KvNodeConfig {
@@ -60,6 +64,8 @@ impl KvNodeConfig {
             tso_window_ms: 3000,
             transfer_timeout: Duration::from_secs(10),
             merge_max_lock_bytes: 7 << 20,
+            // raft-lite's default election timeout is 10 ticks of 10 ms at the least.
+            read_lease: Duration::from_millis(40),
         }
     }
 }
@@ -129,7 +135,7 @@ impl KvNode {
         });
         let budget = MemoryBudget::new(config.budget);
         let counters = Arc::new(Counters::default());
-        let meta = MetaPeer::new(regions.clone(), config.tso_window_ms);
+        let meta = MetaPeer::new(regions.clone(), config.tso_window_ms, config.read_lease);
         let host = Arc::new(NodeHost::default());
         let mut peers = BTreeMap::new();
         let mut hosted: Vec<RegionInfo> = regions
@@ -161,6 +167,7 @@ impl KvNode {
                     waiters.clone(),
                     counters.clone(),
                     host.clone(),
+                    config.read_lease,
                 ),
             );
         }
@@ -242,6 +249,11 @@ impl KvNode {
     /// # Errors
     /// As `raft-lite`'s `Node::transfer_leader`, as text.
     pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<(), String> {
+        if group == META_REGION_ID {
+            self.meta.drop_lease();
+        } else if let Ok(p) = self.peer(group) {
+            p.lease.invalidate();
+        }
         match self.raft.read_recursive().as_ref() {
             Some(r) => r.transfer_leader(group, to).map_err(|e| e.to_string()),
             None => Err("node stopped".into()),

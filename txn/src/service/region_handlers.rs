@@ -61,7 +61,7 @@ impl KvNode {
     }
 
     /// Confirms leadership with a quorum (ReadIndex) so a deposed leader never serves a
-    /// stale snapshot.
+    /// stale snapshot, unless the leader's lease from an earlier round still holds.
     fn read_ready(
         &self,
         raft: &RaftNode,
@@ -70,8 +70,13 @@ impl KvNode {
         keys: &[&[u8]],
     ) -> Result<(), Failure> {
         peer.check(ctx, keys)?;
+        if peer.lease.valid() {
+            return Ok(());
+        }
+        let round = peer.lease.start_round();
         raft.read_index(ctx.region_id, self.config.proposal_timeout)
             .map_err(|e| raft_error(ctx.region_id, e))?;
+        peer.lease.renew(round);
         Ok(())
     }
 
