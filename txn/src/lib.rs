@@ -12,7 +12,8 @@
 //! - mvcc and actions: [`Lock`], [`Write`], [`MvccReader`], [`MvccTxn`] and the Percolator
 //!   actions ([`prewrite`], [`commit`], [`acquire_pessimistic_lock`], [`check_txn_status`], ...),
 //!   pure functions over a snapshot;
-//! - region: a data region's replica (latches, the leader's lock table, the Raft state machine);
+//! - region: a data region's replica (latches, the leader's lock table, the Raft state
+//!   machine) and its changes: leader transfer, split and merge with in-memory lock migration;
 //! - placement: the meta group ([`META_REGION_ID`]): region map and timestamp oracle;
 //! - service: [`KvRequest`] / [`KvResponse`], [`KvService`], [`NodeRouter`] and [`KvNode`];
 //! - client: [`TxnClient`] and [`Transaction`];
@@ -44,8 +45,7 @@
 //!
 //! Not a SQL layer, not a network server (the `surgedb` package puts TCP under
 //! [`KvService`]), and not a durable storage engine: a region's data is in memory and rebuilt
-//! from its Raft log and snapshots. Regions are fixed at bootstrap for now (no split or
-//! merge), and the binlog and hot-row updates are not wired in yet.
+//! from its Raft log and snapshots. Regions split and merge on request (not yet by size).
 //!
 //! # Crate features
 //!
