@@ -188,7 +188,7 @@ fn bank_with_in_memory_locks_under_transfers_splits_and_merges_loses_no_lock() {
         "nothing committed: the run proves nothing"
     );
     assert_eq!(unknown, 0, "no outcome may be unknown without a crash");
-    let mut want = vec![INITIAL; ACCOUNTS];
+    let mut want = [INITIAL; ACCOUNTS];
     for (from, to, amount) in &acked {
         want[*from] -= amount;
         want[*to] += amount;
