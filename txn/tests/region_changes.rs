@@ -313,3 +313,34 @@ fn split_and_merge_survive_a_full_restart() {
         assert_eq!(cl.get(k).expect("get"), Some(k.to_vec()), "key {k:?}");
     }
 }
+
+#[test]
+fn a_region_that_grows_past_the_split_size_splits_by_itself() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cfg = ClusterConfig::new(dir.path()).with_regions(1);
+    cfg.split_size = Some(64 << 10);
+    let c = LocalCluster::start(cfg).expect("cluster");
+    let cl = client(&c);
+    for batch in 0..10u32 {
+        let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+        for i in 0..20u32 {
+            t.put(format!("k{batch:03}{i:03}").as_bytes(), &[b'v'; 512])
+                .expect("put");
+        }
+        t.commit().expect("commit");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while c.regions().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no split by size");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Every key is still readable through the new regions.
+    for batch in 0..10u32 {
+        let k = format!("k{batch:03}000");
+        assert_eq!(
+            cl.get(k.as_bytes()).expect("get"),
+            Some(vec![b'v'; 512]),
+            "{k}"
+        );
+    }
+}

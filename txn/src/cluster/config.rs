@@ -34,6 +34,8 @@ pub struct ClusterConfig {
     pub transfer_timeout: Duration,
     /// A merge whose source holds more bytes of in-memory locks is refused.
     pub merge_max_lock_bytes: usize,
+    /// Regions split in two once their data passes this many bytes (`None`: on request only).
+    pub split_size: Option<u64>,
 }
 
 impl ClusterConfig {
@@ -53,6 +55,7 @@ impl ClusterConfig {
             seed: 1,
             transfer_timeout: Duration::from_secs(10),
             merge_max_lock_bytes: 7 << 20,
+            split_size: Some(96 << 20),
         }
     }
 

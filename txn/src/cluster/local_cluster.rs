@@ -120,6 +120,7 @@ impl LocalCluster {
         cfg.wait_for_lock_timeout = self.config.wait_for_lock_timeout;
         cfg.transfer_timeout = self.config.transfer_timeout;
         cfg.merge_max_lock_bytes = self.config.merge_max_lock_bytes;
+        cfg.split_size = self.config.split_size;
         // Half the smallest election timeout: see `KvNodeConfig::read_lease`.
         cfg.read_lease = self.config.tick * self.config.election_tick / 2;
         let node = KvNode::start(

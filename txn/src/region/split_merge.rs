@@ -171,6 +171,11 @@ impl RegionPeer {
         }
     }
 
+    /// Bytes of data the region holds.
+    pub(crate) fn data_size(&self) -> u64 {
+        self.engine().size_bytes()
+    }
+
     /// A key splitting the region's data in two halves, if any.
     pub(crate) fn middle_key(&self) -> Option<Vec<u8>> {
         self.engine().middle_key()

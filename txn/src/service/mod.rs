@@ -8,6 +8,7 @@ mod node;
 mod region_handlers;
 mod request;
 mod response;
+mod split_checker;
 
 pub use kv_service::{KvService, NodeRouter, ServiceError};
 pub use node::{KvNode, KvNodeConfig};

@@ -45,6 +45,9 @@ pub struct KvNodeConfig {
     /// A merge whose source holds more bytes of in-memory locks than this is refused (the
     /// locks must fit one Raft entry; TiKV: 90% of `raft-entry-max-size`).
     pub merge_max_lock_bytes: usize,
+    /// A region this node leads is split in two once its data passes this many bytes
+    /// (`None`: only on request). TiKV splits at 96 MiB.
+    pub split_size: Option<u64>,
     /// How long after a quorum confirmed its leadership a leader serves reads and
     /// timestamps without asking again (a leader lease). Must be below the smallest Raft
     /// election timeout; zero asks a quorum (ReadIndex) every time.
@@ -64,6 +67,7 @@ impl KvNodeConfig {
             tso_window_ms: 3000,
             transfer_timeout: Duration::from_secs(10),
             merge_max_lock_bytes: 7 << 20,
+            split_size: Some(96 << 20),
             // raft-lite's default election timeout is 10 ticks of 10 ms at the least.
             read_lease: Duration::from_millis(40),
         }
@@ -208,6 +212,9 @@ impl KvNode {
             stopped: AtomicBool::new(false),
         });
         let _ = host.node.set(Arc::downgrade(&node));
+        if let Some(size) = node.config.split_size {
+            super::split_checker::spawn(Arc::downgrade(&node), size);
+        }
         Ok(node)
     }
 
@@ -266,6 +273,16 @@ impl KvNode {
             .read()
             .get(&region_id)
             .is_some_and(|p| p.leader_term() != 0)
+    }
+
+    /// The regions this node leads whose data passed `size` bytes.
+    pub(super) fn regions_over(&self, size: u64) -> Vec<u64> {
+        self.regions
+            .read()
+            .values()
+            .filter(|p| p.leader_term() != 0 && p.data_size() > size)
+            .map(|p| p.id())
+            .collect()
     }
 
     /// Whether this node leads the meta group.
