@@ -80,7 +80,7 @@ pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
 pub use client::{ClientConfig, ClientCounters, KvPair, Transaction, TxnClient, TxnError, TxnMode};
 // region, placement, service and cluster layers
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
-pub use placement::META_REGION_ID;
+pub use placement::{META_REGION_ID, even_split_keys, initial_regions};
 pub use region::{Context, LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
 pub use service::{
     KeyError, KvNode, KvNodeConfig, KvRequest, KvResponse, KvService, LockKey, NodeRouter,

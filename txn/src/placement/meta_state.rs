@@ -86,9 +86,10 @@ impl MetaState {
     }
 }
 
-/// Regions `2, 3, ...` covering the key space, split at `split_keys` (sorted, distinct, none
-/// empty), each replicated on `peers`.
-pub(crate) fn initial_regions(split_keys: &[Vec<u8>], peers: &[u64]) -> Vec<RegionInfo> {
+/// The regions a cluster starts with: ids `2, 3, ...` covering the key space, split at
+/// `split_keys` (sorted, distinct, none empty), each replicated on `peers`, at epoch version 1.
+/// Every node of a cluster must compute the same list.
+pub fn initial_regions(split_keys: &[Vec<u8>], peers: &[u64]) -> Vec<RegionInfo> {
     let mut bounds: Vec<Vec<u8>> = vec![Vec::new()];
     bounds.extend(split_keys.iter().cloned());
     bounds.push(Vec::new());
@@ -108,8 +109,8 @@ pub(crate) fn initial_regions(split_keys: &[Vec<u8>], peers: &[u64]) -> Vec<Regi
         .collect()
 }
 
-/// `n` regions split evenly on the first key byte (`n` between 1 and 256).
-pub(crate) fn even_split_keys(n: usize) -> Vec<Vec<u8>> {
+/// Split keys for `n` regions split evenly on the first key byte (`n` clamped to 1..=256).
+pub fn even_split_keys(n: usize) -> Vec<Vec<u8>> {
     let n = n.clamp(1, 256);
     (1..n)
         .map(|i| vec![u8::try_from(i * 256 / n).unwrap_or(u8::MAX)])

@@ -3,7 +3,7 @@
 mod meta_peer;
 mod meta_state;
 
-pub use meta_state::META_REGION_ID;
+pub use meta_state::{META_REGION_ID, even_split_keys, initial_regions};
 
 pub(crate) use meta_peer::{MetaPeer, MetaStateMachine};
-pub(crate) use meta_state::{MetaCommand, even_split_keys, initial_regions};
+pub(crate) use meta_state::MetaCommand;
