@@ -29,11 +29,14 @@ USAGE:
 
 FLAGS:
     --clients LIST   comma-separated client counts (default 1,8,32,64)
-    --seconds N      measured seconds per (mode, clients) point (default 5)
-    --warmup N       unmeasured seconds before each point (default 1)
+    --seconds N      measured seconds per (mode, clients) point (default 5), taken in slices
+                     of --slice seconds that rotate through the modes, so a burst of outside
+                     load hits every mode alike
+    --slice N        seconds of one slice (default 2)
+    --warmup N       unmeasured seconds before each slice (default 0.5)
     --rows N         rows in the table (default 100000)
     --modes LIST     any of optimistic,sync,pipelined,in-memory (default: all four)
-    --rounds N       run the modes this many times, alternating, and merge (default 1)
+    --rounds N       run the whole rotation this many times and merge (default 1)
     --async-secondaries  commit secondary keys in the background after the primary (TiDB's
                      way); default: before commit returns
     --json           print one JSON object per (mode, clients) instead of a table
@@ -72,6 +75,7 @@ struct Args {
     rows: u64,
     modes: Vec<Mode>,
     rounds: usize,
+    slice: f64,
     json: bool,
     async_secondaries: bool,
 }
@@ -88,7 +92,7 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut a = Args {
         clients: vec![1, 8, 32, 64],
         seconds: 5.0,
-        warmup: 1.0,
+        warmup: 0.5,
         rows: 100_000,
         modes: vec![
             Mode::Optimistic,
@@ -97,6 +101,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             Mode::Pessimistic(LockMode::InMemory),
         ],
         rounds: 1,
+        slice: 2.0,
         json: false,
         async_secondaries: false,
     };
@@ -130,6 +135,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--warmup" => a.warmup = num("--warmup")?,
             "--rows" => a.rows = num("--rows")?.max(16.0) as u64,
             "--rounds" => a.rounds = num("--rounds")?.max(1.0) as usize,
+            "--slice" => a.slice = num("--slice")?.max(0.2),
             "--modes" => a.modes = parse_list("--modes", &v, Mode::parse)?,
             other => return Err(format!("unknown flag '{other}' (see --help)")),
         }
@@ -372,8 +378,8 @@ fn run(args: &Args) -> Result<(), String> {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     if !args.json {
         println!(
-            "write_only: {} rows, 16 regions x 3 replicas (durable WALs), {cores} cores, {:.0} s per point x {} round(s)",
-            args.rows, args.seconds, args.rounds
+            "write_only: {} rows, 16 regions x 3 replicas (durable WALs), {cores} cores, {:.0} s per point in {:.1} s slices x {} round(s)",
+            args.rows, args.seconds, args.slice, args.rounds
         );
         println!(
             "{:<11} {:>7} {:>9} {:>9} {:>9} {:>8} {:>14} {:>14} {:>10} {:>8}",
@@ -392,8 +398,10 @@ fn run(args: &Args) -> Result<(), String> {
     let mut seed = 7u64;
     for &clients in &args.clients {
         let mut per_mode: Vec<Vec<Point>> = args.modes.iter().map(|_| Vec::new()).collect();
-        for round in 0..args.rounds {
-            // Alternate the order each round so no mode always runs on a warmer cluster.
+        let slices = ((args.seconds / args.slice).ceil() as usize).max(1);
+        let slice_seconds = args.seconds / slices as f64;
+        for round in 0..args.rounds * slices {
+            // Alternate the order each slice so no mode always runs on a warmer cluster.
             let order: Vec<usize> = if round % 2 == 0 {
                 (0..args.modes.len()).collect()
             } else {
@@ -407,7 +415,7 @@ fn run(args: &Args) -> Result<(), String> {
                     args.modes[i],
                     clients,
                     args.warmup,
-                    args.seconds,
+                    slice_seconds,
                     args.rows,
                     seed,
                 ));
