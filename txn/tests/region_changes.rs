@@ -344,3 +344,59 @@ fn a_region_that_grows_past_the_split_size_splits_by_itself() {
         );
     }
 }
+
+#[test]
+fn test_split_with_concurrent_pessimistic_locking_never_loses_a_lock() {
+    let (_d, c) = cluster(1);
+    let cl = client(&c);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let committed = std::sync::atomic::AtomicUsize::new(0);
+    let lock_not_found = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for w in 0..3u8 {
+            let cl = cl.clone();
+            let (stop, committed, lock_not_found) = (&stop, &committed, &lock_not_found);
+            s.spawn(move || {
+                let mut i = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    i += 1;
+                    let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
+                    let r = (|| {
+                        for k in 0..4u8 {
+                            // Keys all over the key space, so every split cuts through them.
+                            let key = [k * 60 + w, b'k', (i % 7) as u8];
+                            t.put(&key, &i.to_be_bytes())?;
+                        }
+                        t.commit()
+                    })();
+                    match r {
+                        Ok(_) => {
+                            committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(TxnError::PessimisticLockNotFound { .. }) => {
+                            lock_not_found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(_) => {
+                            let _ = t.rollback();
+                        }
+                    }
+                }
+            });
+        }
+        for key in [&[60u8][..], &[120], &[180], &[30], &[200]] {
+            std::thread::sleep(Duration::from_millis(150));
+            let r = c.region_of(key).expect("region");
+            c.split_region(r.id, Some(key.to_vec())).expect("split");
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    assert_eq!(c.regions().len(), 6);
+    assert!(committed.into_inner() > 0, "nothing committed");
+    assert_eq!(
+        lock_not_found.into_inner(),
+        0,
+        "a split made a prewrite miss its lock: commands racing a split must get epoch errors"
+    );
+    assert_eq!(lost(&c.counters()), 0);
+}

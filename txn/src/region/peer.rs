@@ -363,6 +363,27 @@ impl RegionPeer {
                         _ => &self.counters.in_memory_stale,
                     };
                     Counters::add(c, 1);
+                    // The term or the region's version moved under us (a leader change, a
+                    // split or merge): the Raft path would be refused at apply, after a
+                    // pipelined reply, and the lock silently lost. Answer the region error
+                    // now, as TiKV's raftstore does (StaleCommand / EpochNotMatch).
+                    match refused.reason {
+                        RefuseReason::TermMismatch { .. } => {
+                            return Err(RegionError::StaleCommand {
+                                region_id: ctx.region_id,
+                            }
+                            .into());
+                        }
+                        RefuseReason::VersionMismatch { .. } => {
+                            let info = self.info();
+                            return Err(RegionError::EpochNotMatch {
+                                region_id: info.id,
+                                current: vec![info],
+                            }
+                            .into());
+                        }
+                        _ => {}
+                    }
                     writes.pessimistic_locks = refused.into_batch();
                     reply_on_accept = true;
                 }
