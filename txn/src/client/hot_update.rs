@@ -1,0 +1,159 @@
+//! [`TxnClient::hot_update`]: hot-row updates of integer values through the `surge-hotspot`
+//! group coordinator, after AliSQL's hot-row group commit (the
+//! `commit_on_success rollback_on_fail target_affect_row(n)` inventory hints).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use surge_hotspot::{Config, Coordinator, Error as GroupError, Hints, Phase};
+
+use super::core::ClientCore;
+use super::error::TxnError;
+use super::hot_executor::{HotExecutor, HotGroupObserver};
+use super::hot_op::{HotOp, HotOutcome, HotReject};
+use super::hot_update_counters::HotCounters;
+use super::txn_client::TxnClient;
+
+/// The default automatic-grouping threshold: an update without `commit_on_success` joins a
+/// group once this many updates (itself included) are in flight for its key on one client.
+pub const DEFAULT_HOT_AUTO_THRESHOLD: usize = 8;
+
+/// A client's hot-row machinery: one group coordinator for every key, shared by its clones.
+#[derive(Debug)]
+pub(crate) struct HotUpdater {
+    coordinator: Coordinator<HotExecutor>,
+    /// Members that got [`TxnError::Undetermined`].
+    undetermined: AtomicU64,
+}
+
+impl HotUpdater {
+    pub(crate) fn new(core: Arc<ClientCore>) -> HotUpdater {
+        let config = Config {
+            auto_group_threshold: DEFAULT_HOT_AUTO_THRESHOLD,
+            ..Config::default()
+        };
+        // Invariant: `Config::validate` only refuses `max_group_size` 0 and `max_wait` over
+        // 1 s, and the defaults are 1024 and 100 µs, so this cannot fail.
+        #[allow(clippy::expect_used)] // see the invariant above
+        let coordinator = Coordinator::new(HotExecutor::new(core), config)
+            .expect("the default hotspot configuration is valid");
+        HotUpdater {
+            coordinator,
+            undetermined: AtomicU64::new(0),
+        }
+    }
+
+    /// The member's error as the transaction layer reports it.
+    fn member_error(&self, key: &[u8], e: GroupError<HotReject, TxnError>) -> TxnError {
+        let error = match e {
+            GroupError::Rejected {
+                reason, rollback, ..
+            } => TxnError::HotUpdateRejected {
+                key: key.to_vec(),
+                reason,
+                rollback,
+            },
+            GroupError::TargetAffectRow {
+                expected,
+                actual,
+                rollback,
+            } => TxnError::TargetAffectRow {
+                key: key.to_vec(),
+                expected,
+                actual,
+                rollback,
+            },
+            // The lock or the commit failed for the whole group: the transaction's own error
+            // (a commit whose answer was lost stays `Undetermined`).
+            GroupError::Load { source, .. } | GroupError::Durable { source, .. } => {
+                (*source).clone()
+            }
+            // A panic before the commit started wrote nothing; one during or after it may
+            // have committed.
+            GroupError::ExecutorPanicked {
+                phase: phase @ (Phase::Begin | Phase::Apply | Phase::Accept),
+                ..
+            } => TxnError::Protocol {
+                detail: format!("hot update of a group panicked in {phase}; nothing committed"),
+            },
+            other => TxnError::Undetermined {
+                start_ts: 0,
+                detail: format!("hot update group failed while committing: {other}"),
+            },
+        };
+        if matches!(error, TxnError::Undetermined { .. }) {
+            self.undetermined.fetch_add(1, Ordering::Relaxed);
+        }
+        error
+    }
+}
+
+impl TxnClient {
+    /// Applies `op` to the integer stored at `key` as its own transaction and returns this
+    /// member's own new value.
+    ///
+    /// With `commit_on_success` in `hints` (or, without it, once
+    /// [`DEFAULT_HOT_AUTO_THRESHOLD`] updates of the key are in flight on this client, see
+    /// [`TxnClient::set_hot_auto_threshold`]), the update joins the key's group: the group's
+    /// leader locks the key once through the ordinary pessimistic lock path (so groups
+    /// serialize with ordinary transactions on the key), applies every member's operation in
+    /// arrival order to the value it read, and commits one single-key transaction (one
+    /// phase, one Raft proposal); each member then gets its own result. A leader with no
+    /// other update of the key in flight commits at once. Otherwise the update runs alone the
+    /// same way (lock, read, write, commit).
+    ///
+    /// Hints, as AliSQL's inventory hints (each call is a whole transaction, so
+    /// `commit_on_success` commits just this update):
+    /// - `commit_on_success`: commit as soon as the update succeeds; lets it join a group;
+    /// - `rollback_on_fail`: the update's failure rolls back its transaction; nothing of a
+    ///   failed update is ever written, and the flag comes back on the error (`rollback`);
+    /// - `target_affect_row(n)`: fail unless the update affects exactly `n` rows (1 when the
+    ///   key exists, 0 when it does not).
+    ///
+    /// The value is stored as decimal ASCII ([`HotOp::encode`]). A missing key affects no row
+    /// and writes nothing.
+    ///
+    /// # Errors
+    /// This member alone: [`TxnError::HotUpdateRejected`] (a bound, an overflow, a value that
+    /// is not an integer), [`TxnError::TargetAffectRow`]. The whole group: the lock's or the
+    /// commit's error ([`TxnError::LockWaitTimeout`], region errors after retries, ...), in
+    /// which case nothing was written. [`TxnError::Undetermined`]: the group's commit was
+    /// sent and its answer lost; the update may or may not have been applied.
+    pub fn hot_update(&self, key: &[u8], op: HotOp, hints: Hints) -> Result<HotOutcome, TxnError> {
+        let _span = tracing::debug_span!("hot_update", delta = op.delta).entered();
+        match self.hot.coordinator.execute(&key.to_vec(), op, hints) {
+            Ok(m) => Ok(HotOutcome {
+                value: m.value,
+                affected_rows: m.affected_rows,
+                commit_ts: m.fate.commit_ts(),
+                group_writes: m.fate.writes(),
+            }),
+            Err(e) => Err(self.hot.member_error(key, e)),
+        }
+    }
+
+    /// A snapshot of the hot-update counters (shared by all clones).
+    pub fn hot_counters(&self) -> HotCounters {
+        let undetermined = self.hot.undetermined.load(Ordering::Relaxed);
+        HotCounters::new(&self.hot.coordinator.stats(), undetermined)
+    }
+
+    /// Turns grouping of hot updates on or off (AliSQL's `hotspot` switch; default on). Off,
+    /// every [`TxnClient::hot_update`] runs alone.
+    pub fn set_hot_grouping(&self, on: bool) {
+        self.hot.coordinator.set_hotspot(on);
+    }
+
+    /// Sets the automatic-grouping threshold: an update without `commit_on_success` joins a
+    /// group once this many updates of its key are in flight on this client. 0: hints only.
+    pub fn set_hot_auto_threshold(&self, n: usize) {
+        self.hot.coordinator.set_auto_group_threshold(n);
+    }
+
+    /// Hands every committed hot-update group's record (its key, timestamps, and one change
+    /// per member in arrival order) to `observer`, or stops doing so with `None`. This is the
+    /// seam a binlog writer uses to log one group holding one transaction per member.
+    pub fn set_hot_group_observer(&self, observer: Option<Arc<HotGroupObserver>>) {
+        self.hot.coordinator.executor().set_observer(observer);
+    }
+}
