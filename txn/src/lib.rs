@@ -77,7 +77,14 @@ pub use mvcc::{
 pub use actions::*;
 pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
 // client layer re-exports
-pub use client::{ClientConfig, ClientCounters, KvPair, Transaction, TxnClient, TxnError, TxnMode};
+pub use client::{
+    ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters,
+    HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair, Transaction, TxnClient,
+    TxnError, TxnMode,
+};
+/// Hot-row update hints (`commit_on_success`, `rollback_on_fail`, `target_affect_row(n)`),
+/// from `surge-hotspot`.
+pub use surge_hotspot::Hints as HotHints;
 // region, placement, service and cluster layers
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
 pub use placement::{META_REGION_ID, even_split_keys, initial_regions};

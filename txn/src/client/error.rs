@@ -137,6 +137,36 @@ pub enum TxnError {
     /// The transaction was already committed or rolled back.
     #[error("transaction already finished")]
     TxnFinished,
+    /// A hot-row update's operation was refused (a bound, an overflow, a stored value that is
+    /// not an integer). Only this update failed; nothing of it was written.
+    #[error(
+        "hot update of key {:?} refused: {reason}",
+        String::from_utf8_lossy(key)
+    )]
+    HotUpdateRejected {
+        /// The key.
+        key: Vec<u8>,
+        /// Why.
+        reason: super::hot_op::HotReject,
+        /// The update carried `rollback_on_fail`.
+        rollback: bool,
+    },
+    /// A hot-row update with `target_affect_row(expected)` affected another number of rows.
+    /// Only this update failed; nothing of it was written.
+    #[error(
+        "hot update of key {:?}: target_affect_row({expected}) not met, {actual} rows affected",
+        String::from_utf8_lossy(key)
+    )]
+    TargetAffectRow {
+        /// The key.
+        key: Vec<u8>,
+        /// The hint's count.
+        expected: u64,
+        /// Rows the update would have affected.
+        actual: u64,
+        /// The update carried `rollback_on_fail`.
+        rollback: bool,
+    },
 }
 
 impl TxnError {
@@ -160,7 +190,9 @@ impl TxnError {
             | TxnError::Undetermined { .. }
             | TxnError::Protocol { .. }
             | TxnError::Key(_)
-            | TxnError::TxnFinished => false,
+            | TxnError::TxnFinished
+            | TxnError::HotUpdateRejected { .. }
+            | TxnError::TargetAffectRow { .. } => false,
         }
     }
 

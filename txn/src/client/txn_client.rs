@@ -25,6 +25,8 @@ use crate::NodeRouter;
 #[derive(Debug, Clone)]
 pub struct TxnClient {
     core: Arc<ClientCore>,
+    /// The hot-row group coordinator (`hot_update.rs`), shared by clones.
+    pub(super) hot: Arc<super::hot_update::HotUpdater>,
 }
 
 impl TxnClient {
@@ -49,7 +51,8 @@ impl TxnClient {
                 .secondaries
                 .set(secondaries::spawn(Arc::downgrade(&core)));
         }
-        TxnClient { core }
+        let hot = Arc::new(super::hot_update::HotUpdater::new(Arc::clone(&core)));
+        TxnClient { core, hot }
     }
 
     /// Begins a transaction: takes its `start_ts` from the timestamp oracle.
