@@ -1,0 +1,49 @@
+//! Named crash points of the commit path, for tests that kill a coordinator process at each
+//! step. Inert unless the environment variable [`TXN_CRASH_ENV`] names one: the process then
+//! prints `reached <name>` on stdout and waits to be killed (the test sends `SIGKILL`), so
+//! whatever reached the disk and the cluster stays and nothing after the point happens.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+/// Environment variable that selects a crash point.
+pub const TXN_CRASH_ENV: &str = "SURGE_TXN_CRASH_AT";
+
+/// Names of the commit path's crash points, in the order a commit passes them.
+pub mod txn_crash_points {
+    /// The prepare record is durable and the transaction registered; nothing prewritten.
+    pub const AFTER_PREPARE: &str = "txn.commit.after_prepare";
+    /// Every key prewritten; no commit timestamp taken, the primary not committed.
+    pub const AFTER_PREWRITE: &str = "txn.commit.after_prewrite";
+    /// The primary committed (the commit point); the binlog group not written.
+    pub const AFTER_PRIMARY_COMMIT: &str = "txn.commit.after_primary_commit";
+    /// The binlog group written and fsynced; secondaries not committed, no answer given.
+    pub const AFTER_BINLOG: &str = "txn.commit.after_binlog";
+    /// Everything done; the answer not yet returned to the caller.
+    pub const BEFORE_ACK: &str = "txn.commit.before_ack";
+    /// Every crash point, for tests that loop over them.
+    pub const ALL: [&str; 5] = [
+        AFTER_PREPARE,
+        AFTER_PREWRITE,
+        AFTER_PRIMARY_COMMIT,
+        AFTER_BINLOG,
+        BEFORE_ACK,
+    ];
+}
+
+/// Stops here (until killed; after 10 minutes the process aborts) if [`TXN_CRASH_ENV`]
+/// names `point`.
+pub(crate) fn crash_point(point: &'static str) {
+    static TARGET: OnceLock<Option<String>> = OnceLock::new();
+    let target = TARGET.get_or_init(|| std::env::var(TXN_CRASH_ENV).ok());
+    if target.as_deref() != Some(point) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    // A parent that is gone cannot be told; the wait below ends the process either way.
+    let _ = writeln!(out, "reached {point}");
+    let _ = out.flush();
+    drop(out);
+    std::thread::sleep(std::time::Duration::from_secs(600));
+    std::process::abort();
+}

@@ -1,0 +1,376 @@
+//! The prepare journal: TiDB Binlog's prewrite binlog, kept beside the coordinator's MariaDB
+//! binlog. Before a transaction prewrites, a *prepare record* (its start timestamp, primary
+//! key, the binlog position at that moment and the row change of every key) is appended and
+//! fsynced; once the transaction's outcome is settled (its group is in the binlog, or it
+//! did not commit) a *settled record* is appended. Recovery reads the prepares without a
+//! settled record: those are the transactions a crash left in doubt.
+//!
+//! File `surge-txn.prepare`: records of `len u32 LE | fnv64 u64 LE | payload` (payload
+//! postcard-encoded, checksum FNV-1a over it). A torn or damaged record ends the file: only
+//! its unsynced tail can be torn, and nothing there was relied on (a prepare is fsynced
+//! before its transaction prewrites; a lost settled record only makes recovery look the
+//! transaction up in the binlog, where it is found).
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use super::error::TxnError;
+
+/// File name of the journal inside the binlog directory.
+pub(crate) const JOURNAL_FILE: &str = "surge-txn.prepare";
+
+/// The journal is rewritten with only its open prepares once it grows past this.
+const COMPACT_AT: u64 = 4 << 20;
+
+/// The net change of one key by a transaction, as the binlog shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum RowChange {
+    /// The key had no value before and has one after (Write_rows).
+    Insert,
+    /// The key had a value before and has one after (Update_rows).
+    Update,
+    /// The key had a value before and has none after (Delete_rows).
+    Delete,
+}
+
+/// A prepare record: enough to settle the transaction and rebuild its binlog group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Prepared {
+    /// The transaction (also the xid of its binlog group).
+    pub(crate) start_ts: u64,
+    /// Its primary key, whose status decides it.
+    pub(crate) primary: Vec<u8>,
+    /// Every key it writes (for cleanup), in key order.
+    pub(crate) keys: Vec<Vec<u8>>,
+    /// The row change of each key that changes the table, in key order.
+    pub(crate) changes: Vec<(Vec<u8>, RowChange)>,
+    /// The binlog's end when the record was written: the group, if written, lies after it.
+    pub(crate) binlog_file: String,
+    /// Offset in `binlog_file`.
+    pub(crate) binlog_offset: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+enum Record {
+    Prepare(Prepared),
+    Settled { start_ts: u64 },
+}
+
+struct Writer {
+    file: File,
+    len: u64,
+    /// Records appended so far (a logical sequence number).
+    appended: u64,
+    /// Prepares without a settled record, encoded, by start_ts (what compaction keeps).
+    open: BTreeMap<u64, Vec<u8>>,
+}
+
+/// The journal of one coordinator. Appends are serialized; fsyncs are shared by the
+/// prepares that arrive while one is in progress (group commit).
+pub(crate) struct Journal {
+    path: PathBuf,
+    writer: Mutex<Writer>,
+    /// Highest sequence number known durable. Held while fsyncing, so one caller fsyncs for
+    /// every record appended before it started.
+    synced: Mutex<u64>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> TxnError {
+    TxnError::Binlog {
+        detail: format!("{what} {}: {e}", path.display()),
+    }
+}
+
+/// FNV-1a, 64 bits: detects a torn or damaged record (not an adversary).
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 12);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&fnv64(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn encode(rec: &Record) -> Result<Vec<u8>, TxnError> {
+    postcard::to_allocvec(rec)
+        .map(|p| frame(&p))
+        .map_err(|e| TxnError::Binlog {
+            detail: format!("encode a journal record: {e}"),
+        })
+}
+
+/// The records of `bytes` up to the first torn or damaged one, and the length they cover.
+fn decode_all(bytes: &[u8]) -> (Vec<Record>, u64) {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while bytes.len() - at >= 12 {
+        let mut len4 = [0u8; 4];
+        len4.copy_from_slice(&bytes[at..at + 4]);
+        let mut sum8 = [0u8; 8];
+        sum8.copy_from_slice(&bytes[at + 4..at + 12]);
+        let len = u32::from_le_bytes(len4) as usize;
+        let Some(payload) = bytes.get(at + 12..at + 12 + len) else {
+            break;
+        };
+        if fnv64(payload) != u64::from_le_bytes(sum8) {
+            break;
+        }
+        let Ok(rec) = postcard::from_bytes::<Record>(payload) else {
+            break;
+        };
+        out.push(rec);
+        at += 12 + len;
+    }
+    (out, at as u64)
+}
+
+impl Journal {
+    /// Opens (or creates) the journal in `dir` and returns it with the prepares a previous
+    /// run left unsettled, in start_ts order. A torn tail is cut off.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] for I/O failures.
+    pub(crate) fn open(dir: &Path) -> Result<(Journal, Vec<Prepared>), TxnError> {
+        let path = dir.join(JOURNAL_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io_err("read", &path, e)),
+        };
+        let (records, good) = decode_all(&bytes);
+        let mut open: BTreeMap<u64, Prepared> = BTreeMap::new();
+        for rec in records {
+            match rec {
+                Record::Prepare(p) => {
+                    open.insert(p.start_ts, p);
+                }
+                Record::Settled { start_ts } => {
+                    open.remove(&start_ts);
+                }
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .write(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io_err("open", &path, e))?;
+        if good < bytes.len() as u64 {
+            tracing::warn!(
+                path = %path.display(),
+                cut = bytes.len() as u64 - good,
+                "journal: torn tail cut"
+            );
+            file.set_len(good)
+                .map_err(|e| io_err("truncate", &path, e))?;
+            file.sync_all().map_err(|e| io_err("fsync", &path, e))?;
+        }
+        let mut encoded = BTreeMap::new();
+        for (ts, p) in &open {
+            encoded.insert(*ts, encode(&Record::Prepare(p.clone()))?);
+        }
+        let journal = Journal {
+            path,
+            writer: Mutex::new(Writer {
+                file,
+                len: good,
+                appended: 0,
+                open: encoded,
+            }),
+            synced: Mutex::new(0),
+        };
+        Ok((journal, open.into_values().collect()))
+    }
+
+    /// Appends `p` and returns once it is durable (fsynced, possibly by another caller's
+    /// fsync that covered it).
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if the write or the fsync fails.
+    pub(crate) fn prepare(&self, p: &Prepared) -> Result<(), TxnError> {
+        let bytes = encode(&Record::Prepare(p.clone()))?;
+        let seq = {
+            let mut w = self.writer.lock();
+            w.append(&self.path, &bytes)?;
+            w.open.insert(p.start_ts, bytes);
+            w.appended
+        };
+        self.sync_to(seq)
+    }
+
+    /// Appends a settled record for `start_ts` (not fsynced: see the module docs) and
+    /// compacts the journal once it is large.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if the write or a compaction fails.
+    pub(crate) fn settle(&self, start_ts: u64) -> Result<(), TxnError> {
+        let bytes = encode(&Record::Settled { start_ts })?;
+        let compact = {
+            let mut w = self.writer.lock();
+            w.open.remove(&start_ts);
+            w.append(&self.path, &bytes)?;
+            w.len > COMPACT_AT
+        };
+        if compact {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    /// Makes every record up to sequence number `seq` durable.
+    fn sync_to(&self, seq: u64) -> Result<(), TxnError> {
+        let mut synced = self.synced.lock();
+        if *synced >= seq {
+            return Ok(());
+        }
+        // Everything appended up to now is covered by this fsync.
+        let (file, upto) = {
+            let w = self.writer.lock();
+            let f = w
+                .file
+                .try_clone()
+                .map_err(|e| io_err("dup", &self.path, e))?;
+            (f, w.appended)
+        };
+        file.sync_data()
+            .map_err(|e| io_err("fsync", &self.path, e))?;
+        *synced = upto;
+        Ok(())
+    }
+
+    /// Rewrites the journal with only its open prepares: a new file written and fsynced,
+    /// renamed over the old one, the directory fsynced. A crash leaves either file whole.
+    fn compact(&self) -> Result<(), TxnError> {
+        let mut synced = self.synced.lock();
+        let mut w = self.writer.lock();
+        let tmp = self.path.with_extension("prepare.tmp");
+        let mut all = Vec::new();
+        for bytes in w.open.values() {
+            all.extend_from_slice(bytes);
+        }
+        let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+        f.write_all(&all).map_err(|e| io_err("write", &tmp, e))?;
+        f.sync_all().map_err(|e| io_err("fsync", &tmp, e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| io_err("rename", &tmp, e))?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io_err("fsync dir", dir, e))?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(|e| io_err("open", &self.path, e))?;
+        w.file = file;
+        w.len = all.len() as u64;
+        *synced = w.appended;
+        Ok(())
+    }
+
+    /// Bytes in the journal file now.
+    #[cfg(test)]
+    fn len(&self) -> u64 {
+        self.writer.lock().len
+    }
+}
+
+impl Writer {
+    fn append(&mut self, path: &Path, bytes: &[u8]) -> Result<(), TxnError> {
+        use std::os::unix::fs::FileExt as _;
+        self.file
+            .write_all_at(bytes, self.len)
+            .map_err(|e| io_err("write", path, e))?;
+        self.len += bytes.len() as u64;
+        self.appended += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(ts: u64) -> Prepared {
+        Prepared {
+            start_ts: ts,
+            primary: b"p".to_vec(),
+            keys: vec![b"p".to_vec(), b"q".to_vec()],
+            changes: vec![(b"p".to_vec(), RowChange::Insert)],
+            binlog_file: "surge-bin.000001".into(),
+            binlog_offset: 4,
+        }
+    }
+
+    #[test]
+    fn open_prepares_survive_reopen_and_settled_ones_do_not() -> Result<(), TxnError> {
+        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
+        let (j, open) = Journal::open(dir.path())?;
+        assert!(open.is_empty());
+        for ts in 1..=3 {
+            j.prepare(&prepared(ts))?;
+        }
+        j.settle(2)?;
+        drop(j);
+        let (_j, open) = Journal::open(dir.path())?;
+        assert_eq!(open, vec![prepared(1), prepared(3)]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_earlier_records_kept() -> Result<(), TxnError> {
+        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
+        let (j, _) = Journal::open(dir.path())?;
+        j.prepare(&prepared(1))?;
+        j.prepare(&prepared(2))?;
+        let full = j.len();
+        drop(j);
+        let path = dir.path().join(JOURNAL_FILE);
+        for cut in [1, 5, 13] {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_err("open", &path, e))?;
+            f.set_len(full - cut).map_err(|e| io_err("cut", &path, e))?;
+            drop(f);
+            let (_j, open) = Journal::open(dir.path())?;
+            assert_eq!(open, vec![prepared(1)], "cut {cut}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn compaction_keeps_only_open_prepares() -> Result<(), TxnError> {
+        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
+        let (j, _) = Journal::open(dir.path())?;
+        j.prepare(&prepared(1))?;
+        let mut big = prepared(2);
+        big.keys = (0..600_000u64).map(|i| i.to_le_bytes().to_vec()).collect();
+        j.prepare(&big)?;
+        j.settle(2)?;
+        assert!(j.len() < 1024, "compacted to {} bytes", j.len());
+        drop(j);
+        let (_j, open) = Journal::open(dir.path())?;
+        assert_eq!(open, vec![prepared(1)]);
+        Ok(())
+    }
+}

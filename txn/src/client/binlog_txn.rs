@@ -1,0 +1,116 @@
+//! [`BinlogTxn`]: one transaction's side of the binlog while it runs: its [`TxnCache`] of
+//! row events and what it knows about each key's existence.
+//!
+//! The binlog must replay in MariaDB's STRICT mode, so each statement has to match the
+//! row's state: an insert only of an absent key, an update or delete only of a present one.
+//! The transaction learns whether a key existed before it from its pessimistic lock (the
+//! lock request asks for the value at `for_update_ts`, and the lock keeps it so until
+//! commit) or, in an optimistic transaction, from a read at `start_ts` (the prewrite's
+//! conflict check fails the commit if another transaction wrote the key since).
+
+use std::collections::BTreeMap;
+
+use surge_binlog::TxnCache;
+
+use super::binlog_journal::RowChange;
+use super::error::TxnError;
+
+/// The transaction's binlog cache and key states.
+///
+/// # Invariants
+/// - `before[k]` is whether `k` had a value before this transaction, learned once.
+/// - `now[k]`, for each key the cache has a statement on, is whether `k` has a value after
+///   those statements; a statement on `k` is added only when `before[k]` is known.
+#[derive(Debug)]
+pub(crate) struct BinlogTxn {
+    cache: TxnCache,
+    before: BTreeMap<Vec<u8>, bool>,
+    now: BTreeMap<Vec<u8>, bool>,
+}
+
+fn cache_err(e: surge_binlog::Error) -> TxnError {
+    TxnError::Binlog {
+        detail: format!("transaction cache: {e}"),
+    }
+}
+
+impl BinlogTxn {
+    /// A transaction writing into `cache`.
+    pub(crate) fn new(cache: TxnCache) -> BinlogTxn {
+        BinlogTxn {
+            cache,
+            before: BTreeMap::new(),
+            now: BTreeMap::new(),
+        }
+    }
+
+    /// Whether the existence of `key` before the transaction is known.
+    pub(crate) fn knows(&self, key: &[u8]) -> bool {
+        self.before.contains_key(key)
+    }
+
+    /// Records whether `key` existed before the transaction (the first answer counts).
+    pub(crate) fn learn(&mut self, key: &[u8], existed: bool) {
+        self.before.entry(key.to_vec()).or_insert(existed);
+    }
+
+    fn exists_now(&self, key: &[u8]) -> Result<bool, TxnError> {
+        let known = self.now.get(key).or_else(|| self.before.get(key));
+        known.copied().ok_or_else(|| TxnError::Binlog {
+            detail: format!(
+                "existence of key {:?} unknown when writing its row event",
+                String::from_utf8_lossy(key)
+            ),
+        })
+    }
+
+    /// Adds the statement that sets `key` to `value`: an Update_rows if the key has a value
+    /// now, else a Write_rows.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if the key's existence was not learned or the cache fails.
+    pub(crate) fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
+        if self.exists_now(key)? {
+            self.cache.update(key, value).map_err(cache_err)?;
+        } else {
+            self.cache.put(key, value).map_err(cache_err)?;
+        }
+        self.now.insert(key.to_vec(), true);
+        Ok(())
+    }
+
+    /// Adds a Delete_rows of `key` if it has a value now (deleting an absent key changes no
+    /// row, so it writes no event).
+    ///
+    /// # Errors
+    /// As [`BinlogTxn::put`].
+    pub(crate) fn delete(&mut self, key: &[u8]) -> Result<(), TxnError> {
+        if self.exists_now(key)? {
+            self.cache.delete(key).map_err(cache_err)?;
+        }
+        self.now.insert(key.to_vec(), false);
+        Ok(())
+    }
+
+    /// The net change of every key whose row the transaction changes, in key order.
+    pub(crate) fn changes(&self) -> Vec<(Vec<u8>, RowChange)> {
+        self.now
+            .iter()
+            .filter_map(|(k, &after)| {
+                let before = self.before.get(k).copied().unwrap_or(after);
+                let change = match (before, after) {
+                    (false, true) => RowChange::Insert,
+                    (true, true) => RowChange::Update,
+                    (true, false) => RowChange::Delete,
+                    (false, false) => return None,
+                };
+                Some((k.clone(), change))
+            })
+            .collect()
+    }
+
+    /// The cache, to commit.
+    pub(crate) fn into_cache(self) -> TxnCache {
+        self.cache
+    }
+}

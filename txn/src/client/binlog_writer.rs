@@ -1,0 +1,348 @@
+//! [`CoordinatorBinlog`]: the binlog a coordinator owns, and [`BinlogStep`], one
+//! transaction's way through it at commit (see the crate README, "Binlog at commit").
+//!
+//! Order of a commit with a binlog:
+//! 1. prepare: register with the [`Sequencer`], append the prepare record to the journal
+//!    and fsync it (TiDB Binlog's prewrite binlog);
+//! 2. prewrite, take `commit_ts`, commit the primary (the commit point), or commit in one
+//!    phase;
+//! 3. wait for the sequencer, commit the transaction's cache to the MariaDB binlog (its
+//!    group: GTID, row events, Xid = `start_ts`; by rename when it is large), then a settled
+//!    record (TiDB's commit binlog);
+//! 4. commit the secondaries and answer.
+//!
+//! The group is written only once the primary is committed, so nothing rolled back ever
+//! reaches the binlog, and before the answer, so every acknowledged commit is there. A
+//! crash between 2 and 3 leaves a prepare without a group: recovery settles it from the
+//! primary's status.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use surge_binlog::{Binlog, CommitInfo};
+
+use super::binlog_config::BinlogOptions;
+use super::binlog_crash::{crash_point, txn_crash_points};
+use super::binlog_journal::{Journal, Prepared};
+use super::binlog_recovery::BinlogRecoveryReport;
+use super::binlog_sequencer::Sequencer;
+use super::binlog_txn::BinlogTxn;
+use super::core::ClientCore;
+use super::error::TxnError;
+use super::two_pc::{CommitPlan, StopAt};
+
+/// The binlog of one coordinator: the MariaDB log, the prepare journal and the sequencer.
+#[derive(Debug)]
+pub(crate) struct CoordinatorBinlog {
+    pub(crate) log: Binlog,
+    pub(crate) journal: Journal,
+    seq: Sequencer,
+    /// Why the binlog stopped taking commits (a failed write, an outcome left in doubt).
+    stopped: Mutex<Option<String>>,
+    /// What recovery did when the coordinator started.
+    pub(crate) recovery: Mutex<BinlogRecoveryReport>,
+}
+
+/// Whether a client has a binlog.
+#[derive(Debug)]
+pub(crate) enum BinlogSlot {
+    /// No binlog configured.
+    Off,
+    /// The coordinator's binlog.
+    On(Arc<CoordinatorBinlog>),
+    /// Configured but could not be opened: every commit fails (none may go unlogged).
+    Failed(String),
+}
+
+impl BinlogSlot {
+    /// The binlog, `None` if there is none; an error if it is configured but unusable.
+    pub(crate) fn get(&self) -> Result<Option<&Arc<CoordinatorBinlog>>, TxnError> {
+        match self {
+            BinlogSlot::Off => Ok(None),
+            BinlogSlot::On(b) => Ok(Some(b)),
+            BinlogSlot::Failed(reason) => Err(TxnError::Binlog {
+                detail: format!("binlog could not be opened: {reason}"),
+            }),
+        }
+    }
+
+    /// A fresh transaction state if the client has a usable binlog.
+    pub(crate) fn new_txn(&self) -> Option<BinlogTxn> {
+        match self {
+            BinlogSlot::On(b) => Some(BinlogTxn::new(b.log.new_cache())),
+            _ => None,
+        }
+    }
+}
+
+fn binlog_err(what: &str, e: surge_binlog::Error) -> TxnError {
+    TxnError::Binlog {
+        detail: format!("{what}: {e}"),
+    }
+}
+
+impl CoordinatorBinlog {
+    /// Opens the binlog (its own recovery runs) and the journal; returns the prepares a
+    /// previous run left unsettled, for [`ClientCore::recover_binlog`].
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] for bad options, a directory held by another writer, damage,
+    /// I/O errors.
+    pub(crate) fn open(
+        opts: &BinlogOptions,
+    ) -> Result<(Arc<CoordinatorBinlog>, Vec<Prepared>), TxnError> {
+        let log = Binlog::open(opts.binlog_config()).map_err(|e| binlog_err("open", e))?;
+        let (journal, pending) = Journal::open(&opts.dir)?;
+        let b = CoordinatorBinlog {
+            log,
+            journal,
+            seq: Sequencer::default(),
+            stopped: Mutex::new(None),
+            recovery: Mutex::new(BinlogRecoveryReport::default()),
+        };
+        Ok((Arc::new(b), pending))
+    }
+
+    /// Fails if the binlog stopped.
+    pub(crate) fn check(&self) -> Result<(), TxnError> {
+        match &*self.stopped.lock() {
+            Some(reason) => Err(TxnError::Binlog {
+                detail: format!("binlog stopped: {reason}; restart the coordinator"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops taking commits: a transaction's outcome is unknown or its group could not be
+    /// written, and writing later conflicting groups first could break the order. The
+    /// next open settles what is open (fail-stop, as `surge-binlog` does after a failed
+    /// write).
+    pub(crate) fn stop(&self, reason: &str) {
+        tracing::error!(reason, "coordinator binlog stopped");
+        self.stopped
+            .lock()
+            .get_or_insert_with(|| reason.to_string());
+        self.seq.stop(reason);
+    }
+
+    /// Commits `txn`'s cache as the group of transaction `start_ts`.
+    pub(crate) fn write_group(
+        &self,
+        cache: surge_binlog::TxnCache,
+        start_ts: u64,
+    ) -> Result<CommitInfo, TxnError> {
+        self.log
+            .commit(cache, start_ts)
+            .map_err(|e| binlog_err("commit", e))
+    }
+}
+
+/// Where one transaction is in its binlog step.
+#[derive(Debug)]
+enum StepState {
+    /// The client has no binlog.
+    Off,
+    /// Prepared: registered, prepare record durable, group not written.
+    Prepared {
+        binlog: Arc<CoordinatorBinlog>,
+        txn: Option<BinlogTxn>,
+        ticket: u64,
+        start_ts: u64,
+    },
+    /// The group is in the binlog.
+    Written,
+}
+
+/// One transaction's binlog step through its commit (a no-op without a binlog).
+#[derive(Debug)]
+pub(crate) struct BinlogStep {
+    state: StepState,
+}
+
+impl ClientCore {
+    /// Step 1 of a commit with a binlog: registers `plan` with the sequencer and makes its
+    /// prepare record durable, before anything is prewritten.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`]: the binlog is unusable or the journal write failed; nothing was
+    /// prewritten.
+    pub(crate) fn binlog_prepare(
+        &self,
+        plan: &CommitPlan,
+        txn: Option<BinlogTxn>,
+    ) -> Result<BinlogStep, TxnError> {
+        let Some(binlog) = self.binlog.get()? else {
+            return Ok(BinlogStep {
+                state: StepState::Off,
+            });
+        };
+        binlog.check()?;
+        let txn = txn.ok_or_else(|| TxnError::Binlog {
+            detail: "transaction has no binlog cache".to_string(),
+        })?;
+        let keys: BTreeSet<Vec<u8>> = plan
+            .mutations
+            .iter()
+            .map(|(m, _)| m.key().to_vec())
+            .collect();
+        let pos = binlog.log.current_position();
+        let record = Prepared {
+            start_ts: plan.start_ts,
+            primary: plan.primary.clone(),
+            keys: keys.iter().cloned().collect(),
+            changes: txn.changes(),
+            binlog_file: pos.file,
+            binlog_offset: pos.offset,
+        };
+        let ticket = binlog.seq.register(Arc::new(keys));
+        if let Err(e) = binlog.journal.prepare(&record) {
+            binlog.seq.finish(ticket);
+            return Err(e);
+        }
+        crash_point(txn_crash_points::AFTER_PREPARE);
+        Ok(BinlogStep {
+            state: StepState::Prepared {
+                binlog: Arc::clone(binlog),
+                txn: Some(txn),
+                ticket,
+                start_ts: plan.start_ts,
+            },
+        })
+    }
+}
+
+impl BinlogStep {
+    /// Step 3, right after the commit point: waits for the transaction's turn, writes its
+    /// group, settles its prepare record.
+    ///
+    /// # Errors
+    /// [`TxnError::Undetermined`] if the group could not be written: the transaction is
+    /// committed in the store but not yet in the binlog, so the binlog stops and the next
+    /// open of the coordinator writes the group.
+    pub(crate) fn committed(&mut self, commit_ts: u64) -> Result<(), TxnError> {
+        let StepState::Prepared {
+            binlog,
+            txn,
+            ticket,
+            start_ts,
+        } = &mut self.state
+        else {
+            return Ok(());
+        };
+        crash_point(txn_crash_points::AFTER_PRIMARY_COMMIT);
+        let start_ts = *start_ts;
+        let written = binlog.seq.wait_turn(*ticket).and_then(|()| {
+            let cache = txn
+                .take()
+                .map(BinlogTxn::into_cache)
+                .ok_or_else(|| TxnError::Binlog {
+                    detail: "binlog cache already used".to_string(),
+                })?;
+            binlog.write_group(cache, start_ts)
+        });
+        match written {
+            Ok(info) => {
+                tracing::debug!(start_ts, commit_ts, gtid = %info.gtid, method = ?info.method, "binlog group written");
+                crash_point(txn_crash_points::AFTER_BINLOG);
+                // A lost settled record only makes recovery find the group in the binlog.
+                if let Err(e) = binlog.journal.settle(start_ts) {
+                    tracing::warn!(start_ts, error = %e, "journal settle failed");
+                }
+                binlog.seq.finish(*ticket);
+                self.state = StepState::Written;
+                Ok(())
+            }
+            Err(e) => {
+                let reason =
+                    format!("group of txn {start_ts} (committed at {commit_ts}) not written: {e}");
+                binlog.stop(&reason);
+                Err(TxnError::Undetermined {
+                    start_ts,
+                    detail: format!(
+                        "committed in the store; {reason}; the coordinator's next start writes it"
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Ends the step after the commit returned `result` (with test stop point `stop`) and
+    /// returns what the caller gets: a definite failure settles the prepare as not
+    /// committed; an outcome in doubt (or a simulated crash) stops the binlog so that
+    /// recovery settles it. An `Ok` whose group was not written (a path that skipped
+    /// [`BinlogStep::committed`]) is turned into [`TxnError::Undetermined`]: no commit is
+    /// acknowledged without its group.
+    pub(crate) fn finish(
+        self,
+        result: Result<u64, TxnError>,
+        stop: StopAt,
+    ) -> Result<u64, TxnError> {
+        let StepState::Prepared {
+            binlog,
+            ticket,
+            start_ts,
+            ..
+        } = self.state
+        else {
+            if result.is_ok() && stop == StopAt::Never {
+                crash_point(txn_crash_points::BEFORE_ACK);
+            }
+            return result;
+        };
+        if stop != StopAt::Never {
+            binlog.stop(&format!("txn {start_ts}: coordinator crash simulated"));
+            return result;
+        }
+        match result {
+            Err(e) if !matches!(e, TxnError::Undetermined { .. }) => {
+                if let Err(e) = binlog.journal.settle(start_ts) {
+                    tracing::warn!(start_ts, error = %e, "journal settle failed");
+                }
+                binlog.seq.finish(ticket);
+                Err(e)
+            }
+            Err(e) => {
+                binlog.stop(&format!("txn {start_ts}: outcome unknown"));
+                Err(e)
+            }
+            Ok(commit_ts) => {
+                let reason = format!("txn {start_ts} committed at {commit_ts} without its group");
+                binlog.stop(&reason);
+                Err(TxnError::Undetermined {
+                    start_ts,
+                    detail: reason,
+                })
+            }
+        }
+    }
+}
+
+/// Opens the binlog of `opts` (if any) for a new client: the slot, and the prepares to
+/// settle once the client exists ([`ClientCore::recover_binlog_slot`]).
+pub(crate) fn open_slot(opts: Option<&BinlogOptions>) -> (BinlogSlot, Vec<Prepared>) {
+    let Some(opts) = opts else {
+        return (BinlogSlot::Off, Vec::new());
+    };
+    match CoordinatorBinlog::open(opts) {
+        Ok((b, pending)) => (BinlogSlot::On(b), pending),
+        Err(e) => {
+            tracing::error!(error = %e, dir = %opts.dir.display(), "binlog not opened");
+            (BinlogSlot::Failed(e.to_string()), Vec::new())
+        }
+    }
+}
+
+impl ClientCore {
+    /// Settles `pending` into this client's binlog; a failure stops the binlog (every
+    /// commit fails until a restart settles them).
+    pub(crate) fn recover_binlog_slot(&self, pending: Vec<Prepared>) {
+        let BinlogSlot::On(b) = &self.binlog else {
+            return;
+        };
+        match self.recover_binlog(b, pending) {
+            Ok(report) => *b.recovery.lock() = report,
+            Err(e) => b.stop(&format!("recovery failed: {e}")),
+        }
+    }
+}
