@@ -36,6 +36,10 @@ pub struct ClientConfig {
     /// (measured with the `write_only` example: faster for sync locks, no faster for
     /// in-memory ones).
     pub async_secondaries: bool,
+    /// The binlog this client, as a transaction coordinator, writes every commit to (see
+    /// the crate README, "Binlog at commit"). Open the client with [`crate::TxnClient::open`]
+    /// to learn whether it opened. Default `None`.
+    pub binlog: Option<super::binlog_config::BinlogOptions>,
 }
 
 impl Default for ClientConfig {
@@ -49,6 +53,7 @@ impl Default for ClientConfig {
             heartbeat_interval: Duration::from_secs(1),
             drop_cleanup_budget: Duration::from_secs(1),
             async_secondaries: false,
+            binlog: None,
         }
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct ClientCore {
     pub(crate) pool: Option<rayon::ThreadPool>,
     pub(crate) secondaries:
         std::sync::OnceLock<crossbeam_channel::Sender<super::secondaries::SecondaryJob>>,
+    /// The coordinator's binlog (`binlog_writer.rs`), set at construction.
+    pub(crate) binlog: super::binlog_writer::BinlogSlot,
 }
 
 impl std::fmt::Debug for ClientCore {

@@ -137,6 +137,14 @@ pub enum TxnError {
     /// The transaction was already committed or rolled back.
     #[error("transaction already finished")]
     TxnFinished,
+    /// The coordinator's binlog could not take the transaction (not opened, stopped after a
+    /// failure, a journal or cache write failed). The transaction did not commit; a failure
+    /// after the commit point is reported as [`TxnError::Undetermined`] instead.
+    #[error("binlog: {detail}")]
+    Binlog {
+        /// What failed.
+        detail: String,
+    },
     /// A hot-row update's operation was refused (a bound, an overflow, a stored value that is
     /// not an integer). Only this update failed; nothing of it was written.
     #[error(
@@ -191,6 +199,7 @@ impl TxnError {
             | TxnError::Protocol { .. }
             | TxnError::Key(_)
             | TxnError::TxnFinished
+            | TxnError::Binlog { .. }
             | TxnError::HotUpdateRejected { .. }
             | TxnError::TargetAffectRow { .. } => false,
         }

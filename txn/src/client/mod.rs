@@ -4,6 +4,13 @@
 //! and heartbeats.
 
 mod backoff;
+mod binlog_config;
+mod binlog_crash;
+mod binlog_journal;
+mod binlog_recovery;
+mod binlog_sequencer;
+mod binlog_txn;
+mod binlog_writer;
 mod buffer;
 mod config;
 mod core;
@@ -25,6 +32,9 @@ mod transaction;
 mod two_pc;
 mod txn_client;
 
+pub use binlog_config::BinlogOptions;
+pub use binlog_crash::{TXN_CRASH_ENV, txn_crash_points};
+pub use binlog_recovery::BinlogRecoveryReport;
 pub use config::ClientConfig;
 pub use counters::ClientCounters;
 pub use error::TxnError;

@@ -44,10 +44,14 @@ pub struct Transaction {
     primary: Option<Vec<u8>>,
     max_for_update_ts: u64,
     finished: bool,
+    /// The transaction's binlog cache and key states (`None` without a binlog): every
+    /// write adds its row event as it runs (`binlog_txn.rs`).
+    binlog: Option<super::binlog_txn::BinlogTxn>,
 }
 
 impl Transaction {
     pub(crate) fn new(core: Arc<ClientCore>, mode: TxnMode, start_ts: u64) -> Transaction {
+        let binlog = core.binlog.new_txn();
         Transaction {
             core,
             mode,
@@ -58,6 +62,7 @@ impl Transaction {
             primary: None,
             max_for_update_ts: 0,
             finished: false,
+            binlog,
         }
     }
 
@@ -160,6 +165,7 @@ impl Transaction {
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
         self.check_active()?;
         self.lock_for_write(key)?;
+        self.binlog_row(key, Some(value))?;
         self.buffer.put(key.to_vec(), value.to_vec());
         Ok(())
     }
@@ -187,7 +193,11 @@ impl Transaction {
         if exists {
             return Err(TxnError::AlreadyExist { key: key.to_vec() });
         }
+        if let Some(b) = &mut self.binlog {
+            b.learn(key, false);
+        }
         self.lock_for_write(key)?;
+        self.binlog_row(key, Some(value))?;
         self.buffer.put(key.to_vec(), value.to_vec());
         Ok(())
     }
@@ -199,6 +209,7 @@ impl Transaction {
     pub fn delete(&mut self, key: &[u8]) -> Result<(), TxnError> {
         self.check_active()?;
         self.lock_for_write(key)?;
+        self.binlog_row(key, None)?;
         self.buffer.delete(key.to_vec());
         Ok(())
     }
@@ -285,7 +296,7 @@ impl Transaction {
             mutations,
             for_update_ts: self.max_for_update_ts,
         };
-        let result = self.core.commit_plan(&plan, stop);
+        let result = self.core.commit_plan(&plan, stop, self.binlog.take());
         if stop != StopAt::Never {
             // A simulated crash: leave every lock behind and stop heartbeating.
             self.core.heartbeats.unregister(self.start_ts);
@@ -361,11 +372,15 @@ impl Transaction {
                 primary: &primary,
                 start_ts: self.start_ts,
                 for_update_ts,
-                need_value,
+                // With a binlog the value tells whether the key exists (insert or update).
+                need_value: need_value || self.binlog.is_some(),
                 should_not_exist,
             };
             match self.core.acquire_pessimistic_lock(req, &mut bo) {
                 Ok(outcome) => {
+                    if let Some(b) = &mut self.binlog {
+                        b.learn(key, outcome.exists);
+                    }
                     self.maybe_locked.remove(key);
                     self.locked.insert(key.to_vec());
                     self.max_for_update_ts = self.max_for_update_ts.max(for_update_ts);
@@ -386,6 +401,32 @@ impl Transaction {
                     return Err(e);
                 }
             }
+        }
+    }
+
+    /// Adds the row event of writing `key` (`None`: deleting it) to the binlog cache, first
+    /// learning whether the key existed before the transaction if this is its first write:
+    /// a pessimistic transaction learned it with the lock (refreshed here if not), an
+    /// optimistic one reads it at `start_ts` (a write committed since fails its prewrite).
+    /// No-op without a binlog.
+    fn binlog_row(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), TxnError> {
+        if self.binlog.as_ref().is_some_and(|b| !b.knows(key)) {
+            match self.mode {
+                TxnMode::Pessimistic => {
+                    self.lock_key(key, true, false)?;
+                }
+                TxnMode::Optimistic => {
+                    let existed = self.core.snapshot_get(key, self.start_ts)?.is_some();
+                    if let Some(b) = &mut self.binlog {
+                        b.learn(key, existed);
+                    }
+                }
+            }
+        }
+        match (&mut self.binlog, value) {
+            (None, _) => Ok(()),
+            (Some(b), Some(v)) => b.put(key, v),
+            (Some(b), None) => b.delete(key),
         }
     }
 

@@ -5,9 +5,13 @@
 use std::time::Duration;
 
 use super::backoff::Backoff;
+use super::binlog_crash::{crash_point, txn_crash_points};
+use super::binlog_txn::BinlogTxn;
+use super::binlog_writer::BinlogStep;
 use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply};
 use super::error::TxnError;
+use super::region_cache::CachedRegion;
 use crate::{
     CommitKind, Context, KeyError, KvRequest, KvResponse, LockInfo, LockType, Mutation, MvccError,
     PessimisticAction, TxnProps, TxnStatus,
@@ -55,7 +59,16 @@ impl ClientCore {
     /// Prewrite failures (write conflict, lost pessimistic lock, `AlreadyExist`, region
     /// errors after retries) after rolling back what was prewritten; primary commit
     /// failures ([`TxnError::TxnLockNotFound`]: rolled back by another client).
-    pub(crate) fn commit_plan(&self, plan: &CommitPlan, stop: StopAt) -> Result<u64, TxnError> {
+    ///
+    /// With a binlog, `binlog` is the transaction's cache: the transaction is prepared
+    /// before prewrite and its group written right after the commit point
+    /// (`binlog_writer.rs`); no `Ok` is returned before the group is durable.
+    pub(crate) fn commit_plan(
+        &self,
+        plan: &CommitPlan,
+        stop: StopAt,
+        binlog: Option<BinlogTxn>,
+    ) -> Result<u64, TxnError> {
         let _span = tracing::info_span!(
             "txn_commit",
             start_ts = plan.start_ts,
@@ -73,8 +86,25 @@ impl ClientCore {
             min_commit_ts: plan.start_ts.max(plan.for_update_ts).saturating_add(1),
             commit_kind: CommitKind::TwoPc,
         };
+        // Binlog step 1 (a no-op without a binlog): prepared before anything is prewritten.
+        let mut step = self.binlog_prepare(plan, binlog)?;
+        let result = self.commit_prepared(plan, stop, groups, props, &mut step, &mut bo);
+        step.finish(result, stop)
+    }
+
+    /// [`ClientCore::commit_plan`] once the binlog step is prepared: 1PC or 2PC, calling
+    /// `step.committed` right after the commit point.
+    fn commit_prepared(
+        &self,
+        plan: &CommitPlan,
+        stop: StopAt,
+        groups: Vec<(CachedRegion, Vec<(Mutation, PessimisticAction)>)>,
+        props: TxnProps,
+        step: &mut BinlogStep,
+        bo: &mut Backoff,
+    ) -> Result<u64, TxnError> {
         if groups.len() == 1 && stop == StopAt::Never {
-            return self.one_pc(plan, props, &mut bo);
+            return self.one_pc(plan, props, step, bo);
         }
         // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
         // secondary lock before the primary's is written treats the transaction as alive
@@ -91,6 +121,7 @@ impl ClientCore {
             self.rollback_keys(plan.start_ts, all_keys(plan));
             return Err(e);
         }
+        crash_point(txn_crash_points::AFTER_PREWRITE);
         if stop == StopAt::AfterPrewrite {
             return Ok(0);
         }
@@ -98,6 +129,8 @@ impl ClientCore {
         if stop == StopAt::AfterPrimaryCommit {
             return Ok(commit_ts);
         }
+        // Binlog step 3: the group, before the secondaries and the answer.
+        step.committed(commit_ts)?;
         match self.secondaries.get() {
             Some(tx) => {
                 if let Err(e) = tx.send((plan.clone(), commit_ts)) {
@@ -117,6 +150,7 @@ impl ClientCore {
         &self,
         plan: &CommitPlan,
         mut props: TxnProps,
+        step: &mut BinlogStep,
         bo: &mut Backoff,
     ) -> Result<u64, TxnError> {
         let hint = self.get_ts()?;
@@ -130,17 +164,21 @@ impl ClientCore {
         if bo.outcome_unknown() {
             // An earlier attempt may have committed (and a retry may then have failed or
             // answered for the retry only): the primary's record is the truth.
-            return self.settle_after_lost_reply(plan, result.err());
+            let commit_ts = self.settle_after_lost_reply(plan, result.err())?;
+            step.committed(commit_ts)?;
+            return Ok(commit_ts);
         }
         match result {
             Ok(()) if op.one_pc_commit_ts > 0 => {
                 super::counters::bump(&self.counters.one_pc_commits);
+                step.committed(op.one_pc_commit_ts)?;
                 Ok(op.one_pc_commit_ts)
             }
             Ok(()) => {
                 // The region prewrote the keys as two-phase locks instead: finish with 2PC.
                 self.heartbeats.register(plan.start_ts, &plan.primary);
                 let commit_ts = self.commit_primary(plan)?;
+                step.committed(commit_ts)?;
                 self.commit_secondaries(plan, commit_ts);
                 Ok(commit_ts)
             }

@@ -35,6 +35,8 @@ impl TxnClient {
     pub fn new(router: Arc<dyn NodeRouter>, config: ClientConfig) -> TxnClient {
         let (heartbeats, stopped) = Heartbeats::new();
         let interval = config.heartbeat_interval;
+        // The binlog is opened first; its recovery needs the client, so it runs below.
+        let (binlog, pending) = super::binlog_writer::open_slot(config.binlog.as_ref());
         let core = Arc::new(ClientCore {
             router,
             config,
@@ -44,6 +46,7 @@ impl TxnClient {
             heartbeats,
             pool: batch_pool(),
             secondaries: std::sync::OnceLock::new(),
+            binlog,
         });
         heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
         if core.config.async_secondaries {
@@ -51,8 +54,34 @@ impl TxnClient {
                 .secondaries
                 .set(secondaries::spawn(Arc::downgrade(&core)));
         }
+        core.recover_binlog_slot(pending);
         let hot = Arc::new(super::hot_update::HotUpdater::new(Arc::clone(&core)));
         TxnClient { core, hot }
+    }
+
+    /// As [`TxnClient::new`], but fails if [`ClientConfig::binlog`] is set and the binlog
+    /// could not be opened or its recovery (settling the transactions a crash left in
+    /// doubt) failed. ([`TxnClient::new`] returns a client whose every commit then fails.)
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`], or the cluster error that stopped recovery.
+    pub fn open(router: Arc<dyn NodeRouter>, config: ClientConfig) -> Result<TxnClient, TxnError> {
+        let client = TxnClient::new(router, config);
+        if let Some(b) = client.core.binlog.get()? {
+            b.check()?;
+        }
+        Ok(client)
+    }
+
+    /// The coordinator's binlog, when [`ClientConfig::binlog`] is set and it opened.
+    pub fn binlog(&self) -> Option<&surge_binlog::Binlog> {
+        self.core.binlog.get().ok().flatten().map(|b| &b.log)
+    }
+
+    /// What binlog recovery did when this client started (`None` without a binlog).
+    pub fn binlog_recovery(&self) -> Option<super::binlog_recovery::BinlogRecoveryReport> {
+        let b = self.core.binlog.get().ok().flatten()?;
+        Some(b.recovery.lock().clone())
     }
 
     /// Begins a transaction: takes its `start_ts` from the timestamp oracle.
