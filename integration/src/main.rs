@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use surge_txn::LockMode;
+use surgedb::bench::{BenchTarget, BigTxnOptions, HotspotOptions, LocksOptions, WriteMode};
 use surgedb::dump::{self, Input};
 use surgedb::local::{ClusterManifest, NodeStart, StartOptions};
 use surgedb::server::{NodeConfig, NodeProcess, parse_peers};
@@ -27,9 +28,10 @@ use surgedb::{Client, ClientOptions, cli};
         `surgedb node` runs one node of a cluster (Raft over TCP, Percolator transactions from \
         surge-txn, clients served over TCP); `surgedb cluster start|stop|status` manages a \
         cluster of node processes on loopback; `surgedb kv` and `surgedb txn` talk to a \
-        running cluster. `surgedb demo` runs each technique on its own crate (in-memory \
-        pessimistic locks, binlog commit by rename, hot-row group commit); the binlog at \
-        commit and hot-row updates are not yet wired into the transactional store."
+        running cluster. `surgedb demo` runs TiKV 6.0's in-memory pessimistic locks through \
+        surge-txn on an in-process 3-node cluster, and large-transaction binlog commit by \
+        rename and hot-row group commit on surge-binlog and surge-hotspot. `surgedb bench` \
+        runs the experiments with variants side by side."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,7 +40,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run each technique on its own crate and print what it shows (about 10 s).
+    /// Run the three techniques and print what each shows (about 20 s): in-memory
+    /// pessimistic locks through surge-txn, binlog commit by rename, hot-row group commit.
     Demo,
     /// Run one node of a cluster until SIGTERM or SIGINT.
     Node(NodeArgs),
@@ -60,6 +63,11 @@ enum Command {
         target: Target,
         /// The script file.
         file: OsString,
+    },
+    /// Run an experiment with its variants side by side: a table (or JSON) and an SVG plot.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
     },
     /// Binlog tools.
     Binlog {
@@ -199,6 +207,119 @@ enum KvCommand {
     },
 }
 
+/// How a benchmark reports.
+#[derive(Debug, Args)]
+struct BenchOutputArgs {
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Draw the results into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+impl From<&BenchOutputArgs> for cli::BenchOutput {
+    fn from(a: &BenchOutputArgs) -> cli::BenchOutput {
+        cli::BenchOutput {
+            json: a.json,
+            plot: a.plot.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum WriteModeArg {
+    /// Optimistic transactions.
+    Optimistic,
+    /// Pessimistic, locks through Raft, reply after apply.
+    Sync,
+    /// Pessimistic, locks through Raft, reply once proposed.
+    Pipelined,
+    /// Pessimistic, locks in the region leader's memory (TiKV 6.0).
+    InMemory,
+}
+
+impl From<WriteModeArg> for WriteMode {
+    fn from(m: WriteModeArg) -> WriteMode {
+        match m {
+            WriteModeArg::Optimistic => WriteMode::Optimistic,
+            WriteModeArg::Sync => WriteMode::Pessimistic(LockMode::Sync),
+            WriteModeArg::Pipelined => WriteMode::Pessimistic(LockMode::Pipelined),
+            WriteModeArg::InMemory => WriteMode::Pessimistic(LockMode::InMemory),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// TiKV 6.0's in-memory pessimistic locks: sysbench oltp_write_only as key-value
+    /// transactions, optimistic and pessimistic with sync, pipelined and in-memory locks,
+    /// against an embedded 3-node cluster (default) or a running one.
+    Locks {
+        /// Node addresses of a running cluster (HOST:PORT,...); default: an embedded one.
+        #[arg(long, value_delimiter = ',', conflicts_with = "cluster_dir")]
+        cluster: Vec<String>,
+        /// A directory made by `surgedb cluster start`; default: an embedded cluster.
+        #[arg(long)]
+        cluster_dir: Option<PathBuf>,
+        /// Client counts.
+        #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+        clients: Vec<usize>,
+        /// Modes compared.
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "optimistic,sync,pipelined,in-memory"
+        )]
+        modes: Vec<WriteModeArg>,
+        /// Measured seconds per (mode, clients) point.
+        #[arg(long, default_value_t = 4.0)]
+        seconds: f64,
+        /// Seconds per slice; the slices of a client count rotate through the modes.
+        #[arg(long, default_value_t = 2.0)]
+        slice: f64,
+        /// Unmeasured seconds at the start of each slice.
+        #[arg(long, default_value_t = 0.3)]
+        warmup: f64,
+        /// Rows in the table.
+        #[arg(long, default_value_t = 10_000)]
+        rows: u64,
+        #[command(flatten)]
+        output: BenchOutputArgs,
+    },
+    /// AliSQL hot-row group commit: one counter row updated by many clients, grouping off
+    /// vs on, on surge-hotspot in this process (every update fdatasynced).
+    Hotspot {
+        /// Client counts.
+        #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
+        clients: Vec<usize>,
+        /// Measured seconds per client count and mode.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Directory for the scratch files (default: the system's temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        output: BenchOutputArgs,
+    },
+    /// AliSQL / MariaDB 11.7 large-transaction binlog commit by rename: small commits beside
+    /// a big transaction, none vs copy vs rename, on surge-binlog in this process.
+    Bigtxn {
+        /// The big transaction's size in MiB.
+        #[arg(long, default_value_t = 256)]
+        mib: u64,
+        /// Runs of each method.
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// Directory for the binlog files (default: the system's temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        output: BenchOutputArgs,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 enum BinlogCommand {
     /// Print a binlog file's events, one per line, verifying every checksum.
@@ -238,6 +359,7 @@ fn main() -> ExitCode {
         Command::Cluster { command } => ("surgedb cluster", or_ok(cluster(command, &mut stdout))),
         Command::Kv { command } => ("surgedb kv", or_ok(kv(command, &mut stdout))),
         Command::Txn { target, file } => ("surgedb txn", or_ok(txn(&target, &file, &mut stdout))),
+        Command::Bench { command } => ("surgedb bench", or_ok(bench(command, &mut stdout))),
     };
     if failure.is_empty() {
         return ExitCode::SUCCESS;
@@ -379,6 +501,64 @@ fn txn(target: &Target, file: &OsString, out: &mut impl Write) -> Result<(), Str
     let ops = cli::parse_script(&text).map_err(|e| e.to_string())?;
     let client = connect(target)?;
     cli::run_script(client.txn(), &ops, out).map_err(|e| e.to_string())
+}
+
+fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
+    match command {
+        BenchCommand::Locks {
+            cluster,
+            cluster_dir,
+            clients,
+            modes,
+            seconds,
+            slice,
+            warmup,
+            rows,
+            output,
+        } => {
+            let target = match (cluster_dir, cluster.is_empty()) {
+                (Some(dir), _) => BenchTarget::remote(
+                    &ClusterManifest::load(&dir)
+                        .map_err(|e| e.to_string())?
+                        .addrs(),
+                ),
+                (None, false) => BenchTarget::remote(&cluster),
+                (None, true) => BenchTarget::embedded(),
+            }
+            .map_err(|e| e.to_string())?;
+            let opts = LocksOptions {
+                clients,
+                modes: modes.into_iter().map(WriteMode::from).collect(),
+                seconds,
+                slice,
+                warmup,
+                rows,
+            };
+            cli::bench_locks(&target, &opts, &(&output).into(), out)
+        }
+        BenchCommand::Hotspot {
+            clients,
+            seconds,
+            dir,
+            output,
+        } => cli::bench_hotspot(
+            dir.as_deref(),
+            &HotspotOptions { clients, seconds },
+            &(&output).into(),
+            out,
+        ),
+        BenchCommand::Bigtxn {
+            mib,
+            rounds,
+            dir,
+            output,
+        } => cli::bench_bigtxn(
+            dir.as_deref(),
+            &BigTxnOptions { mib, rounds },
+            &(&output).into(),
+            out,
+        ),
+    }
 }
 
 fn binlog_verify(dir: &Path, out: &mut impl Write) -> Result<(), String> {

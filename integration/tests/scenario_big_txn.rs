@@ -11,8 +11,8 @@ fn big_txn_commits_by_copy_and_by_rename_and_every_commit_is_read_back() {
     let [copy, rename] = &report.runs[..] else {
         panic!("two runs expected: {report:?}");
     };
-    assert_eq!(copy.method, CommitMethod::Copied);
-    assert_eq!(rename.method, CommitMethod::Renamed);
+    assert_eq!(copy.method, Some(CommitMethod::Copied));
+    assert_eq!(rename.method, Some(CommitMethod::Renamed));
     for run in [copy, rename] {
         assert!(run.big_bytes >= 4 << 20, "{run:?}");
         assert!(run.small_commits > 0, "{run:?}");

@@ -1,11 +1,13 @@
 //! What the `surgedb` subcommands do beyond parsing arguments: `kv`, `txn FILE`,
-//! `cluster status` and `binlog verify`.
+//! `cluster status`, `binlog verify` and `bench`.
 
+mod bench_run;
 mod binlog_verify;
 mod kv;
 mod status;
 mod txn_script;
 
+pub use bench_run::{BenchOutput, bench_bigtxn, bench_hotspot, bench_locks};
 pub use binlog_verify::{VerifiedFile, VerifyError, verify_dir};
 pub use kv::{KvError, get, scan, write};
 pub use status::print_status;

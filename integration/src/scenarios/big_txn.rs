@@ -13,6 +13,7 @@ use surge_binlog::{Binlog, BinlogConfig, CommitMethod, EventBody, LogReader};
 
 use super::ScenarioError;
 use super::table::row;
+use crate::bench::Latency;
 
 /// Column widths of the report's table.
 const WIDTHS: [usize; 8] = [6, 7, 10, 9, 13, 7, 9, 6];
@@ -20,8 +21,9 @@ const WIDTHS: [usize; 8] = [6, 7, 10, 9, 13, 7, 9, 6];
 /// One run: the big transaction's commit and the small commits around it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BigTxnRun {
-    /// How the big transaction reached the binlog.
-    pub method: CommitMethod,
+    /// How the big transaction reached the binlog; `None`: there was no big transaction
+    /// (the baseline).
+    pub method: Option<CommitMethod>,
     /// Size of the big transaction's cache, in bytes.
     pub big_bytes: u64,
     /// Wall time of the big commit call.
@@ -32,6 +34,8 @@ pub struct BigTxnRun {
     pub small_commits: u64,
     /// The slowest small commit that overlapped the big commit.
     pub small_max_beside_big: Duration,
+    /// Latency of every small commit of the run (before, during and after the big one).
+    pub small_latency: Latency,
     /// Transactions (Xid events) our reader found in the files, every checksum verified.
     pub xids_read_back: u64,
     /// Binlog files written.
@@ -59,19 +63,39 @@ const AROUND: Duration = Duration::from_millis(300);
 /// [`ScenarioError::Binlog`] if the binlog fails, [`ScenarioError::Io`] for scratch files.
 pub fn run(dir: &Path, big_mib: u64) -> Result<BigTxnReport, ScenarioError> {
     let mut runs = Vec::new();
-    for rename in [false, true] {
-        let sub = dir.join(if rename { "rename" } else { "copy" });
-        std::fs::create_dir_all(&sub)?;
-        runs.push(run_one(&sub, big_mib, rename)?);
-        std::fs::remove_dir_all(&sub)?;
+    for method in [CommitMethod::Copied, CommitMethod::Renamed] {
+        runs.push(run_method(dir, big_mib, Some(method))?);
     }
     Ok(BigTxnReport { runs })
 }
 
-fn run_one(dir: &Path, big_mib: u64, rename: bool) -> Result<BigTxnRun, ScenarioError> {
+/// One run in a fresh subdirectory of `dir` (removed afterwards): two threads of 200-byte
+/// commits for 300 ms, then beside the commit of a `big_mib` MiB transaction by `method`
+/// (`None`: beside nothing, for 300 ms more: the baseline), then for 300 ms after it.
+///
+/// # Errors
+/// [`ScenarioError::Binlog`] if the binlog fails, [`ScenarioError::Io`] for scratch files.
+pub fn run_method(
+    dir: &Path,
+    big_mib: u64,
+    method: Option<CommitMethod>,
+) -> Result<BigTxnRun, ScenarioError> {
+    let sub = dir.join(method_name(method));
+    std::fs::create_dir_all(&sub)?;
+    let run = run_one(&sub, big_mib, method);
+    std::fs::remove_dir_all(&sub)?;
+    run
+}
+
+fn run_one(
+    dir: &Path,
+    big_mib: u64,
+    method: Option<CommitMethod>,
+) -> Result<BigTxnRun, ScenarioError> {
     let config = BinlogConfig::new(dir)
         .with_large_commit_threshold(1 << 20)
-        .with_commit_by_rename(rename);
+        .with_commit_by_rename(method == Some(CommitMethod::Renamed));
+    let big_mib = if method.is_some() { big_mib } else { 0 };
     let log = Binlog::open(config)?;
     let next_xid = AtomicU64::new(1);
     let stop = AtomicBool::new(false);
@@ -114,13 +138,19 @@ fn run_one(dir: &Path, big_mib: u64, rename: bool) -> Result<BigTxnRun, Scenario
         }
         std::thread::sleep(AROUND);
         let begun = Instant::now();
-        let info = log.commit(big, next_xid.fetch_add(1, Ordering::Relaxed));
+        let info = if method.is_some() {
+            log.commit(big, next_xid.fetch_add(1, Ordering::Relaxed))
+                .map(|i| Some(i.lock_hold))
+        } else {
+            std::thread::sleep(AROUND);
+            Ok(None)
+        };
         let window = (begun, Instant::now());
         std::thread::sleep(AROUND);
         stop.store(true, Ordering::Relaxed);
         (info, window)
     });
-    let info = info?;
+    let lock_hold = info?;
     if let Some(e) = small_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e.into());
     }
@@ -131,6 +161,12 @@ fn run_one(dir: &Path, big_mib: u64, rename: bool) -> Result<BigTxnRun, Scenario
         .map(|(b, e)| *e - *b)
         .max()
         .unwrap_or_default();
+    let small_latency = Latency::of(
+        small
+            .iter()
+            .map(|(b, e)| (*e - *b).as_micros() as u64)
+            .collect(),
+    );
     let files = log.files();
     let base = log.config().base_name.clone();
     log.close()?;
@@ -143,12 +179,17 @@ fn run_one(dir: &Path, big_mib: u64, rename: bool) -> Result<BigTxnRun, Scenario
     }
     let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
     Ok(BigTxnRun {
-        method: info.method,
+        method,
         big_bytes,
-        big_commit: big_window.1 - big_window.0,
-        lock_hold: info.lock_hold,
+        big_commit: if method.is_some() {
+            big_window.1 - big_window.0
+        } else {
+            Duration::ZERO
+        },
+        lock_hold: lock_hold.unwrap_or_default(),
         small_commits: small.len() as u64,
         small_max_beside_big,
+        small_latency,
         xids_read_back,
         files: files.len(),
         mariadb_binlog_ok: verify_with_mariadb(&paths),
@@ -171,13 +212,12 @@ pub fn verify_with_mariadb(files: &[PathBuf]) -> Option<bool> {
     Some(ok)
 }
 
-impl BigTxnRun {
-    /// `copy` or `rename`.
-    fn method_name(&self) -> &'static str {
-        match self.method {
-            CommitMethod::Copied => "copy",
-            CommitMethod::Renamed => "rename",
-        }
+/// `none`, `copy` or `rename`.
+pub fn method_name(method: Option<CommitMethod>) -> &'static str {
+    match method {
+        None => "none",
+        Some(CommitMethod::Copied) => "copy",
+        Some(CommitMethod::Renamed) => "rename",
     }
 }
 
@@ -229,7 +269,7 @@ impl fmt::Display for BigTxnReport {
                 f,
                 &w,
                 &[
-                    &r.method_name(),
+                    &method_name(r.method),
                     &(r.big_bytes >> 20),
                     &ms(r.big_commit),
                     &ms(r.lock_hold),
@@ -260,7 +300,7 @@ impl fmt::Display for BigTxnReport {
             Some(_) => "mariadb-binlog REFUSED a file".to_string(),
         };
         writeln!(f, "{verdict}")?;
-        let by = |m| self.runs.iter().find(|r| r.method == m);
+        let by = |m| self.runs.iter().find(|r| r.method == Some(m));
         if let (Some(copy), Some(rename)) = (by(CommitMethod::Copied), by(CommitMethod::Renamed)) {
             write!(
                 f,

@@ -4,15 +4,12 @@
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    /// A lock-table operation failed.
-    #[error("lock table: {0}")]
-    Locks(#[from] surge_lock_table::LockError),
-    /// The deadlock detector refused a wait that the scenario expected to be accepted.
-    #[error("unexpected {0}")]
-    Deadlock(#[from] surge_lock_table::Deadlock),
-    /// A Raft node failed or a proposal did not complete.
-    #[error("raft: {0}")]
-    Raft(#[from] surge_raft_lite::Error),
+    /// The in-process cluster did not start, or a node or region change failed.
+    #[error("cluster: {0}")]
+    Cluster(#[from] surge_txn::ClusterError),
+    /// A transactional step that the scenario needs to succeed failed.
+    #[error("transaction: {0}")]
+    Txn(#[from] surge_txn::TxnError),
     /// The binlog failed.
     #[error("binlog: {0}")]
     Binlog(#[from] surge_binlog::Error),
@@ -22,7 +19,7 @@ pub enum ScenarioError {
     /// A file of the scenario could not be created, written or removed.
     #[error("scenario file: {0}")]
     Io(#[from] std::io::Error),
-    /// A component did not behave as the seed describes; the message says what.
+    /// A component did not behave as the scenario expects; the message says what.
     #[error("scenario went wrong: {0}")]
     Unexpected(&'static str),
 }

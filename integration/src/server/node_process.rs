@@ -14,7 +14,10 @@ use super::data_dir::{DataDir, DataDirError};
 use super::kv_server::{KvServer, ServerConfig};
 use super::peer_spec::{PeerSpecError, raft_addr_of, resolve};
 use crate::client::{RemoteConfig, TcpRouter};
-use crate::regions::initial_regions;
+
+/// How many data regions a cluster of node processes is founded with: split evenly on the
+/// first key byte, ids 2 to 17 (the meta group is 1), every node a replica of each.
+pub const INITIAL_REGIONS: usize = 16;
 
 /// How to run one node.
 #[derive(Debug, Clone)]
@@ -177,7 +180,11 @@ impl NodeProcess {
         let peer_ids: Vec<NodeId> = config.peers.keys().copied().collect();
         let mut kv = KvNodeConfig::new(config.id);
         kv.lock_mode = config.lock_mode;
-        let regions = initial_regions(&peer_ids);
+        // Every node founds the same map from the same inputs (the sorted peer ids of a
+        // BTreeMap and the same split keys); a map that differed between nodes would split
+        // the cluster.
+        let regions =
+            surge_txn::initial_regions(&surge_txn::even_split_keys(INITIAL_REGIONS), &peer_ids);
         let node = match KvNode::start(kv, raft, regions, peer_ids, recovered_groups, router) {
             Ok(n) => n,
             Err(e) => {

@@ -141,11 +141,14 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) {
 
 /// The data region holding `key` in the founding map.
 pub fn region_of(key: &[u8]) -> u64 {
-    surgedb::initial_regions(&[1, 2, 3])
-        .iter()
-        .find(|r| r.contains(key))
-        .unwrap()
-        .id
+    surge_txn::initial_regions(
+        &surge_txn::even_split_keys(surgedb::server::INITIAL_REGIONS),
+        &[1, 2, 3],
+    )
+    .iter()
+    .find(|r| r.contains(key))
+    .unwrap()
+    .id
 }
 
 /// A loopback port `p` with `p + 1` (the Raft port) free too.

@@ -1,0 +1,73 @@
+//! `surgedb bench locks|hotspot|bigtxn`: the three write-ups' experiments with their
+//! variants side by side in one run, printed as a table or JSON and drawn as an SVG plot.
+//!
+//! - [`run_locks`]: sysbench `oltp_write_only` in key-value form through `surge-txn`
+//!   (embedded or over TCP), optimistic vs pessimistic with sync, pipelined and in-memory
+//!   locks (TiKV 6.0's in-memory pessimistic locks);
+//! - [`run_hotspot`]: one hot row updated by many clients, grouping off vs on (AliSQL hot-row
+//!   group commit), on `surge-hotspot` in this process;
+//! - [`run_bigtxn`]: small commits beside a big transaction, none vs copy vs rename
+//!   (AliSQL/MariaDB 11.7 large-transaction binlog commit by rename), on `surge-binlog` in
+//!   this process.
+
+mod bigtxn;
+mod hotspot;
+mod locks;
+mod plot;
+mod report;
+mod stats;
+mod target;
+mod write_only;
+
+pub use bigtxn::{BigTxnOptions, BigTxnPoint, run_bigtxn};
+pub use hotspot::{HotspotOptions, HotspotPoint, run_hotspot};
+pub use locks::{LocksOptions, LocksPoint, WriteMode, run_locks};
+pub use plot::{Series, plot_svg};
+pub use report::{
+    bigtxn_series, bigtxn_table, hotspot_series, hotspot_table, locks_series, locks_table,
+};
+pub use stats::Latency;
+pub use target::BenchTarget;
+
+/// Why a benchmark stopped.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The cluster or the scratch directory could not be set up.
+    #[error("setting up: {0}")]
+    Setup(String),
+    /// Loading the table failed.
+    #[error("loading the table: {0}")]
+    Load(String),
+    /// The cluster refused a request the benchmark needs (setting the lock mode).
+    #[error("cluster: {0}")]
+    Cluster(String),
+    /// An experiment on a component crate failed.
+    #[error(transparent)]
+    Scenario(#[from] crate::scenarios::ScenarioError),
+    /// The plot could not be drawn or written.
+    #[error("plot {path}: {detail}")]
+    Plot {
+        /// The SVG file.
+        path: String,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// Where a benchmark reports how far it got (a progress bar in the command line).
+pub trait Progress {
+    /// What runs now.
+    fn message(&mut self, text: &str);
+    /// One more step done (of the count the options' `steps` gives).
+    fn step(&mut self);
+}
+
+/// No progress reporting.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn message(&mut self, _text: &str) {}
+    fn step(&mut self) {}
+}

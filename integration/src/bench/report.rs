@@ -1,0 +1,169 @@
+//! The benchmarks' tables and plot series.
+
+use std::fmt::Write as _;
+
+use super::bigtxn::BigTxnPoint;
+use super::hotspot::HotspotPoint;
+use super::locks::LocksPoint;
+use super::plot::Series;
+
+/// `bench locks` as a table: one line per (clients, mode), and each mode's TPS relative to
+/// sync at the same client count.
+pub fn locks_table(points: &[LocksPoint]) -> String {
+    let mut t = format!(
+        "{:>7} {:<10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10}\n",
+        "clients",
+        "mode",
+        "TPS",
+        "vs sync",
+        "s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "aborted",
+        "raft B/txn",
+        "lock B/txn"
+    );
+    for p in points {
+        let sync = points
+            .iter()
+            .find(|q| q.clients == p.clients && q.mode == "sync")
+            .map(|q| q.tps);
+        let ratio = sync.map_or(String::new(), |s| format!("{:.2}x", p.tps / s.max(1e-9)));
+        let _ = writeln!(
+            t,
+            "{:>7} {:<10} {:>9.0} {:>9} {:>6.1} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>10} {:>10}",
+            p.clients,
+            p.mode,
+            p.tps,
+            ratio,
+            p.seconds,
+            p.latency.p50_us as f64 / 1e3,
+            p.latency.p99_us as f64 / 1e3,
+            p.latency.max_us as f64 / 1e3,
+            p.aborted,
+            p.raft_bytes_per_txn,
+            p.lock_raft_bytes_per_txn
+        );
+    }
+    t
+}
+
+/// TPS against clients, one line per mode.
+pub fn locks_series(points: &[LocksPoint]) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for p in points {
+        let point = (p.clients as f64, p.tps);
+        match series.iter_mut().find(|s| s.name == p.mode) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series {
+                name: p.mode.to_string(),
+                points: vec![point],
+            }),
+        }
+    }
+    series
+}
+
+/// `bench hotspot` as a table.
+pub fn hotspot_table(points: &[HotspotPoint]) -> String {
+    let mut t = format!(
+        "{:>7} {:>8} {:>6} {:>12} {:>7} {:>10} {:>10} {:>10}\n",
+        "clients", "grouping", "s", "updates/s", "on/off", "per flush", "acked", "fell by"
+    );
+    for p in points {
+        let _ = writeln!(
+            t,
+            "{:>7} {:>8} {:>6.2} {:>12.0} {:>7} {:>10.1} {:>10} {:>10}",
+            p.clients,
+            p.grouping,
+            p.seconds,
+            p.updates_per_s,
+            p.on_off.map_or(String::new(), |r| format!("{r:.2}x")),
+            p.updates_per_flush,
+            p.acknowledged,
+            p.counter_fell_by
+        );
+    }
+    t
+}
+
+/// Updates/s against clients, one line for grouping off and one for on.
+pub fn hotspot_series(points: &[HotspotPoint]) -> Vec<Series> {
+    ["off", "on"]
+        .iter()
+        .map(|g| Series {
+            name: format!("grouping {g}"),
+            points: points
+                .iter()
+                .filter(|p| p.grouping == *g)
+                .map(|p| (p.clients as f64, p.updates_per_s))
+                .collect(),
+        })
+        .collect()
+}
+
+/// `bench bigtxn` as a table.
+pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
+    let mut t = format!(
+        "{:<7} {:>7} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9}\n",
+        "method",
+        "big MiB",
+        "big commit",
+        "log lock",
+        "small",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "p99 vs",
+        "max beside",
+        "read back"
+    );
+    let _ = writeln!(
+        t,
+        "{:<7} {:>7} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9}",
+        "", "", "(ms)", "held (ms)", "commits", "", "", "", "none", "big (ms)", ""
+    );
+    let none = points.iter().find(|p| p.method == "none");
+    for p in points {
+        let vs = none.map_or(String::new(), |n| {
+            format!(
+                "{:.2}x",
+                p.small.p99_us as f64 / (n.small.p99_us as f64).max(1.0)
+            )
+        });
+        let _ = writeln!(
+            t,
+            "{:<7} {:>7} {:>11.2} {:>10.2} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>12.2} {:>9}",
+            p.method,
+            p.big_mib,
+            p.big_commit_ms,
+            p.log_lock_ms,
+            p.small_commits,
+            p.small.p50_us as f64 / 1e3,
+            p.small.p99_us as f64 / 1e3,
+            p.small.max_us as f64 / 1e3,
+            vs,
+            p.small_max_beside_big_ms,
+            if p.read_back_ok { "ok" } else { "MISSING" }
+        );
+    }
+    t
+}
+
+/// Small-commit latency (ms) at p50, p95, p99 and the maximum (x = 50, 95, 99, 100), one line
+/// per method.
+pub fn bigtxn_series(points: &[BigTxnPoint]) -> Vec<Series> {
+    points
+        .iter()
+        .map(|p| Series {
+            name: p.method.to_string(),
+            points: vec![
+                (50.0, p.small.p50_us as f64 / 1e3),
+                (95.0, p.small.p95_us as f64 / 1e3),
+                (99.0, p.small.p99_us as f64 / 1e3),
+                (100.0, p.small.max_us as f64 / 1e3),
+            ],
+        })
+        .collect()
+}

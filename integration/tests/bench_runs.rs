@@ -1,0 +1,47 @@
+//! `surgedb bench` on small settings: every variant runs side by side and the figures that
+//! tell the variants apart come out as the techniques say.
+
+use surge_binlog::CommitMethod;
+use surgedb::bench::{
+    BenchTarget, LocksOptions, NoProgress, WriteMode, locks_series, locks_table, run_locks,
+};
+use surgedb::scenarios::run_big_txn_method;
+
+#[test]
+fn bench_locks_runs_the_four_modes_and_only_sync_and_pipelined_write_locks_to_raft() {
+    let target = BenchTarget::embedded().unwrap();
+    let opts = LocksOptions {
+        clients: vec![2],
+        modes: WriteMode::ALL.to_vec(),
+        seconds: 0.6,
+        slice: 0.6,
+        warmup: 0.1,
+        rows: 200,
+    };
+    let points = run_locks(&target, &opts, &mut NoProgress).unwrap();
+    let modes: Vec<&str> = points.iter().map(|p| p.mode).collect();
+    assert_eq!(modes, ["optimistic", "sync", "pipelined", "in-memory"]);
+    for p in &points {
+        assert!(p.committed > 0, "{p:?}");
+        assert!(p.latency.p50_us <= p.latency.p99_us && p.latency.p99_us <= p.latency.max_us);
+        let writes_locks = matches!(p.mode, "sync" | "pipelined");
+        assert_eq!(p.lock_raft_bytes_per_txn > 0, writes_locks, "{p:?}");
+    }
+    assert!(points[3].in_memory_locks > 0, "{:?}", points[3]);
+    let table = locks_table(&points);
+    assert!(table.contains("1.00x"), "sync is its own baseline: {table}");
+    assert_eq!(locks_series(&points).len(), 4);
+}
+
+#[test]
+fn bigtxn_baseline_commits_no_big_transaction_and_reads_every_small_one_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = run_big_txn_method(dir.path(), 4, None).unwrap();
+    assert_eq!(none.method, None);
+    assert_eq!(none.big_bytes, 0);
+    assert_eq!(none.xids_read_back, none.small_commits);
+    assert!(none.small_latency.max_us > 0, "{none:?}");
+    let rename = run_big_txn_method(dir.path(), 4, Some(CommitMethod::Renamed)).unwrap();
+    assert_eq!(rename.xids_read_back, rename.small_commits + 1);
+    assert!(rename.small_latency.p99_us <= rename.small_latency.max_us);
+}
