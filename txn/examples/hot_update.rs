@@ -226,24 +226,21 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
+    let outcome = match parse_args() {
         Ok(None) => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
-        Err(e) => {
-            eprintln!("hot_update: {e}");
-            return ExitCode::from(2);
-        }
+        Ok(Some(args)) => run(&args).map_err(|e| (e, ExitCode::FAILURE)),
+        Err(e) => Err((e, ExitCode::from(2))),
     };
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    outcome.map_or_else(
+        |(e, code)| {
             eprintln!("hot_update: {e}");
-            ExitCode::FAILURE
-        }
-    }
+            code
+        },
+        |()| ExitCode::SUCCESS,
+    )
 }
 
 fn run(args: &Args) -> Result<(), String> {

@@ -43,48 +43,51 @@ impl HotUpdater {
         }
     }
 
-    /// The member's error as the transaction layer reports it.
+    /// The member's error as the transaction layer reports it, counted when undetermined.
     fn member_error(&self, key: &[u8], e: GroupError<HotReject, TxnError>) -> TxnError {
-        let error = match e {
-            GroupError::Rejected {
-                reason, rollback, ..
-            } => TxnError::HotUpdateRejected {
-                key: key.to_vec(),
-                reason,
-                rollback,
-            },
-            GroupError::TargetAffectRow {
-                expected,
-                actual,
-                rollback,
-            } => TxnError::TargetAffectRow {
-                key: key.to_vec(),
-                expected,
-                actual,
-                rollback,
-            },
-            // The lock or the commit failed for the whole group: the transaction's own error
-            // (a commit whose answer was lost stays `Undetermined`).
-            GroupError::Load { source, .. } | GroupError::Durable { source, .. } => {
-                (*source).clone()
-            }
-            // A panic before the commit started wrote nothing; one during or after it may
-            // have committed.
-            GroupError::ExecutorPanicked {
-                phase: phase @ (Phase::Begin | Phase::Apply | Phase::Accept),
-                ..
-            } => TxnError::Protocol {
-                detail: format!("hot update of a group panicked in {phase}; nothing committed"),
-            },
-            other => TxnError::Undetermined {
-                start_ts: 0,
-                detail: format!("hot update group failed while committing: {other}"),
-            },
-        };
+        let error = member_error(key, e);
         if matches!(error, TxnError::Undetermined { .. }) {
             self.undetermined.fetch_add(1, Ordering::Relaxed);
         }
         error
+    }
+}
+
+/// A member's error from the coordinator as the transaction layer reports it.
+fn member_error(key: &[u8], e: GroupError<HotReject, TxnError>) -> TxnError {
+    match e {
+        GroupError::Rejected {
+            reason, rollback, ..
+        } => TxnError::HotUpdateRejected {
+            key: key.to_vec(),
+            reason,
+            rollback,
+        },
+        GroupError::TargetAffectRow {
+            expected,
+            actual,
+            rollback,
+        } => TxnError::TargetAffectRow {
+            key: key.to_vec(),
+            expected,
+            actual,
+            rollback,
+        },
+        // The lock or the commit failed for the whole group: the transaction's own error
+        // (a commit whose answer was lost stays `Undetermined`).
+        GroupError::Load { source, .. } | GroupError::Durable { source, .. } => (*source).clone(),
+        // A panic before the commit started wrote nothing; one during or after it may
+        // have committed.
+        GroupError::ExecutorPanicked {
+            phase: phase @ (Phase::Begin | Phase::Apply | Phase::Accept),
+            ..
+        } => TxnError::Protocol {
+            detail: format!("hot update of a group panicked in {phase}; nothing committed"),
+        },
+        other => TxnError::Undetermined {
+            start_ts: 0,
+            detail: format!("hot update group failed while committing: {other}"),
+        },
     }
 }
 
@@ -155,5 +158,80 @@ impl TxnClient {
     /// seam a binlog writer uses to log one group holding one transaction per member.
     pub fn set_hot_group_observer(&self, observer: Option<Arc<HotGroupObserver>>) {
         self.hot.coordinator.executor().set_observer(observer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_errors_become_the_transaction_layer_errors() {
+        let key = b"k";
+        let undetermined = TxnError::Undetermined {
+            start_ts: 5,
+            detail: "reply lost".to_string(),
+        };
+        let cases: Vec<(GroupError<HotReject, TxnError>, TxnError)> = vec![
+            (
+                GroupError::Rejected {
+                    reason: HotReject::BelowMin { value: -1, min: 0 },
+                    position: 3,
+                    group_size: 9,
+                    rollback: true,
+                },
+                TxnError::HotUpdateRejected {
+                    key: key.to_vec(),
+                    reason: HotReject::BelowMin { value: -1, min: 0 },
+                    rollback: true,
+                },
+            ),
+            (
+                GroupError::TargetAffectRow {
+                    expected: 1,
+                    actual: 0,
+                    rollback: false,
+                },
+                TxnError::TargetAffectRow {
+                    key: key.to_vec(),
+                    expected: 1,
+                    actual: 0,
+                    rollback: false,
+                },
+            ),
+            (
+                GroupError::Load {
+                    source: Arc::new(TxnError::TxnFinished),
+                    group_size: 2,
+                },
+                TxnError::TxnFinished,
+            ),
+            (
+                GroupError::Durable {
+                    source: Arc::new(undetermined.clone()),
+                    group_size: 2,
+                },
+                undetermined,
+            ),
+        ];
+        for (from, want) in cases {
+            assert_eq!(member_error(key, from), want);
+        }
+        let before_commit = GroupError::ExecutorPanicked {
+            phase: Phase::Apply,
+            group_size: 2,
+        };
+        assert!(matches!(
+            member_error(key, before_commit),
+            TxnError::Protocol { .. }
+        ));
+        let in_commit = GroupError::ExecutorPanicked {
+            phase: Phase::Commit,
+            group_size: 2,
+        };
+        assert!(matches!(
+            member_error(key, in_commit),
+            TxnError::Undetermined { .. }
+        ));
     }
 }
