@@ -5,9 +5,13 @@
 
 use std::io::Write;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Environment variable that selects a crash point.
 pub const TXN_CRASH_ENV: &str = "SURGE_TXN_CRASH_AT";
+/// Environment variable: how many times the selected point is passed before it stops the
+/// process (default 0: the first time).
+pub const TXN_CRASH_SKIP_ENV: &str = "SURGE_TXN_CRASH_SKIP";
 
 /// Names of the commit path's crash points, in the order a commit passes them.
 pub mod txn_crash_points {
@@ -32,11 +36,19 @@ pub mod txn_crash_points {
 }
 
 /// Stops here (until killed; after 10 minutes the process aborts) if [`TXN_CRASH_ENV`]
-/// names `point`.
+/// names `point` and it was passed [`TXN_CRASH_SKIP_ENV`] times already.
 pub(crate) fn crash_point(point: &'static str) {
-    static TARGET: OnceLock<Option<String>> = OnceLock::new();
-    let target = TARGET.get_or_init(|| std::env::var(TXN_CRASH_ENV).ok());
-    if target.as_deref() != Some(point) {
+    static TARGET: OnceLock<Option<(String, u64)>> = OnceLock::new();
+    static HITS: AtomicU64 = AtomicU64::new(0);
+    let target = TARGET.get_or_init(|| {
+        let skip = std::env::var(TXN_CRASH_SKIP_ENV)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        std::env::var(TXN_CRASH_ENV).ok().map(|t| (t, skip))
+    });
+    let Some((name, skip)) = target else { return };
+    if name != point || HITS.fetch_add(1, Ordering::Relaxed) < *skip {
         return;
     }
     let mut out = std::io::stdout().lock();
