@@ -77,7 +77,9 @@ pub use mvcc::{
 pub use actions::*;
 pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
 // client layer re-exports
-pub use client::{BinlogOptions, BinlogRecoveryReport, TXN_CRASH_ENV, txn_crash_points};
+pub use client::{
+    BinlogOptions, BinlogRecoveryReport, TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, txn_crash_points,
+};
 pub use client::{
     ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters,
     HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair, Transaction, TxnClient,

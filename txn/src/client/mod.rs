@@ -33,7 +33,7 @@ mod two_pc;
 mod txn_client;
 
 pub use binlog_config::BinlogOptions;
-pub use binlog_crash::{TXN_CRASH_ENV, txn_crash_points};
+pub use binlog_crash::{TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, txn_crash_points};
 pub use binlog_recovery::BinlogRecoveryReport;
 pub use config::ClientConfig;
 pub use counters::ClientCounters;
