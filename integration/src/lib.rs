@@ -8,9 +8,9 @@
 //!   `NodeRouter` over TCP, with its `TxnClient` on top;
 //! - [`local`]: local clusters of node processes (`surgedb cluster start|stop|status`);
 //! - [`cli`]: `kv`, `txn FILE`, `cluster status` and `binlog verify`;
-//! - [`demo`] and [`scenarios`]: the demo (in-memory pessimistic locks through `surge-txn`;
-//!   binlog commit by rename and hot-row group commit on their own crates);
-//! - [`bench`]: `surgedb bench locks|hotspot|bigtxn`, the experiments with variants side by
+//! - [`demo`] and [`scenarios`]: the demo (in-memory pessimistic locks and hot-row group
+//!   commit through `surge-txn`; binlog commit by rename on `surge-binlog`);
+//! - [`bench`](mod@bench): `surgedb bench locks|hotspot|bigtxn`, the experiments with variants side by
 //!   side, as a table, JSON and an SVG plot;
 //! - [`dump`]: `binlog dump`.
 //!
@@ -26,10 +26,10 @@
 //!
 //! # What this package is not
 //!
-//! The nodes do not write a binlog at commit nor take hot-row updates: the txn crate's
-//! coordinator does not offer them yet, so the binlog and hot-row experiments run on
-//! `surge-binlog` and `surge-hotspot` directly and say so. It is not a library to build on:
-//! depend on the component crates instead.
+//! The nodes' coordinators do not write a binlog at commit yet (the txn crate's binlog at
+//! commit is not wired into `surgedb node`), so the big-transaction experiment runs on
+//! `surge-binlog` directly and says so. It is not a library to build on: depend on the
+//! component crates instead.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 

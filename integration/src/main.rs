@@ -28,9 +28,9 @@ use surgedb::{Client, ClientOptions, cli};
         `surgedb node` runs one node of a cluster (Raft over TCP, Percolator transactions from \
         surge-txn, clients served over TCP); `surgedb cluster start|stop|status` manages a \
         cluster of node processes on loopback; `surgedb kv` and `surgedb txn` talk to a \
-        running cluster. `surgedb demo` runs TiKV 6.0's in-memory pessimistic locks through \
-        surge-txn on an in-process 3-node cluster, and large-transaction binlog commit by \
-        rename and hot-row group commit on surge-binlog and surge-hotspot. `surgedb bench` \
+        running cluster. `surgedb demo` runs TiKV 6.0's in-memory pessimistic locks and AliSQL \
+        hot-row group commit through surge-txn on an in-process 3-node cluster, and \
+        large-transaction binlog commit by rename on surge-binlog. `surgedb bench` \
         runs the experiments with variants side by side."
 )]
 struct Cli {
@@ -41,7 +41,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the three techniques and print what each shows (about 20 s): in-memory
-    /// pessimistic locks through surge-txn, binlog commit by rename, hot-row group commit.
+    /// pessimistic locks and hot-row group commit through surge-txn, binlog commit by rename
+    /// on surge-binlog.
     Demo,
     /// Run one node of a cluster until SIGTERM or SIGINT.
     Node(NodeArgs),
@@ -288,16 +289,28 @@ enum BenchCommand {
         #[command(flatten)]
         output: BenchOutputArgs,
     },
-    /// AliSQL hot-row group commit: one counter row updated by many clients, grouping off
-    /// vs on, on surge-hotspot in this process (every update fdatasynced).
+    /// AliSQL hot-row group commit: one hot row incremented by many clients, grouping on
+    /// (surge-txn's hot_update) vs off (ordinary pessimistic transactions), against an
+    /// embedded 3-node cluster (default) or a running one; --crate-only runs surge-hotspot
+    /// alone.
     Hotspot {
+        /// Node addresses of a running cluster (HOST:PORT,...); default: an embedded one.
+        #[arg(long, value_delimiter = ',', conflicts_with = "cluster_dir")]
+        cluster: Vec<String>,
+        /// A directory made by `surgedb cluster start`; default: an embedded cluster.
+        #[arg(long)]
+        cluster_dir: Option<PathBuf>,
+        /// Run on surge-hotspot alone (a durable counter file), without the cluster.
+        #[arg(long, conflicts_with_all = ["cluster", "cluster_dir"])]
+        crate_only: bool,
         /// Client counts.
         #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
         clients: Vec<usize>,
         /// Measured seconds per client count and mode.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
-        /// Directory for the scratch files (default: the system's temporary directory).
+        /// Directory for --crate-only's scratch files (default: the system's temporary
+        /// directory).
         #[arg(long)]
         dir: Option<PathBuf>,
         #[command(flatten)]
@@ -516,16 +529,7 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             rows,
             output,
         } => {
-            let target = match (cluster_dir, cluster.is_empty()) {
-                (Some(dir), _) => BenchTarget::remote(
-                    &ClusterManifest::load(&dir)
-                        .map_err(|e| e.to_string())?
-                        .addrs(),
-                ),
-                (None, false) => BenchTarget::remote(&cluster),
-                (None, true) => BenchTarget::embedded(),
-            }
-            .map_err(|e| e.to_string())?;
+            let target = bench_target(&cluster, cluster_dir.as_deref())?;
             let opts = LocksOptions {
                 clients,
                 modes: modes.into_iter().map(WriteMode::from).collect(),
@@ -537,11 +541,18 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             cli::bench_locks(&target, &opts, &(&output).into(), out)
         }
         BenchCommand::Hotspot {
+            cluster,
+            cluster_dir,
+            crate_only,
             clients,
             seconds,
             dir,
             output,
         } => cli::bench_hotspot(
+            (!crate_only)
+                .then(|| bench_target(&cluster, cluster_dir.as_deref()))
+                .transpose()?
+                .as_ref(),
             dir.as_deref(),
             &HotspotOptions { clients, seconds },
             &(&output).into(),
@@ -559,6 +570,20 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             out,
         ),
     }
+}
+
+/// The cluster named by `--cluster` or `--cluster-dir`, or an embedded one.
+fn bench_target(cluster: &[String], cluster_dir: Option<&Path>) -> Result<BenchTarget, String> {
+    match (cluster_dir, cluster.is_empty()) {
+        (Some(dir), _) => BenchTarget::remote(
+            &ClusterManifest::load(dir)
+                .map_err(|e| e.to_string())?
+                .addrs(),
+        ),
+        (None, false) => BenchTarget::remote(cluster),
+        (None, true) => BenchTarget::embedded(),
+    }
+    .map_err(|e| e.to_string())
 }
 
 fn binlog_verify(dir: &Path, out: &mut impl Write) -> Result<(), String> {

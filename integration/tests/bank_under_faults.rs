@@ -1,5 +1,6 @@
 //! A bank workload over 3 node processes while a node is killed with `kill -9` and
-//! restarted, and another is paused (SIGSTOP) and resumed (SIGCONT). Checked: every
+//! restarted, another is paused (SIGSTOP) and resumed (SIGCONT), and two regions' leaders
+//! are moved with `TransferLeader` over TCP. Checked: every
 //! snapshot read during the run sees the same total; afterwards the total holds, every
 //! acknowledged transfer's ledger row is visible, and no transfer that failed left one.
 //! `SURGE_LONG=1` runs more fault cycles.
@@ -77,7 +78,7 @@ fn total(client: &TxnClient) -> Result<u64, TxnError> {
 }
 
 #[test]
-fn bank_total_and_acknowledged_transfers_survive_kill_9_restart_and_pause() {
+fn bank_total_and_acknowledged_transfers_survive_kill_9_restart_pause_and_leader_moves() {
     let c = ProcCluster::start(3, "in-memory");
     let client = c.client();
     let mut init = client.txn().begin(TxnMode::Optimistic).unwrap();
@@ -143,6 +144,7 @@ fn bank_total_and_acknowledged_transfers_survive_kill_9_restart_and_pause() {
     let cycles = if long() { 4 } else { 1 };
     std::thread::sleep(Duration::from_millis(1500));
     let mut last_fault = Instant::now();
+    let mut moved = 0;
     for _ in 0..cycles {
         c.kill9(victim);
         std::thread::sleep(Duration::from_millis(1500));
@@ -151,6 +153,18 @@ fn bank_total_and_acknowledged_transfers_survive_kill_9_restart_and_pause() {
         c.pause(paused);
         std::thread::sleep(Duration::from_millis(1500));
         c.resume(paused);
+        std::thread::sleep(Duration::from_millis(1000));
+        // Leaders moved on purpose: TransferLeader over TCP for the regions of accounts 1
+        // and 2, each to a node that does not lead it now (in-memory locks migrate).
+        for acct in [1, 2] {
+            let region = region_of(&account(acct));
+            let from = client.leader_of_region(region);
+            let to = (1..=3).find(|n| Some(*n) != from).unwrap();
+            client
+                .transfer_leader(region, to, Duration::from_secs(20))
+                .unwrap();
+            moved += 1;
+        }
         last_fault = Instant::now();
         std::thread::sleep(Duration::from_millis(1500));
     }
@@ -196,7 +210,7 @@ fn bank_total_and_acknowledged_transfers_survive_kill_9_restart_and_pause() {
         );
     }
     eprintln!(
-        "bank: {} acknowledged, {} failed, {} undetermined, {} snapshot reads, {cycles} fault cycles",
+        "bank: {} acknowledged, {} failed, {} undetermined, {} snapshot reads, {cycles} fault cycles, {moved} leaders moved",
         r.acked.len(),
         r.failed.len(),
         r.undetermined.len(),

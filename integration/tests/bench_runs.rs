@@ -3,7 +3,8 @@
 
 use surge_binlog::CommitMethod;
 use surgedb::bench::{
-    BenchTarget, LocksOptions, NoProgress, WriteMode, locks_series, locks_table, run_locks,
+    BenchTarget, LocksOptions, NoProgress, WriteMode, locks_series, locks_table, run_hot_txn,
+    run_locks,
 };
 use surgedb::scenarios::run_big_txn_method;
 
@@ -44,4 +45,27 @@ fn bigtxn_baseline_commits_no_big_transaction_and_reads_every_small_one_back() {
     let rename = run_big_txn_method(dir.path(), 4, Some(CommitMethod::Renamed)).unwrap();
     assert_eq!(rename.xids_read_back, rename.small_commits + 1);
     assert!(rename.small_latency.p99_us <= rename.small_latency.max_us);
+}
+
+#[test]
+fn bench_hotspot_through_txn_groups_updates_and_the_row_moves_by_the_acknowledged_count() {
+    let target = BenchTarget::embedded().unwrap();
+    let run = run_hot_txn(&target, &[1, 8], 0.6, &mut NoProgress).unwrap();
+    let shape: Vec<(usize, &str)> = run.points.iter().map(|p| (p.clients, p.grouping)).collect();
+    assert_eq!(shape, [(1, "off"), (1, "on"), (8, "off"), (8, "on")]);
+    for p in &run.points {
+        assert!(p.acknowledged > 0, "{p:?}");
+        assert_eq!(p.on_off.is_some(), p.grouping == "on", "{p:?}");
+    }
+    // Eight clients of one TxnClient on one row: the coordinator groups them.
+    assert!(
+        run.points[3].updates_per_commit > 1.0,
+        "{:?}",
+        run.points[3]
+    );
+    assert!(
+        run.check.contains("none lost or applied twice"),
+        "{}",
+        run.check
+    );
 }

@@ -4,13 +4,15 @@
 //! - [`run_locks`]: sysbench `oltp_write_only` in key-value form through `surge-txn`
 //!   (embedded or over TCP), optimistic vs pessimistic with sync, pipelined and in-memory
 //!   locks (TiKV 6.0's in-memory pessimistic locks);
-//! - [`run_hotspot`]: one hot row updated by many clients, grouping off vs on (AliSQL hot-row
-//!   group commit), on `surge-hotspot` in this process;
+//! - [`run_hot_txn`]: one hot row incremented by many clients, AliSQL hot-row group commit
+//!   through `surge-txn`'s `hot_update` vs ordinary pessimistic transactions (embedded or
+//!   over TCP); [`run_hotspot`]: the same on `surge-hotspot` alone, in this process;
 //! - [`run_bigtxn`]: small commits beside a big transaction, none vs copy vs rename
 //!   (AliSQL/MariaDB 11.7 large-transaction binlog commit by rename), on `surge-binlog` in
 //!   this process.
 
 mod bigtxn;
+mod hot_txn;
 mod hotspot;
 mod locks;
 mod plot;
@@ -20,7 +22,8 @@ mod target;
 mod write_only;
 
 pub use bigtxn::{BigTxnOptions, BigTxnPoint, run_bigtxn};
-pub use hotspot::{HotspotOptions, HotspotPoint, run_hotspot};
+pub use hot_txn::{hot_txn_steps, run_hot_txn};
+pub use hotspot::{HotspotOptions, HotspotPoint, HotspotRun, run_hotspot};
 pub use locks::{LocksOptions, LocksPoint, WriteMode, run_locks};
 pub use plot::{Series, plot_svg};
 pub use report::{

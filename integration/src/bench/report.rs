@@ -68,21 +68,20 @@ pub fn locks_series(points: &[LocksPoint]) -> Vec<Series> {
 /// `bench hotspot` as a table.
 pub fn hotspot_table(points: &[HotspotPoint]) -> String {
     let mut t = format!(
-        "{:>7} {:>8} {:>6} {:>12} {:>7} {:>10} {:>10} {:>10}\n",
-        "clients", "grouping", "s", "updates/s", "on/off", "per flush", "acked", "fell by"
+        "{:>7} {:>8} {:>6} {:>12} {:>7} {:>10} {:>10}\n",
+        "clients", "grouping", "s", "updates/s", "on/off", "per commit", "acked"
     );
     for p in points {
         let _ = writeln!(
             t,
-            "{:>7} {:>8} {:>6.2} {:>12.0} {:>7} {:>10.1} {:>10} {:>10}",
+            "{:>7} {:>8} {:>6.2} {:>12.0} {:>7} {:>10.1} {:>10}",
             p.clients,
             p.grouping,
             p.seconds,
             p.updates_per_s,
             p.on_off.map_or(String::new(), |r| format!("{r:.2}x")),
-            p.updates_per_flush,
-            p.acknowledged,
-            p.counter_fell_by
+            p.updates_per_commit,
+            p.acknowledged
         );
     }
     t

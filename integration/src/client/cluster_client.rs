@@ -175,6 +175,40 @@ impl Client {
         })
     }
 
+    /// Moves the leadership of data region `region_id` to node `to` over TCP with
+    /// `KvRequest::TransferLeader` (the leader proposes its in-memory locks through Raft
+    /// first, so none is lost), and waits until `to` leads it. Asking again is harmless, so
+    /// a request that fails (a leader change in between) is simply sent again.
+    ///
+    /// # Errors
+    /// [`ClientError::NotReady`] if `to` does not lead the region within `timeout`.
+    pub fn transfer_leader(
+        &self,
+        region_id: u64,
+        to: NodeId,
+        timeout: Duration,
+    ) -> Result<(), ClientError> {
+        let start = Instant::now();
+        let mut last = String::from("not asked yet");
+        loop {
+            if self.leader_of_region(region_id) == Some(to) {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                return Err(ClientError::NotReady {
+                    waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    detail: format!("node {to} does not lead region {region_id}: {last}"),
+                });
+            }
+            last = match self.call(KvRequest::TransferLeader { region_id, to }) {
+                Ok(KvResponse::RegionsChanged { .. }) => "transfer answered".into(),
+                Ok(other) => format!("{other:?}"),
+                Err(e) => e.to_string(),
+            };
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until the oracle answers and every region of every reachable node's map has
     /// a leader.
     ///

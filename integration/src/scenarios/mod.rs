@@ -2,8 +2,8 @@
 //! shows and that the integration tests check.
 //!
 //! The lock scenarios run through `surge-txn` on a three-node `LocalCluster`; the binlog and
-//! hot-row scenarios run on `surge-binlog` and `surge-hotspot` directly, because the txn
-//! crate's coordinator does not write a binlog nor take hot-row updates yet.
+//! hot-row scenarios run on `surge-binlog` and `surge-hotspot` directly (the demo's hot-row
+//! section goes through `surge-txn` with [`crate::bench::run_hot_txn`]).
 
 mod big_txn;
 mod error;
