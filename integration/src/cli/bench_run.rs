@@ -252,7 +252,7 @@ pub fn bench_bigtxn(
     let begun = Instant::now();
     let scratch = scratch(dir)?;
     let runs_on = "surge-binlog in this process: 2 threads of 200-byte commits, fdatasynced \
-                   group commit (surge-txn's commit path does not write a binlog yet)";
+                   group commit (the nodes do not use surge-txn's binlog at commit yet)";
     if !output.json {
         let _ = writeln!(
             out,
