@@ -1,0 +1,289 @@
+//! Copied from the txn crate's tests (txn/tests/support/linearizability.rs) so that the
+//! process register test can check its history; to be moved to one shared place. The
+//! checker's own tests stay in the txn crate.
+//!
+//! A linearizability checker for single-key registers with unique written values, reads and
+//! compare-and-set.
+//!
+//! The search is G. Lowe's just-in-time linearization ("Testing for linearizability",
+//! Concurrency and Computation, 2017) with Porcupine's memoization (A. Athalye, after
+//! P. Fonseca et al.): a depth-first search over the time-ordered list of call and return
+//! events. It linearizes a call as soon as the call is the earliest event left and the
+//! register allows it, and backtracks when it meets a return whose call is not linearized
+//! yet. A cache of (set of linearized operations, register value) cuts every state already
+//! explored, so a few thousand operations with a handful in flight are decided quickly.
+//!
+//! The history is first cut down, which is sound for registers with unique written values:
+//! - by key: linearizability is compositional (Herlihy & Wing, 1990);
+//! - a read whose outcome is unknown has no effect: dropped;
+//! - a write (or compare-and-set) whose outcome is unknown and whose value no operation
+//!   observed is dropped: in any linearization that contains it, only blind writes can
+//!   follow it before the next write, so removing it keeps the linearization valid;
+//! - a write whose outcome is unknown but whose value was observed must have taken effect
+//!   before the first observer completed: that becomes its completion (a kept
+//!   compare-and-set of unknown outcome observes its expected value by then in turn).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::history::{Op, OpKind};
+
+/// Checks every key's history. `Err` describes the first key without a linearization and
+/// lists its operations.
+pub fn check_registers(ops: &[Op]) -> Result<(), String> {
+    let mut by_key: BTreeMap<u64, Vec<Op>> = BTreeMap::new();
+    for op in ops {
+        by_key.entry(op.key).or_default().push(*op);
+    }
+    for (key, h) in by_key {
+        let windows = prune(key, &h)?;
+        if !linearizable(&windows) {
+            return Err(format!(
+                "key {key} is not linearizable; its {} operations (times in us):\n{}",
+                windows.len(),
+                describe(&windows)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An operation with a known window: it took effect at one point of `[invoke, complete]`.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    kind: OpKind,
+    client: u64,
+    invoke: u64,
+    complete: u64,
+}
+
+fn describe(windows: &[Window]) -> String {
+    let mut sorted = windows.to_vec();
+    sorted.sort_by_key(|w| (w.invoke, w.complete));
+    sorted
+        .iter()
+        .map(|w| {
+            format!(
+                "  [{:>10} .. {:>10}] client {} {:?}",
+                w.invoke / 1000,
+                w.complete / 1000,
+                w.client,
+                w.kind
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Drops what cannot matter and bounds unknown writes (see the module docs). Refuses a
+/// history that reuses a written value, or that observed a value nobody wrote.
+fn prune(key: u64, h: &[Op]) -> Result<Vec<Window>, String> {
+    // When each value was first observed. A compare-and-set whose outcome is unknown
+    // observes its expected value only if it is kept, that is once its own value was
+    // observed, and then by that time: iterate until nothing changes.
+    let mut first_observed: HashMap<u64, u64> = HashMap::new();
+    let observe = |seen: &mut HashMap<u64, u64>, v: u64, c: u64| {
+        let e = seen.entry(v).or_insert(c);
+        let changed = c < *e;
+        *e = (*e).min(c);
+        changed
+    };
+    for op in h {
+        if let (Some(v), Some(c)) = (op.kind.observed(), op.complete) {
+            observe(&mut first_observed, v, c);
+        }
+    }
+    loop {
+        let mut changed = false;
+        for op in h {
+            if let (OpKind::Cas { expect, new }, None) = (op.kind, op.complete)
+                && let Some(&c) = first_observed.get(&new)
+            {
+                let fresh = !first_observed.contains_key(&expect);
+                changed |= observe(&mut first_observed, expect, c.max(op.invoke)) || fresh;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut written = HashSet::new();
+    for op in h {
+        if let Some(v) = op.kind.written()
+            && (v == 0 || !written.insert(v))
+        {
+            return Err(format!("key {key}: value {v} written twice (or 0 written)"));
+        }
+    }
+    for (v, c) in &first_observed {
+        if *v != 0 && !written.contains(v) {
+            return Err(format!(
+                "key {key}: value {v} was observed (by an operation completed at {} us) but \
+                 no write of it succeeded or stayed unknown: a failed write became visible",
+                c / 1000
+            ));
+        }
+    }
+    let mut out = Vec::with_capacity(h.len());
+    for op in h {
+        let complete = match (op.kind, op.complete) {
+            (_, Some(c)) => c,
+            (OpKind::Read(_), None) => continue,
+            (kind, None) => match kind.written().and_then(|v| first_observed.get(&v)) {
+                Some(&c) => c.max(op.invoke),
+                None => continue,
+            },
+        };
+        out.push(Window {
+            kind: op.kind,
+            client: op.client,
+            invoke: op.invoke,
+            complete,
+        });
+    }
+    Ok(out)
+}
+
+/// The register: the value after `kind` takes effect on `value`, if it may.
+fn step(value: u64, kind: OpKind) -> Option<u64> {
+    match kind {
+        OpKind::Write(v) => Some(v),
+        OpKind::Read(v) => (v == value).then_some(value),
+        OpKind::Cas { expect, new } => (expect == value).then_some(new),
+    }
+}
+
+/// One node of the doubly linked event list: the call or the return of operation `op`.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    op: usize,
+    call: bool,
+    prev: usize,
+    next: usize,
+}
+
+const NIL: usize = usize::MAX;
+
+/// The event list with O(1) removal and reinsertion (Knuth's dancing links).
+struct Events {
+    ev: Vec<Event>,
+    call_node: Vec<usize>,
+    ret_node: Vec<usize>,
+}
+
+impl Events {
+    fn new(h: &[Window]) -> Events {
+        let n = h.len();
+        // By time; at equal times calls first, so operations that touch count as
+        // concurrent (either order is allowed).
+        let mut order: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * n);
+        for (i, w) in h.iter().enumerate() {
+            order.push((w.invoke, true, i));
+            order.push((w.complete, false, i));
+        }
+        order.sort_by_key(|&(t, call, i)| (t, !call, i));
+        // Node 0 is the head sentinel; event k of `order` is node k + 1.
+        let mut ev = Vec::with_capacity(order.len() + 1);
+        ev.push(Event {
+            op: NIL,
+            call: false,
+            prev: NIL,
+            next: if order.is_empty() { NIL } else { 1 },
+        });
+        let mut call_node = vec![0; n];
+        let mut ret_node = vec![0; n];
+        for (k, &(_, call, i)) in order.iter().enumerate() {
+            let node = k + 1;
+            ev.push(Event {
+                op: i,
+                call,
+                prev: k,
+                next: if node == order.len() { NIL } else { node + 1 },
+            });
+            if call {
+                call_node[i] = node;
+            } else {
+                ret_node[i] = node;
+            }
+        }
+        Events {
+            ev,
+            call_node,
+            ret_node,
+        }
+    }
+
+    fn first(&self) -> usize {
+        self.ev[0].next
+    }
+
+    fn unlink(&mut self, node: usize) {
+        let (p, x) = (self.ev[node].prev, self.ev[node].next);
+        self.ev[p].next = x;
+        if x != NIL {
+            self.ev[x].prev = p;
+        }
+    }
+
+    /// Puts back a node removed by `unlink` (in the reverse order of removal).
+    fn relink(&mut self, node: usize) {
+        let (p, x) = (self.ev[node].prev, self.ev[node].next);
+        self.ev[p].next = node;
+        if x != NIL {
+            self.ev[x].prev = node;
+        }
+    }
+
+    fn take(&mut self, op: usize) {
+        self.unlink(self.call_node[op]);
+        self.unlink(self.ret_node[op]);
+    }
+
+    fn put_back(&mut self, op: usize) {
+        self.relink(self.ret_node[op]);
+        self.relink(self.call_node[op]);
+    }
+}
+
+fn linearizable(h: &[Window]) -> bool {
+    let mut events = Events::new(h);
+    let mut linearized = vec![0u64; h.len().div_ceil(64)];
+    let mut cache: HashSet<(Vec<u64>, u64)> = HashSet::new();
+    // The operations linearized so far, with the register value before each.
+    let mut chosen: Vec<(usize, u64)> = Vec::new();
+    let mut value = 0u64;
+    let mut cur = events.first();
+    while events.first() != NIL {
+        if cur == NIL {
+            // Every candidate was tried at this level: only a return ends a level, so
+            // this cannot happen; refuse rather than loop.
+            return false;
+        }
+        let e = events.ev[cur];
+        if e.call {
+            let op = e.op;
+            if let Some(next_value) = step(value, h[op].kind) {
+                linearized[op / 64] |= 1 << (op % 64);
+                if cache.insert((linearized.clone(), next_value)) {
+                    chosen.push((op, value));
+                    value = next_value;
+                    events.take(op);
+                    cur = events.first();
+                    continue;
+                }
+                linearized[op / 64] &= !(1 << (op % 64));
+            }
+            cur = e.next;
+        } else {
+            // The earliest pending return is of an operation not linearized yet: undo
+            // the last choice and try the candidate after it.
+            let Some((op, before)) = chosen.pop() else {
+                return false;
+            };
+            value = before;
+            linearized[op / 64] &= !(1 << (op % 64));
+            events.put_back(op);
+            cur = events.ev[events.call_node[op]].next;
+        }
+    }
+    true
+}
