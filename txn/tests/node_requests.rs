@@ -229,3 +229,51 @@ fn stopping_the_leader_loses_in_memory_locks_and_prewrite_says_so() {
     assert_eq!(get(&c, b"row"), Some(b"t2".to_vec()));
     c.restart_node(leader).expect("restart");
 }
+
+/// Regression: a lock request waiting on a node held the node's Raft handle for its whole
+/// wait, so stopping the node took as long as the wait (5 s here).
+#[test]
+fn stopping_a_node_does_not_wait_for_lock_waiters() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cfg = ClusterConfig::new(dir.path()).with_regions(2);
+    cfg.wait_for_lock_timeout = Duration::from_secs(5);
+    let c = std::sync::Arc::new(LocalCluster::start(cfg).expect("cluster"));
+    let t1 = ts(&c);
+    assert!(matches!(
+        lock(&c, b"row", t1),
+        KvResponse::PessimisticLock { .. }
+    ));
+    let (leader, ctx) = ctx_of(&c, b"row");
+    let waiter = {
+        let c = c.clone();
+        let t2 = ts(&c);
+        std::thread::spawn(move || {
+            c.call(
+                leader,
+                KvRequest::AcquirePessimisticLock {
+                    ctx,
+                    keys: vec![LockKey {
+                        key: b"row".to_vec(),
+                        should_not_exist: false,
+                    }],
+                    primary: b"row".to_vec(),
+                    start_ts: t2,
+                    lock_ttl: 3000,
+                    for_update_ts: t2,
+                    wait_timeout_ms: Some(5_000),
+                    need_value: false,
+                    min_commit_ts: 0,
+                },
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    c.stop_node(leader).expect("stop");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "stopping the node waited {:?} for a lock waiter",
+        started.elapsed()
+    );
+    let _ = waiter.join();
+}

@@ -42,6 +42,39 @@ impl KvNode {
                 reason: format!("{} is not a region request", req.name()),
             });
         };
+        if let KvRequest::AcquirePessimisticLock {
+            keys,
+            primary,
+            start_ts,
+            lock_ttl,
+            for_update_ts,
+            wait_timeout_ms,
+            need_value,
+            min_commit_ts,
+            ..
+        } = req
+        {
+            // Not under the raft guard: a lock wait may last a second, and stopping the
+            // node must not wait for it.
+            let result = self
+                .peer(ctx.region_id)
+                .map_err(Failure::from)
+                .and_then(|peer| {
+                    self.acquire_pessimistic_lock(
+                        &peer,
+                        ctx,
+                        &keys,
+                        &primary,
+                        start_ts,
+                        lock_ttl,
+                        for_update_ts,
+                        wait_timeout_ms,
+                        need_value,
+                        min_commit_ts,
+                    )
+                });
+            return self.answer(result);
+        }
         let raft = self.raft.read_recursive();
         let Some(raft) = raft.as_ref() else {
             return KvResponse::RegionError(RegionError::NotLeader {
@@ -53,6 +86,10 @@ impl KvNode {
             .peer(ctx.region_id)
             .map_err(Failure::from)
             .and_then(|peer| self.dispatch(raft, &peer, ctx, req));
+        self.answer(result)
+    }
+
+    fn answer(&self, result: Handled) -> KvResponse {
         match result {
             Ok(r) => r,
             Err(Failure::Region(e)) => KvResponse::RegionError(self.with_hint(e)),
@@ -140,29 +177,6 @@ impl KvNode {
                 })?;
                 Ok(KvResponse::Pairs { pairs })
             }
-            KvRequest::AcquirePessimisticLock {
-                keys,
-                primary,
-                start_ts,
-                lock_ttl,
-                for_update_ts,
-                wait_timeout_ms,
-                need_value,
-                min_commit_ts,
-                ..
-            } => self.acquire_pessimistic_lock(
-                raft,
-                peer,
-                ctx,
-                &keys,
-                &primary,
-                start_ts,
-                lock_ttl,
-                for_update_ts,
-                wait_timeout_ms,
-                need_value,
-                min_commit_ts,
-            ),
             KvRequest::Prewrite {
                 mutations, props, ..
             } => {
@@ -342,7 +356,6 @@ impl KvNode {
     #[allow(clippy::too_many_arguments)] // the request's fields
     fn acquire_pessimistic_lock(
         &self,
-        raft: &RaftNode,
         peer: &Arc<RegionPeer>,
         ctx: Context,
         keys: &[LockKey],
@@ -358,6 +371,13 @@ impl KvNode {
         let deadline = wait_timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
         loop {
             let mode = self.lock_mode();
+            let guard = self.raft.read_recursive();
+            let Some(raft) = guard.as_ref() else {
+                return Err(Failure::Region(RegionError::NotLeader {
+                    region_id: ctx.region_id,
+                    leader: None,
+                }));
+            };
             let r = peer.write(
                 raft,
                 &ctx,
@@ -387,6 +407,7 @@ impl KvNode {
                         .collect::<Result<Vec<_>, MvccError>>()
                 },
             );
+            drop(guard);
             let info = match r {
                 Ok(results) => return Ok(KvResponse::PessimisticLock { results }),
                 Err(CmdError::Mvcc(MvccError::KeyIsLocked(info))) if deadline.is_some() => info,
