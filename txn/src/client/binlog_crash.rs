@@ -3,6 +3,7 @@
 //! prints `reached <name>` on stdout and waits to be killed (the test sends `SIGKILL`), so
 //! whatever reached the disk and the cluster stays and nothing after the point happens.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,9 +36,30 @@ pub mod txn_crash_points {
     ];
 }
 
+/// A pause to run on the point after prewrite, for the benchmark that measures a large
+/// transaction's commit step apart from its prewrite.
+type Pause = Box<dyn FnOnce()>;
+
+thread_local! {
+    /// Set on the one thread whose commit should pause (no other commit sees it).
+    static PAUSE_AFTER_PREWRITE: RefCell<Option<Pause>> = const { RefCell::new(None) };
+}
+
+/// Runs `pause` when this thread's next two-phase commit has prewritten every key (before
+/// its commit timestamp); `None` clears it.
+pub(crate) fn pause_after_prewrite(pause: Option<Pause>) {
+    PAUSE_AFTER_PREWRITE.with(|p| *p.borrow_mut() = pause);
+}
+
 /// Stops here (until killed; after 10 minutes the process aborts) if [`TXN_CRASH_ENV`]
-/// names `point` and it was passed [`TXN_CRASH_SKIP_ENV`] times already.
+/// names `point` and it was passed [`TXN_CRASH_SKIP_ENV`] times already. At the point
+/// after prewrite, first runs this thread's pause, if one is set.
 pub(crate) fn crash_point(point: &'static str) {
+    if point == txn_crash_points::AFTER_PREWRITE
+        && let Some(pause) = PAUSE_AFTER_PREWRITE.with(|p| p.borrow_mut().take())
+    {
+        pause();
+    }
     static TARGET: OnceLock<Option<(String, u64)>> = OnceLock::new();
     static HITS: AtomicU64 = AtomicU64::new(0);
     let target = TARGET.get_or_init(|| {
