@@ -268,6 +268,24 @@ impl Transaction {
         self.commit_until(StopAt::AfterPrimaryCommit)
     }
 
+    /// Benchmark hook: commits as [`Transaction::commit`], running `pause` on this thread
+    /// once every key is prewritten (two-phase only), before the commit step (commit
+    /// timestamp, primary, binlog). Lets a benchmark measure a large transaction's commit
+    /// step apart from its prewrite.
+    ///
+    /// # Errors
+    /// As [`Transaction::commit`].
+    #[doc(hidden)]
+    pub fn __commit_pausing_after_prewrite(
+        &mut self,
+        pause: impl FnOnce() + 'static,
+    ) -> Result<u64, TxnError> {
+        super::binlog_crash::pause_after_prewrite(Some(Box::new(pause)));
+        let result = self.commit();
+        super::binlog_crash::pause_after_prewrite(None);
+        result
+    }
+
     /// Test hook: forgets the transaction as if its coordinator crashed: no rollback, no
     /// more heartbeats. Its pessimistic locks stay until their TTL runs out and another
     /// transaction resolves them.
