@@ -67,9 +67,15 @@ impl MariadbServer {
         }
         let dir = tempfile::tempdir().expect("temp dir for the server");
         let data = dir.path().join("data");
+        // A private temporary directory: servers started by tests at the same time in /tmp
+        // collided on their internal temporary tables ("Error on delete of
+        // '/tmp/#sql-temptable-...MAI'") and the installation failed.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).expect("server tmpdir");
         let install = program("mariadb-install-db")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg("--auth-root-authentication-method=normal")
             .args(root_user())
             .stdout(Stdio::piped())
@@ -89,6 +95,8 @@ impl MariadbServer {
         let child = program("mariadbd")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--port={port}"))
             .arg("--bind-address=127.0.0.1")
