@@ -1,7 +1,9 @@
 //! Percolator stays non-blocking with a binlog: a coordinator that stops after prewrite
 //! (simulated in process) holds up nobody once its locks' TTL has run out, its binlog takes
 //! no more commits, and the coordinator reopened on the same directory settles the
-//! transaction (rolled back by the other client: not logged).
+//! transaction (rolled back by the other client: not logged). And the fail-stop rule: a
+//! committed transaction whose group could not be made durable stops the binlog until the
+//! coordinator restarts and logs it.
 
 mod binlog_support;
 
@@ -73,4 +75,49 @@ fn a_dead_coordinators_locks_are_resolved_by_others_after_their_ttl() {
         &store_table(&coord),
     );
     assert_eq!(xids, vec![t0_ts, t4_ts]);
+}
+
+/// A committed transaction whose binlog group cannot be made durable (the binlog's fsync
+/// fails) is not acknowledged: `Undetermined`, the binlog stops (a later commit fails
+/// rather than overtake it), and the reopened coordinator logs it exactly once.
+#[test]
+fn a_failed_binlog_write_stops_the_binlog_and_recovery_logs_the_commit_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let binlog_dir = dir.path().join("binlog");
+    let coord = TxnClient::open(c.router(), binlog_config(&binlog_dir)).expect("coordinator");
+    let (a, b) = (key(0, "a"), key(2, "b"));
+    let mut t1 = coord.begin(TxnMode::Pessimistic).expect("begin");
+    t1.put(&a, b"1").expect("put");
+    t1.put(&b, b"1").expect("put");
+    let t1_ts = t1.start_ts();
+    coord
+        .binlog()
+        .expect("binlog")
+        .__fail_next_fsync_for_tests();
+    assert!(matches!(t1.commit(), Err(TxnError::Undetermined { .. })));
+    // Committed in the store all the same.
+    assert_eq!(coord.get(&b).expect("get"), Some(b"1".to_vec()));
+    let mut t2 = coord.begin(TxnMode::Pessimistic).expect("begin");
+    t2.put(&a, b"2").expect("put");
+    assert!(matches!(t2.commit(), Err(TxnError::Binlog { .. })));
+
+    drop((t1, t2, coord));
+    let coord = TxnClient::open(c.router(), binlog_config(&binlog_dir)).expect("reopen");
+    let report = coord.binlog_recovery().expect("binlog");
+    assert_eq!(
+        [report.already_logged.clone(), report.logged_now.clone()].concat(),
+        vec![t1_ts],
+        "{report:?}"
+    );
+    let mut t3 = coord.begin(TxnMode::Pessimistic).expect("begin");
+    t3.put(&a, b"3").expect("put");
+    let t3_ts = t3.start_ts();
+    t3.commit().expect("commit");
+    let xids = check_binlog(
+        &binlog_dir,
+        &BTreeSet::from([t1_ts, t3_ts]),
+        &store_table(&coord),
+    );
+    assert_eq!(xids, vec![t1_ts, t3_ts]);
 }
