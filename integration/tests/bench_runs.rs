@@ -14,10 +14,12 @@ fn bench_locks_runs_the_four_modes_and_only_sync_and_pipelined_write_locks_to_ra
     let opts = LocksOptions {
         clients: vec![2],
         modes: WriteMode::ALL.to_vec(),
-        seconds: 0.6,
-        slice: 0.6,
-        warmup: 0.1,
-        rows: 200,
+        // Long enough that a slice outlasts a lock wait (1 s) left by the slice before it,
+        // on a loaded CI machine too; a 0.6 s slice once committed nothing.
+        seconds: 2.0,
+        slice: 2.0,
+        warmup: 0.2,
+        rows: 2000,
     };
     let points = run_locks(&target, &opts, &mut NoProgress).unwrap();
     let modes: Vec<&str> = points.iter().map(|p| p.mode).collect();
