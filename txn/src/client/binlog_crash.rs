@@ -26,7 +26,10 @@ pub mod txn_crash_points {
     pub const AFTER_BINLOG: &str = "txn.commit.after_binlog";
     /// Everything done; the answer not yet returned to the caller.
     pub const BEFORE_ACK: &str = "txn.commit.before_ack";
-    /// Every crash point, for tests that loop over them.
+    /// A hot-row group's first member logged, the others not (only a group of two or
+    /// more members passes here; not in [`ALL`], which ordinary commits all pass).
+    pub const BETWEEN_HOT_MEMBERS: &str = "txn.commit.between_hot_members";
+    /// Every crash point of an ordinary commit, for tests that loop over them.
     pub const ALL: [&str; 5] = [
         AFTER_PREPARE,
         AFTER_PREWRITE,

@@ -38,6 +38,20 @@ pub(crate) enum RowChange {
     Delete,
 }
 
+/// One member of a hot-row group, logged as its own binlog transaction (AliSQL's hot-row
+/// group commit: one `BEGIN` / `Update_rows` / `COMMIT` per member, in arrival order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MemberRow {
+    /// The xid of the member's binlog transaction: a timestamp reserved from the oracle for
+    /// this member alone, so it differs from every transaction's `start_ts` and from every
+    /// other member's xid.
+    pub(crate) xid: u64,
+    /// The value the member saw (its predecessor's `after`, or the stored value).
+    pub(crate) before: Vec<u8>,
+    /// The value it wrote.
+    pub(crate) after: Vec<u8>,
+}
+
 /// A prepare record: enough to settle the transaction and rebuild its binlog group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Prepared {
@@ -53,6 +67,10 @@ pub(crate) struct Prepared {
     pub(crate) binlog_file: String,
     /// Offset in `binlog_file`.
     pub(crate) binlog_offset: u64,
+    /// For a hot-row group (one key, an update), its members in arrival order: the group is
+    /// logged as one binlog transaction per member, each updating `primary` to its `after`.
+    /// Empty for an ordinary transaction, logged as one transaction with xid `start_ts`.
+    pub(crate) members: Vec<MemberRow>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -318,6 +336,7 @@ mod tests {
             changes: vec![(b"p".to_vec(), RowChange::Insert)],
             binlog_file: "surge-bin.000001".into(),
             binlog_offset: 4,
+            members: Vec::new(),
         }
     }
 

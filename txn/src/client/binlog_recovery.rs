@@ -66,7 +66,7 @@ impl ClientCore {
         let logged = logged_xids(binlog, &pending)?;
         let mut committed = Vec::new();
         for p in pending {
-            if logged.contains(&p.start_ts) {
+            if is_logged(&p, &logged) {
                 report.already_logged.push(p.start_ts);
                 binlog.journal.settle(p.start_ts)?;
                 continue;
@@ -83,8 +83,14 @@ impl ClientCore {
         // Conflicting transactions in commit_ts order; others' order does not matter.
         committed.sort_by_key(|(ts, _)| *ts);
         for (commit_ts, p) in committed {
-            let cache = self.rebuild_group(binlog, &p, commit_ts)?;
-            binlog.write_group(cache, p.start_ts)?;
+            if p.members.is_empty() {
+                let cache = self.rebuild_group(binlog, &p, commit_ts)?;
+                binlog.write_group(cache, p.start_ts)?;
+            } else {
+                // A hot-row group: the members not yet logged (a crash may have come
+                // between two of them, which are written in order), from the record.
+                binlog.write_members(&p.primary, &p.members, &logged)?;
+            }
             self.commit_secondaries(&plan_of(&p), commit_ts);
             report.logged_now.push(p.start_ts);
             binlog.journal.settle(p.start_ts)?;
@@ -178,6 +184,16 @@ impl ClientCore {
             }
         }
         Ok(cache)
+    }
+}
+
+/// Whether the whole binlog group of `p` is in the binlog: its transaction's xid, or for a
+/// hot-row group every member's.
+fn is_logged(p: &Prepared, logged: &BTreeSet<u64>) -> bool {
+    if p.members.is_empty() {
+        logged.contains(&p.start_ts)
+    } else {
+        p.members.iter().all(|m| logged.contains(&m.xid))
     }
 }
 

@@ -8,11 +8,12 @@
 //! commit) or, in an optimistic transaction, from a read at `start_ts` (the prewrite's
 //! conflict check fails the commit if another transaction wrote the key since).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use surge_binlog::TxnCache;
 
-use super::binlog_journal::RowChange;
+use super::binlog_journal::{MemberRow, RowChange};
 use super::error::TxnError;
 
 /// The transaction's binlog cache and key states.
@@ -113,4 +114,45 @@ impl BinlogTxn {
     pub(crate) fn into_cache(self) -> TxnCache {
         self.cache
     }
+}
+
+thread_local! {
+    /// The members of the hot-row group this thread is committing, by the group's
+    /// `start_ts` (see [`with_hot_members`]).
+    static HOT_MEMBERS: RefCell<Option<(u64, Vec<MemberRow>)>> = const { RefCell::new(None) };
+}
+
+/// Runs `commit` (the commit of the hot-row group transaction `start_ts`, on this thread)
+/// with `members` handed to its binlog step, which then logs one binlog transaction per
+/// member instead of the transaction's cache. The hand-off is cleared afterwards whatever
+/// happened, and only a prepare of `start_ts` takes it, so no other commit can see it.
+pub(crate) fn with_hot_members<R>(
+    start_ts: u64,
+    members: Vec<MemberRow>,
+    commit: impl FnOnce() -> R,
+) -> R {
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            HOT_MEMBERS.with(|m| m.borrow_mut().take());
+        }
+    }
+    HOT_MEMBERS.with(|m| *m.borrow_mut() = Some((start_ts, members)));
+    let _clear = Clear;
+    commit()
+}
+
+/// The members [`with_hot_members`] handed over for transaction `start_ts` (empty for any
+/// other transaction).
+pub(crate) fn take_hot_members(start_ts: u64) -> Vec<MemberRow> {
+    HOT_MEMBERS.with(|m| {
+        let mut m = m.borrow_mut();
+        match m.take() {
+            Some((ts, rows)) if ts == start_ts => rows,
+            other => {
+                *m = other;
+                Vec::new()
+            }
+        }
+    })
 }

@@ -7,8 +7,9 @@
 //! 2. prewrite, take `commit_ts`, commit the primary (the commit point), or commit in one
 //!    phase;
 //! 3. wait for the sequencer, commit the transaction's cache to the MariaDB binlog (its
-//!    group: GTID, row events, Xid = `start_ts`; by rename when it is large), then a settled
-//!    record (TiDB's commit binlog);
+//!    group: GTID, row events, Xid = `start_ts`; by rename when it is large; for a hot-row
+//!    group, one such transaction per member instead, Xid = the member's reserved xid), then
+//!    a settled record (TiDB's commit binlog);
 //! 4. commit the secondaries and answer.
 //!
 //! The group is written only once the primary is committed, so nothing rolled back ever
@@ -24,10 +25,10 @@ use surge_binlog::{Binlog, CommitInfo};
 
 use super::binlog_config::BinlogOptions;
 use super::binlog_crash::{crash_point, txn_crash_points};
-use super::binlog_journal::{Journal, Prepared};
+use super::binlog_journal::{Journal, MemberRow, Prepared, RowChange};
 use super::binlog_recovery::BinlogRecoveryReport;
 use super::binlog_sequencer::Sequencer;
-use super::binlog_txn::BinlogTxn;
+use super::binlog_txn::{BinlogTxn, take_hot_members};
 use super::core::ClientCore;
 use super::error::TxnError;
 use super::two_pc::{CommitPlan, StopAt};
@@ -126,6 +127,32 @@ impl CoordinatorBinlog {
         self.seq.stop(reason);
     }
 
+    /// Writes a hot-row group's members on `key`, in arrival order, as one binlog
+    /// transaction each (an Update_rows to the member's value, Xid = the member's xid),
+    /// skipping those whose xid is in `logged` (recovery after a crash between two).
+    pub(crate) fn write_members(
+        &self,
+        key: &[u8],
+        members: &[MemberRow],
+        logged: &BTreeSet<u64>,
+    ) -> Result<(), TxnError> {
+        let todo: Vec<&MemberRow> = members
+            .iter()
+            .filter(|m| !logged.contains(&m.xid))
+            .collect();
+        for (i, m) in todo.iter().enumerate() {
+            if i == 1 {
+                crash_point(txn_crash_points::BETWEEN_HOT_MEMBERS);
+            }
+            let mut cache = self.log.new_cache();
+            cache
+                .update(key, &m.after)
+                .map_err(|e| binlog_err("member cache", e))?;
+            self.write_group(cache, m.xid)?;
+        }
+        Ok(())
+    }
+
     /// Commits `txn`'s cache as the group of transaction `start_ts`.
     pub(crate) fn write_group(
         &self,
@@ -147,6 +174,8 @@ enum StepState {
     Prepared {
         binlog: Arc<CoordinatorBinlog>,
         txn: Option<BinlogTxn>,
+        /// A hot-row group's key and members (logged one transaction each), else `None`.
+        hot: Option<Box<(Vec<u8>, Vec<MemberRow>)>>,
         ticket: u64,
         start_ts: u64,
     },
@@ -186,14 +215,27 @@ impl ClientCore {
             .iter()
             .map(|(m, _)| m.key().to_vec())
             .collect();
+        let members = take_hot_members(plan.start_ts);
+        let changes = txn.changes();
+        // A hot-row group is one update of one existing key; its members are logged in place
+        // of its cache, so they must describe exactly that change.
+        if !members.is_empty() && changes != [(plan.primary.clone(), RowChange::Update)] {
+            return Err(TxnError::Binlog {
+                detail: format!(
+                    "txn {}: hot-row members given for a transaction that is not one update",
+                    plan.start_ts
+                ),
+            });
+        }
         let pos = binlog.log.current_position();
         let record = Prepared {
             start_ts: plan.start_ts,
             primary: plan.primary.clone(),
             keys: keys.iter().cloned().collect(),
-            changes: txn.changes(),
+            changes,
             binlog_file: pos.file,
             binlog_offset: pos.offset,
+            members: members.clone(),
         };
         let ticket = binlog.seq.register(Arc::new(keys));
         if let Err(e) = binlog.journal.prepare(&record) {
@@ -205,6 +247,7 @@ impl ClientCore {
             state: StepState::Prepared {
                 binlog: Arc::clone(binlog),
                 txn: Some(txn),
+                hot: (!members.is_empty()).then(|| Box::new((plan.primary.clone(), members))),
                 ticket,
                 start_ts: plan.start_ts,
             },
@@ -224,6 +267,7 @@ impl BinlogStep {
         let StepState::Prepared {
             binlog,
             txn,
+            hot,
             ticket,
             start_ts,
         } = &mut self.state
@@ -239,11 +283,21 @@ impl BinlogStep {
                 .ok_or_else(|| TxnError::Binlog {
                     detail: "binlog cache already used".to_string(),
                 })?;
-            binlog.write_group(cache, start_ts)
+            if let Some((key, members)) = hot.as_deref() {
+                // Still within the transaction's turn: no conflicting group comes between.
+                binlog.write_members(key, members, &BTreeSet::new())
+            } else {
+                binlog.write_group(cache, start_ts).map(|_| ())
+            }
         });
         match written {
-            Ok(info) => {
-                tracing::debug!(start_ts, commit_ts, gtid = %info.gtid, method = ?info.method, "binlog group written");
+            Ok(()) => {
+                tracing::debug!(
+                    start_ts,
+                    commit_ts,
+                    members = hot.as_ref().map_or(0, |h| h.1.len()),
+                    "binlog group written"
+                );
                 crash_point(txn_crash_points::AFTER_BINLOG);
                 // A lost settled record only makes recovery find the group in the binlog.
                 if let Err(e) = binlog.journal.settle(start_ts) {

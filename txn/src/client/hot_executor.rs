@@ -10,11 +10,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::RwLock;
 use surge_hotspot::{Applied, GroupExecutor};
 
+use super::backoff::Backoff;
+use super::binlog_journal::MemberRow;
+use super::binlog_txn::with_hot_members;
+use super::binlog_writer::BinlogSlot;
 use super::core::ClientCore;
 use super::error::TxnError;
 use super::hot_op::{HotOp, HotReject};
 use super::mode::TxnMode;
 use super::transaction::Transaction;
+use crate::{KvRequest, KvResponse};
 
 /// How many bytes of a non-integer value a [`HotReject::NotAnInteger`] quotes.
 const REJECT_PREFIX: usize = 32;
@@ -125,6 +130,39 @@ impl HotExecutor {
     }
 }
 
+impl HotExecutor {
+    /// With a binlog, the binlog transaction of each kept member, in arrival order (empty
+    /// without one). Each member's xid is a timestamp reserved from the oracle in one
+    /// request for `changes.len()` timestamps: the oracle hands every timestamp out once,
+    /// so no xid equals another member's or any transaction's `start_ts` (the xid of an
+    /// ordinary transaction's group), which recovery relies on to find what is logged.
+    fn member_rows(&self, changes: &[HotChange]) -> Result<Vec<MemberRow>, TxnError> {
+        if changes.is_empty() || !matches!(self.core.binlog, BinlogSlot::On(_)) {
+            return Ok(Vec::new());
+        }
+        let count = u32::try_from(changes.len()).map_err(|_| TxnError::Binlog {
+            detail: format!("{} members in one hot-row group", changes.len()),
+        })?;
+        let mut bo = Backoff::new(&self.core.config);
+        let req = KvRequest::GetTimestamp { count };
+        let last = match self.core.meta_call(&req, &mut bo)? {
+            KvResponse::Timestamp { ts } => ts,
+            other => return Err(TxnError::unexpected(req.name(), &other)),
+        };
+        // The reply is the last of `count` consecutive timestamps reserved for this call.
+        let first = last.saturating_sub(u64::from(count) - 1);
+        Ok(changes
+            .iter()
+            .zip(first..)
+            .map(|(c, xid)| MemberRow {
+                xid,
+                before: HotOp::encode(c.before),
+                after: HotOp::encode(c.after),
+            })
+            .collect())
+    }
+}
+
 impl GroupExecutor for HotExecutor {
     type Key = Vec<u8>;
     type Op = HotOp;
@@ -210,7 +248,8 @@ impl GroupExecutor for HotExecutor {
         };
         txn.put(key, &HotOp::encode(value))?;
         let start_ts = txn.start_ts();
-        let commit_ts = txn.commit()?;
+        let members = self.member_rows(&changes)?;
+        let commit_ts = with_hot_members(start_ts, members, || txn.commit())?;
         fate.writes.store(changes.len(), Ordering::Release);
         fate.commit_ts.store(commit_ts, Ordering::Release);
         let observer = self.observer.read().clone();

@@ -1,0 +1,331 @@
+//! Hot-row updates with a coordinator binlog: a group is logged as one binlog transaction
+//! per kept member (AliSQL's hot-row group commit: `BEGIN` / `Update_rows` / `COMMIT` per
+//! member, in arrival order), each with its own xid, and nothing for refused members.
+//! Checked by reading the binlog back with `surge-binlog`'s reader, replaying it with
+//! MariaDB's STRICT rules, and (when installed) with `mariadb-binlog
+//! --verify-binlog-checksum -v` (required when `SURGE_REQUIRE_MARIADB_BINLOG=1`, as in CI).
+
+mod binlog_support;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use binlog_support::{check_binlog, cluster, coordinator, key, store_table};
+use surge_binlog::{EventBody, LogReader, RowsKind};
+use surge_txn::{
+    HotGroupRecord, HotHints, HotOp, TXN_CRASH_ENV, TxnError, TxnMode, txn_crash_points,
+};
+
+/// Threads updating the hot key at once.
+const THREADS: u64 = 64;
+/// Updates per thread.
+const UPDATES: u64 = 10;
+
+/// One logged row: its statement kind, key and value after.
+type LoggedRow = (RowsKind, Vec<u8>, Option<Vec<u8>>);
+
+/// The binlog's transactions in log order: the xid and rows of each.
+fn logged(dir: &std::path::Path) -> Vec<(u64, Vec<LoggedRow>)> {
+    let reader = LogReader::open(dir, "surge-bin", None).expect("open the binlog");
+    let mut out = Vec::new();
+    for t in reader.transactions() {
+        let t = t.expect("a whole transaction");
+        let xid = t.xid.expect("an xid");
+        let mut rows = Vec::new();
+        for (_, ev) in &t.events {
+            let EventBody::Rows(r) = &ev.body else {
+                continue;
+            };
+            let kv = r.kv_rows().expect("kv rows");
+            if r.kind == RowsKind::Update {
+                for pair in kv.chunks(2) {
+                    rows.push((r.kind, pair[1].key.clone(), pair[1].value.clone()));
+                }
+            } else {
+                for row in kv {
+                    rows.push((r.kind, row.key, row.value));
+                }
+            }
+        }
+        out.push((xid, rows));
+    }
+    out
+}
+
+/// `mariadb-binlog --verify-binlog-checksum -v FILES`, or `None` when not installed.
+fn mariadb_binlog(files: &[std::path::PathBuf]) -> Option<String> {
+    let out = match Command::new("mariadb-binlog")
+        .arg("--verify-binlog-checksum")
+        .arg("-v")
+        .args(files)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            assert!(
+                std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
+                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
+            );
+            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
+            return None;
+        }
+        Err(e) => panic!("running mariadb-binlog: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "mariadb-binlog failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn every_acknowledged_member_is_its_own_binlog_transaction_in_arrival_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let bin_dir = dir.path().join("binlog");
+    let client = coordinator(&c, &bin_dir);
+    let hot = key(0, "stock");
+    let initial = 20i64;
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&hot, &HotOp::encode(initial)).expect("put");
+    let insert_ts = t.start_ts();
+    t.commit().expect("commit the row");
+
+    let records: Arc<Mutex<Vec<HotGroupRecord>>> = Arc::default();
+    let sink = Arc::clone(&records);
+    client.set_hot_group_observer(Some(Arc::new(move |r: &HotGroupRecord| {
+        sink.lock().expect("not poisoned").push(r.clone())
+    })));
+    let acked: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let refused = Arc::new(Mutex::new(0usize));
+    std::thread::scope(|s| {
+        for th in 0..THREADS {
+            let (client, hot) = (client.clone(), hot.clone());
+            let (acked, refused) = (Arc::clone(&acked), Arc::clone(&refused));
+            s.spawn(move || {
+                for i in 0..UPDATES {
+                    // A walk between tight bounds, so members at either bound are refused.
+                    let op = if (th + i) % 3 == 0 {
+                        HotOp::add(2).at_most(30)
+                    } else {
+                        HotOp::add(-1).at_least(10)
+                    };
+                    match client.hot_update(&hot, op, HotHints::hot_update()) {
+                        Ok(out) => acked
+                            .lock()
+                            .expect("not poisoned")
+                            .push(out.value.expect("the row exists")),
+                        Err(TxnError::HotUpdateRejected { .. }) => {
+                            *refused.lock().expect("not poisoned") += 1
+                        }
+                        Err(e) => panic!("hot update failed: {e}"),
+                    }
+                }
+            });
+        }
+    });
+    let acked = acked.lock().expect("not poisoned").clone();
+    let refused = *refused.lock().expect("not poisoned");
+    assert_eq!(acked.len() + refused, (THREADS * UPDATES) as usize);
+    assert!(refused > 0, "the bounds refused no member");
+
+    // The store's table and the binlog replayed with STRICT rules agree; no xid twice.
+    let store = store_table(&client);
+    check_binlog(&bin_dir, &BTreeSet::from([insert_ts]), &store);
+
+    // One Update_rows transaction per acknowledged member, and nothing else on the key.
+    let txns = logged(&bin_dir);
+    assert_eq!(
+        txns.len(),
+        1 + acked.len(),
+        "the insert, then one per member"
+    );
+    assert_eq!(txns[0].0, insert_ts);
+    let updates: Vec<(u64, i64)> = txns[1..]
+        .iter()
+        .map(|(xid, rows)| {
+            assert_eq!(rows.len(), 1, "txn {xid}: one row per member");
+            let (kind, k, v) = &rows[0];
+            assert_eq!((*kind, k), (RowsKind::Update, &hot), "txn {xid}");
+            let v = v.as_deref().expect("an after value");
+            (*xid, HotOp::decode(v).expect("an integer"))
+        })
+        .collect();
+
+    // In commit order, the groups' members in arrival order are exactly the binlog's
+    // transactions, and each member's before image is the value the replay has then.
+    let mut groups = records.lock().expect("not poisoned").clone();
+    groups.sort_by_key(|g| g.commit_ts);
+    assert!(
+        groups.iter().any(|g| g.changes.len() > 1),
+        "no group had two members"
+    );
+    let group_ts: BTreeSet<u64> = groups.iter().map(|g| g.start_ts).collect();
+    let members: Vec<_> = groups.iter().flat_map(|g| g.changes.clone()).collect();
+    assert_eq!(members.len(), updates.len());
+    let mut current = initial;
+    for (m, (xid, after)) in members.iter().zip(&updates) {
+        assert_eq!(m.before, current, "txn {xid}: before image");
+        assert_eq!(m.after, *after, "txn {xid}: after image");
+        assert!(
+            !group_ts.contains(xid),
+            "member xid {xid} is a group's start_ts"
+        );
+        current = *after;
+    }
+    let final_value = store.get(&hot).and_then(|v| HotOp::decode(v));
+    assert_eq!(
+        final_value,
+        Some(current),
+        "the chain ends at the store's value"
+    );
+
+    // Every acknowledged member's own value is one logged member's after value.
+    let mut got = acked.clone();
+    got.sort_unstable();
+    let mut logged_afters: Vec<i64> = updates.iter().map(|(_, v)| *v).collect();
+    logged_afters.sort_unstable();
+    assert_eq!(got, logged_afters);
+
+    let files = client.binlog().expect("binlog").file_paths();
+    let Some(text) = mariadb_binlog(&files) else {
+        return;
+    };
+    assert_eq!(
+        text.matches("### UPDATE `surgedb`.`kv`").count(),
+        acked.len()
+    );
+    assert_eq!(text.matches("Xid = ").count(), 1 + acked.len());
+}
+
+const DIR_ENV: &str = "SURGE_TXN_HOT_BINLOG_CRASH_DIR";
+/// The hot key's value before the crash test's updates.
+const CRASH_INITIAL: i64 = 1000;
+
+/// The crash test's child (inert unless [`DIR_ENV`] is set): a store and a coordinator
+/// with a binlog, the hot key inserted (`ready <start_ts>`), then 16 threads adding 1 to it
+/// (`acked <value>` each) until a group stops between two members' binlog transactions
+/// (`reached`), where the parent kills it.
+#[test]
+fn child_process() {
+    let Ok(dir) = std::env::var(DIR_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let c = cluster(&dir.join("cluster"));
+    let client = coordinator(&c, &dir.join("binlog"));
+    let hot = key(0, "stock");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&hot, &HotOp::encode(CRASH_INITIAL)).expect("put");
+    let ts = t.start_ts();
+    t.commit().expect("commit the row");
+    println!("ready {ts}");
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            let (client, hot) = (client.clone(), hot.clone());
+            s.spawn(move || {
+                loop {
+                    let out = client
+                        .hot_update(&hot, HotOp::add(1), HotHints::hot_update())
+                        .expect("hot update");
+                    println!("acked {}", out.value.expect("the row exists"));
+                }
+            });
+        }
+    });
+}
+
+/// Kills and reaps the child if the parent panics first.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_crash_between_two_members_is_completed_by_recovery_exactly_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut child = KillOnDrop(
+        Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "child_process",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(DIR_ENV, dir.path())
+            .env(TXN_CRASH_ENV, txn_crash_points::BETWEEN_HOT_MEMBERS)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn child"),
+    );
+    let out = BufReader::new(child.0.stdout.take().expect("stdout"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut acked = Vec::new();
+    let mut insert_ts = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .expect("child output before the deadline");
+        if let Some(v) = line.find("acked ").map(|i| &line[i + 6..]) {
+            acked.push(v.trim().parse::<i64>().expect("a value"));
+        } else if let Some(v) = line.find("ready ").map(|i| &line[i + 6..]) {
+            insert_ts = Some(v.trim().parse::<u64>().expect("a start_ts"));
+        } else if line.contains("reached ") {
+            break;
+        }
+    }
+    drop(child); // SIGKILL and reap
+    let insert_ts = insert_ts.expect("the row was inserted");
+
+    let c = cluster(&dir.path().join("cluster"));
+    let bin_dir = dir.path().join("binlog");
+    let before = logged(&bin_dir).len();
+    let client = coordinator(&c, &bin_dir);
+    let report = client.binlog_recovery().expect("binlog");
+    assert_eq!(
+        report.logged_now.len(),
+        1,
+        "the group stopped mid-way: {report:?}"
+    );
+    let store = store_table(&client);
+    // Every xid once, and the replay (STRICT rules) reaches the store's table.
+    check_binlog(&bin_dir, &BTreeSet::from([insert_ts]), &store);
+    let txns = logged(&bin_dir);
+    assert!(txns.len() > before, "recovery wrote the missing members");
+    // Each member added 1: the logged after values are exactly initial+1 ..= final, in
+    // order, so no member is missing or logged twice.
+    let final_value = store
+        .get(&key(0, "stock"))
+        .and_then(|v| HotOp::decode(v))
+        .expect("an integer");
+    let afters: Vec<i64> = txns[1..]
+        .iter()
+        .map(|(_, rows)| HotOp::decode(rows[0].2.as_deref().expect("a value")).expect("int"))
+        .collect();
+    let want: Vec<i64> = (CRASH_INITIAL + 1..=final_value).collect();
+    assert_eq!(afters, want);
+    for v in &acked {
+        assert!(afters.contains(v), "acknowledged {v} not logged");
+    }
+}
