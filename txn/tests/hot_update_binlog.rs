@@ -110,8 +110,11 @@ fn every_acknowledged_member_is_its_own_binlog_transaction_in_arrival_order() {
             let (acked, refused) = (Arc::clone(&acked), Arc::clone(&refused));
             s.spawn(move || {
                 for i in 0..UPDATES {
-                    // A walk between tight bounds, so members at either bound are refused.
-                    let op = if (th + i) % 3 == 0 {
+                    // A walk between tight bounds (members at either bound are refused),
+                    // and every 8th member past any value the walk can reach (refused).
+                    let op = if (th + i) % 8 == 0 {
+                        HotOp::add(1000).at_most(100)
+                    } else if (th + i) % 3 == 0 {
                         HotOp::add(2).at_most(30)
                     } else {
                         HotOp::add(-1).at_least(10)
@@ -303,9 +306,10 @@ fn a_crash_between_two_members_is_completed_by_recovery_exactly_once() {
     let before = logged(&bin_dir).len();
     let client = coordinator(&c, &bin_dir);
     let report = client.binlog_recovery().expect("binlog");
-    assert_eq!(
-        report.logged_now.len(),
-        1,
+    // The stopped group, and any later group that committed in the store and waited for
+    // its turn behind it, are logged now.
+    assert!(
+        !report.logged_now.is_empty(),
         "the group stopped mid-way: {report:?}"
     );
     let store = store_table(&client);
