@@ -274,8 +274,37 @@ impl RegionPeer {
             ))));
         }
         let snap = self.engine.snapshot();
+        // A split may have moved the range's data away between the request's checks and
+        // this snapshot; the range shrinks before the data moves, so checking it again now
+        // tells whether the snapshot still holds everything the read may need.
+        self.still_holds(start, end, point, None)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
+    }
+
+    /// Whether the region still holds the key `start` (`point`), or the range `[start, end)`
+    /// (no end: to the end of the key space), and, if given, is still at `version`.
+    fn still_holds(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        point: bool,
+        version: Option<u64>,
+    ) -> Result<(), RegionError> {
+        let info = self.info.read();
+        let end_ok = point
+            || match end {
+                Some(e) => info.end.is_empty() || e <= info.end.as_slice(),
+                None => info.end.is_empty(),
+            };
+        if info.contains(start) && end_ok && version.is_none_or(|v| v == info.epoch.version) {
+            Ok(())
+        } else {
+            Err(RegionError::EpochNotMatch {
+                region_id: info.id,
+                current: vec![info.clone()],
+            })
+        }
     }
 
     /// Runs a read that must see the in-memory locks too (lock scans, lock re-checks).
@@ -331,6 +360,14 @@ impl RegionPeer {
                 return Err(self.term_version_error(e).into());
             }
             let snap = self.engine.snapshot();
+            // As in `read`: the keys' data must still be in this snapshot.
+            if let Some(e) = keys
+                .iter()
+                .find_map(|k| self.still_holds(k, None, true, Some(version)).err())
+            {
+                end_one_pc();
+                return Err(e.into());
+            }
             let reader = MvccReader::new(&*snap, Some(&table));
             let mut txn = MvccTxn::new(start_ts);
             match f(&reader, &mut txn, commit_ts) {

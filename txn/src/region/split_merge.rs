@@ -129,6 +129,11 @@ impl RegionPeer {
     }
 
     pub(super) fn apply_commit_merge(&self, index: u64, source: &RegionInfo, data: &[u8]) {
+        // The data first, the range after: a read admitted by the widened range must find
+        // the source's data (the other order let a read of a source key see nothing).
+        if let Err(e) = self.engine().ingest(data) {
+            tracing::error!(region = self.id(), index, error = %e, "merge data refused");
+        }
         let version = {
             let mut info = self.info_mut();
             if source.start.as_slice() < info.start.as_slice() {
@@ -142,9 +147,6 @@ impl RegionPeer {
             info.epoch.version = info.epoch.version.max(source.epoch.version) + 1;
             info.epoch.version
         };
-        if let Err(e) = self.engine().ingest(data) {
-            tracing::error!(region = self.id(), index, error = %e, "merge data refused");
-        }
         let term = self.leader_term();
         if term != 0 {
             // The target's own memory locks stay; the source's arrived as lock-CF records.
