@@ -258,26 +258,34 @@ impl RegionPeer {
         point: bool,
         f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
     ) -> Result<T, CmdError> {
-        if let Err(InFlightCommit { key, start_ts }) = self.concurrency.read(ts, start, end, point)
-        {
-            return Err(CmdError::Mvcc(MvccError::KeyIsLocked(Box::new(
-                crate::LockInfo {
-                    key: key.clone(),
-                    primary: key,
-                    lock_ts: start_ts,
-                    ttl: 0,
-                    lock_type: crate::LockType::Put,
-                    for_update_ts: 0,
-                    min_commit_ts: 0,
-                    txn_size: 1,
-                },
-            ))));
-        }
+        self.concurrency
+            .read(ts, start, end, point)
+            .map_err(in_flight_commit)?;
         let snap = self.engine.snapshot();
         // A split may have moved the range's data away between the request's checks and
         // this snapshot; the range shrinks before the data moves, so checking it again now
         // tells whether the snapshot still holds everything the read may need.
         self.still_holds(start, end, point, None)?;
+        let reader = MvccReader::new(&*snap, None);
+        Ok(f(&reader)?)
+    }
+
+    /// As [`RegionPeer::read`] for several point reads on one snapshot.
+    pub(crate) fn read_points<T>(
+        &self,
+        ts: u64,
+        keys: &[Vec<u8>],
+        f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
+    ) -> Result<T, CmdError> {
+        for k in keys {
+            self.concurrency
+                .read(ts, k, None, true)
+                .map_err(in_flight_commit)?;
+        }
+        let snap = self.engine.snapshot();
+        for k in keys {
+            self.still_holds(k, None, true, None)?;
+        }
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
     }
@@ -700,6 +708,20 @@ impl RegionPeer {
         let reader = MvccReader::new(&*snap, Some(&table));
         matches!(reader.load_lock(key), Ok(Some(l)) if l.start_ts == lock_ts)
     }
+}
+
+/// A read that met a one-phase commit in flight, as the lock it stands for.
+fn in_flight_commit(c: InFlightCommit) -> CmdError {
+    CmdError::Mvcc(MvccError::KeyIsLocked(Box::new(crate::LockInfo {
+        key: c.key.clone(),
+        primary: c.key,
+        lock_ts: c.start_ts,
+        ttl: 0,
+        lock_type: crate::LockType::Put,
+        for_update_ts: 0,
+        min_commit_ts: 0,
+        txn_size: 1,
+    })))
 }
 
 /// What a data region's Raft snapshot holds.

@@ -150,15 +150,14 @@ impl KvNode {
             } => {
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 self.read_ready(raft, peer, &ctx, &refs)?;
-                let mut pairs = Vec::new();
-                for key in &keys {
-                    let v = peer.read(version, key, None, true, |r| {
-                        crate::point_get(r, key, version, &bypass_locks)
-                    })?;
-                    if let Some(v) = v {
-                        pairs.push((key.clone(), v));
-                    }
-                }
+                // One snapshot for every key (a point read each for the one-phase guard).
+                let pairs = peer.read_points(version, &keys, |r| {
+                    crate::batch_get(r, &keys, version, &bypass_locks)
+                })?;
+                let pairs = pairs
+                    .into_iter()
+                    .filter_map(|(k, v)| v.map(|v| (k, v)))
+                    .collect();
                 Ok(KvResponse::Pairs { pairs })
             }
             KvRequest::Scan {
@@ -232,38 +231,22 @@ impl KvNode {
                 start_ts,
                 commit_ts,
                 ..
-            } => {
-                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
-                    for k in &keys {
-                        crate::commit(txn, r, k, commit_ts)?;
-                    }
-                    Ok(())
-                })?;
-                Ok(KvResponse::Done)
-            }
+            } => self.write_each(raft, peer, &ctx, &keys, start_ts, |txn, r, k| {
+                crate::commit(txn, r, k, commit_ts)
+            }),
             KvRequest::BatchRollback { keys, start_ts, .. } => {
-                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
-                    for k in &keys {
-                        crate::rollback(txn, r, k, false)?;
-                    }
-                    Ok(())
-                })?;
-                Ok(KvResponse::Done)
+                self.write_each(raft, peer, &ctx, &keys, start_ts, |txn, r, k| {
+                    crate::rollback(txn, r, k, false)
+                })
             }
             KvRequest::PessimisticRollback {
                 keys,
                 start_ts,
                 for_update_ts,
                 ..
-            } => {
-                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
-                    for k in &keys {
-                        crate::pessimistic_rollback(txn, r, k, for_update_ts)?;
-                    }
-                    Ok(())
-                })?;
-                Ok(KvResponse::Done)
-            }
+            } => self.write_each(raft, peer, &ctx, &keys, start_ts, |txn, r, k| {
+                crate::pessimistic_rollback(txn, r, k, for_update_ts)
+            }),
             KvRequest::CheckTxnStatus {
                 primary_key,
                 lock_ts,
@@ -309,13 +292,9 @@ impl KvNode {
                 if keys.is_empty() {
                     return Ok(KvResponse::Done);
                 }
-                peer.write(raft, &ctx, &keys, start_ts, None, None, t, |r, txn, _| {
-                    for k in &keys {
-                        crate::resolve_lock(txn, r, k, commit_ts)?;
-                    }
-                    Ok(())
-                })?;
-                Ok(KvResponse::Done)
+                self.write_each(raft, peer, &ctx, &keys, start_ts, |txn, r, k| {
+                    crate::resolve_lock(txn, r, k, commit_ts)
+                })
             }
             KvRequest::TxnHeartBeat {
                 primary_key,
@@ -348,6 +327,30 @@ impl KvNode {
                 reason: format!("{} is not a region request", other.name()),
             })),
         }
+    }
+
+    /// Runs `action` on every key of `keys` in one write (under their latches, one Raft
+    /// proposal) and answers `Done`.
+    fn write_each(
+        &self,
+        raft: &RaftNode,
+        peer: &RegionPeer,
+        ctx: &Context,
+        keys: &[Vec<u8>],
+        start_ts: u64,
+        action: impl Fn(&mut crate::MvccTxn, &crate::MvccReader<'_>, &[u8]) -> Result<(), MvccError>,
+    ) -> Handled {
+        peer.write(
+            raft,
+            ctx,
+            keys,
+            start_ts,
+            None,
+            None,
+            self.timeout(),
+            |r, txn, _| keys.iter().try_for_each(|k| action(txn, r, k)),
+        )?;
+        Ok(KvResponse::Done)
     }
 
     /// Locks `keys`, waiting (up to `wait_timeout_ms`) for conflicting locks to go: the
