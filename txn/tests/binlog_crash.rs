@@ -13,12 +13,11 @@
 mod binlog_support;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+
 use std::time::{Duration, Instant};
 
-use binlog_support::{check_binlog, cluster, coordinator, key, replay, store_table};
+use binlog_support::{check_binlog, cluster, coordinator, key, replay, spawn_child, store_table};
 use surge_txn::{
     BinlogRecoveryReport, ClientConfig, TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, TxnClient, TxnError,
     TxnMode, txn_crash_points,
@@ -67,45 +66,14 @@ fn child_process() {
     }
 }
 
-/// Kills and reaps the child if the parent panics first.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Runs the child until it reaches `point` on its fourth commit; returns the acknowledged
 /// start timestamps and the transaction in flight (its number and start_ts).
 fn run_child(dir: &Path, point: &str) -> (BTreeSet<u64>, (u64, u64)) {
-    let mut child = KillOnDrop(
-        Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "child_process",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(DIR_ENV, dir)
-            .env(TXN_CRASH_ENV, point)
-            .env(TXN_CRASH_SKIP_ENV, "3")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn child"),
-    );
-    let out = BufReader::new(child.0.stdout.take().expect("stdout"));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in out.lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (child, rx) = spawn_child(&[
+        (DIR_ENV, dir.as_os_str()),
+        (TXN_CRASH_ENV, std::ffi::OsStr::new(point)),
+        (TXN_CRASH_SKIP_ENV, std::ffi::OsStr::new("3")),
+    ]);
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut acked = BTreeSet::new();
     let mut inflight = None;

@@ -9,10 +9,9 @@ mod support_mariadb;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use binlog_support::{Table, check_binlog, cluster, key, store_table};
+use binlog_support::{Table, check_binlog, cluster, key, mariadb_binlog, store_table};
 use support_mariadb::MariadbServer;
 use surge_txn::{BinlogOptions, ClientConfig, TxnClient, TxnMode};
 
@@ -116,35 +115,6 @@ fn workload(client: &TxnClient) -> Vec<(u64, Vec<Row>)> {
     t.commit().expect("commit large");
     history.push((start_ts, rows));
     history
-}
-
-/// `mariadb-binlog --verify-binlog-checksum -v FILES`, or `None` when not installed.
-fn mariadb_binlog(files: &[std::path::PathBuf]) -> Option<String> {
-    let out = match Command::new("mariadb-binlog")
-        .arg("--verify-binlog-checksum")
-        .arg("-v")
-        .args(files)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            assert!(
-                std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
-                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
-            );
-            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
-            return None;
-        }
-        Err(e) => panic!("running mariadb-binlog: {e}"),
-    };
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "mariadb-binlog failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(text)
 }
 
 /// The `'…'` value of a `###   @N='…'` line (the test's keys and values need no escapes).

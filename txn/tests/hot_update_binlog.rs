@@ -8,13 +8,14 @@
 mod binlog_support;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use binlog_support::{check_binlog, cluster, coordinator, key, store_table};
+use binlog_support::{
+    check_binlog, cluster, coordinator, key, mariadb_binlog, spawn_child, store_table,
+};
 use surge_binlog::{EventBody, LogReader, RowsKind};
 use surge_txn::{
     HotGroupRecord, HotHints, HotOp, TXN_CRASH_ENV, TxnError, TxnMode, txn_crash_points,
@@ -54,34 +55,6 @@ fn logged(dir: &std::path::Path) -> Vec<(u64, Vec<LoggedRow>)> {
         out.push((xid, rows));
     }
     out
-}
-
-/// `mariadb-binlog --verify-binlog-checksum -v FILES`, or `None` when not installed.
-fn mariadb_binlog(files: &[std::path::PathBuf]) -> Option<String> {
-    let out = match Command::new("mariadb-binlog")
-        .arg("--verify-binlog-checksum")
-        .arg("-v")
-        .args(files)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            assert!(
-                std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
-                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
-            );
-            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
-            return None;
-        }
-        Err(e) => panic!("running mariadb-binlog: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "mariadb-binlog failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[test]
@@ -244,44 +217,16 @@ fn child_process() {
     });
 }
 
-/// Kills and reaps the child if the parent panics first.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_crash_between_two_members_is_completed_by_recovery_exactly_once() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut child = KillOnDrop(
-        Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "child_process",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(DIR_ENV, dir.path())
-            .env(TXN_CRASH_ENV, txn_crash_points::BETWEEN_HOT_MEMBERS)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn child"),
-    );
-    let out = BufReader::new(child.0.stdout.take().expect("stdout"));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in out.lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (child, rx) = spawn_child(&[
+        (DIR_ENV, dir.path().as_os_str()),
+        (
+            TXN_CRASH_ENV,
+            std::ffi::OsStr::new(txn_crash_points::BETWEEN_HOT_MEMBERS),
+        ),
+    ]);
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut acked = Vec::new();
     let mut insert_ts = None;

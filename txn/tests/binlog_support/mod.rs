@@ -125,3 +125,78 @@ pub fn check_binlog(dir: &Path, acked: &BTreeSet<u64>, store: &Table) -> Vec<u64
     );
     xids
 }
+
+/// `mariadb-binlog --verify-binlog-checksum -v FILES`, or `None` when not installed (and not
+/// required by `SURGE_REQUIRE_MARIADB_BINLOG=1`).
+pub fn mariadb_binlog(files: &[std::path::PathBuf]) -> Option<String> {
+    let out = match std::process::Command::new("mariadb-binlog")
+        .arg("--verify-binlog-checksum")
+        .arg("-v")
+        .args(files)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            assert!(
+                std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
+                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
+            );
+            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
+            return None;
+        }
+        Err(e) => panic!("running mariadb-binlog: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "mariadb-binlog failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A child process of this test binary; killed and reaped if the parent panics first.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Re-runs this test binary's `child_process` test with `envs`, and hands back the child and
+/// its standard output line by line (read on a thread, so the caller can wait with a
+/// deadline).
+pub fn spawn_child(
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> (KillOnDrop, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    cmd.args([
+        "child_process",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = KillOnDrop(
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn child"),
+    );
+    let out = std::io::BufReader::new(child.0.stdout.take().expect("stdout"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
