@@ -12,7 +12,7 @@ use crate::config::{BinlogConfig, SyncPolicy};
 use crate::dir_lock::DirLock;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventBody};
-use crate::group::{Pending, commit_queued};
+use crate::group::{Pending, commit_queued, commit_queued_many};
 use crate::gtid_state::GtidState;
 use crate::header::ChecksumAlg;
 use crate::index::{Index, file_name, sync_dir};
@@ -151,6 +151,8 @@ impl Shared {
 /// * Transactions appear in the log in the order they were queued for commit; each
 ///   commit returns only after its group was written (and fsynced, per
 ///   [`SyncPolicy`]).
+/// * The transactions of one [`Binlog::commit_many`] batch are contiguous in the log, in
+///   the order given, and in one group.
 /// * The log lock is held for the write of a group, or for the fixed steps of a rename
 ///   (never for copying or syncing a renamed cache's data).
 /// * The current file's Format_description carries the in-use flag until the file is
@@ -248,13 +250,7 @@ impl Binlog {
     /// [`Error::Io`] if syncing a large cache before its rename fails (the log stays up).
     pub fn commit(&self, mut cache: TxnCache, xid: u64) -> Result<CommitInfo> {
         let sh = &self.shared;
-        if !cache.belongs_to(&sh.cache_ctx) {
-            return Err(Error::Invalid {
-                what: "cache",
-                detail: "made by another Binlog (its spill file lives in that log's directory)"
-                    .to_string(),
-            });
-        }
+        self.check_owned(&cache, None)?;
         if sh.cfg.commit_by_rename
             && cache.is_spilled()
             && cache.len() > sh.cfg.large_commit_threshold
@@ -265,6 +261,59 @@ impl Binlog {
             };
         }
         commit_queued(sh, cache, xid)
+    }
+
+    /// Commits several transactions as one batch: written contiguously, in the order given,
+    /// in one group commit (one leader, one write burst, one fsync per [`SyncPolicy`]), each
+    /// with its own GTID and an Xid carrying its `xid`. Returns one [`CommitInfo`] per
+    /// transaction, in the same order. An empty `txns` commits nothing and returns an empty
+    /// list.
+    ///
+    /// Other commits queued at the same time may be written in the same group, before or
+    /// after the batch, never between two of its transactions. This is how a hot-row group
+    /// (AliSQL hot-row group commit) logs one binlog transaction per member at the cost of
+    /// one group commit, not one per member. Each transaction is as [`Binlog::commit`]
+    /// writes it (the same xid rules, empty caches allowed).
+    ///
+    /// No transaction of a batch is committed by rename, however large: a rename makes one
+    /// transaction the start of a new file of its own, which would split the batch over two
+    /// files and two fsyncs. A spilled cache above
+    /// [`BinlogConfig::large_commit_threshold`] is copied into the current file under the
+    /// log lock, as [`Binlog::commit`] copies one when renaming is off (other commits wait
+    /// for the copy); commit a large transaction alone with [`Binlog::commit`] to have it
+    /// renamed.
+    ///
+    /// If the group's write or fsync fails, no transaction of the batch is reported
+    /// committed and the log stops (fail-stop, as for [`Binlog::commit`]): whatever part of
+    /// the batch reached the file is found by recovery at the next open
+    /// ([`RecoveryReport::complete`]), whole transactions only.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] if any cache was made by another `Binlog` (then nothing of the
+    /// batch is committed); [`Error::Poisoned`] if this or an earlier write failed (the log
+    /// is then stopped); [`Error::Closed`] after [`Binlog::shutdown`].
+    pub fn commit_many(&self, txns: Vec<(TxnCache, u64)>) -> Result<Vec<CommitInfo>> {
+        if txns.is_empty() {
+            return Ok(Vec::new());
+        }
+        for (i, (cache, _)) in txns.iter().enumerate() {
+            self.check_owned(cache, Some(i))?;
+        }
+        commit_queued_many(&self.shared, txns)
+    }
+
+    /// Refuses a cache made by another log (`at`: its place in a batch).
+    fn check_owned(&self, cache: &TxnCache, at: Option<usize>) -> Result<()> {
+        if cache.belongs_to(&self.shared.cache_ctx) {
+            return Ok(());
+        }
+        let which = at.map_or(String::new(), |i| format!("transaction {i} of the batch: "));
+        Err(Error::Invalid {
+            what: "cache",
+            detail: format!(
+                "{which}made by another Binlog (its spill file lives in that log's directory)"
+            ),
+        })
     }
 
     /// Counters since open.
@@ -391,8 +440,8 @@ impl Binlog {
         self.shared.log.lock().cur.gate.fail_next();
     }
 
-    /// Test hook: the leader of the next group of two or more transactions panics while
-    /// writing it.
+    /// Test hook: the leader of the next group of two or more transactions (a batch counts
+    /// its transactions) panics while writing it.
     #[doc(hidden)]
     pub fn __panic_in_next_group_for_tests(&self) {
         self.shared.panic_next_group.store(true, Ordering::SeqCst);

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct BinlogStats {
     /// Transactions committed (`Binlog_commits`).
     pub commits: u64,
-    /// Commit groups written, renames included (`Binlog_group_commits`).
+    /// Commit groups written, renames included (`Binlog_group_commits`). A
+    /// [`crate::Binlog::commit_many`] batch is always inside one group.
     pub groups: u64,
     /// Transactions committed by renaming their cache file.
     pub renames: u64,
@@ -15,7 +16,7 @@ pub struct BinlogStats {
     pub rename_fallbacks: u64,
     /// Bytes added to binlog files by commits (events, renamed bytes included).
     pub bytes: u64,
-    /// fsync calls on binlog files by commits.
+    /// fsync calls on binlog files by commits (at most one per group).
     pub syncs: u64,
     /// New binlog files started (size rotations and renames).
     pub rotations: u64,

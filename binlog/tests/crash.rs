@@ -72,10 +72,21 @@ impl Drop for KillOnDrop {
 /// Parent side: runs the child until `reached` (or, with `kill_after`, until that many
 /// commits returned), kills it and returns the acknowledged xids.
 fn run_child(test: &str, dir: &Path, point: &str, kill_after: Option<usize>) -> BTreeSet<u64> {
+    run_child_skipping(test, dir, point, skip_for(point), kill_after)
+}
+
+/// As [`run_child`], the point passed `skip` times before it stops the child.
+fn run_child_skipping(
+    test: &str,
+    dir: &Path,
+    point: &str,
+    skip: u64,
+    kill_after: Option<usize>,
+) -> BTreeSet<u64> {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CRASH_ENV, point)
-        .env(CRASH_SKIP_ENV, skip_for(point).to_string())
+        .env(CRASH_SKIP_ENV, skip.to_string())
         .env(DIR_ENV, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -291,6 +302,102 @@ fn crash_rename_before_old_file_closed() {
     );
     assert!(r.incomplete.is_empty());
     assert_eq!(r.complete.len(), 5, "the small commits of file 1");
+}
+
+/// Child side of the batch tests: five small commits (groups of one), then one
+/// `commit_many` batch of xids 100..=103 whose third transaction is spilled (copied: a
+/// batch is never renamed).
+fn batch_child_work(dir: &Path) {
+    let log = Binlog::open(test_config(dir)).unwrap();
+    for xid in 1..=5u64 {
+        let mut c = log.new_cache();
+        c.put(&xid.to_le_bytes(), b"small").unwrap();
+        log.commit(c, xid).unwrap();
+        println!("committed {xid}");
+    }
+    let batch = (100..=103u64)
+        .map(|xid| {
+            let mut c = log.new_cache();
+            c.put(&xid.to_le_bytes(), b"member").unwrap();
+            if xid == 102 {
+                for i in 0..24u32 {
+                    c.put(&i.to_le_bytes(), &[9u8; 64 << 10]).unwrap();
+                }
+            }
+            (c, xid)
+        })
+        .collect();
+    for info in log.commit_many(batch).unwrap() {
+        println!("committed {}", info.xid);
+    }
+    println!("finished without reaching the crash point");
+}
+
+/// Kills the batch child at `point` after `skip` passes; checks recovery keeps whole
+/// transactions only, and returns the xids of the log's complete transactions.
+fn batch_crash_test(test: &str, point: &str, skip: u64) -> Vec<u64> {
+    if let Ok(dir) = std::env::var(DIR_ENV) {
+        batch_child_work(Path::new(&dir));
+        std::process::exit(3);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let acked = run_child_skipping(test, dir.path(), point, skip, None);
+    assert_eq!(acked, (1..=5).collect(), "only the small commits returned");
+    let report = check_after_crash(dir.path(), &acked);
+    assert!(
+        report.incomplete.is_empty(),
+        "a partial transaction: {:?}",
+        report.incomplete
+    );
+    let (complete, incomplete) = groups(&all_events(dir.path()).unwrap());
+    assert!(incomplete.is_empty());
+    // The batch's transactions in the log are a prefix of it, in order, with
+    // consecutive GTIDs right after the small commits (5000: the check's own commit).
+    let xids: Vec<u64> = complete
+        .iter()
+        .map(|c| c.1)
+        .filter(|x| *x != 5000)
+        .collect();
+    let seqs: Vec<u64> = (1..=xids.len() as u64).collect();
+    assert_eq!(
+        complete
+            .iter()
+            .map(|c| c.0)
+            .take(xids.len())
+            .collect::<Vec<_>>(),
+        seqs
+    );
+    xids
+}
+
+#[test]
+fn crash_between_the_first_two_transactions_of_a_batch() {
+    let xids = batch_crash_test(
+        "crash::crash_between_the_first_two_transactions_of_a_batch",
+        crash_points::COPY_BETWEEN_TXNS,
+        0,
+    );
+    assert_eq!(xids, vec![1, 2, 3, 4, 5, 100]);
+}
+
+#[test]
+fn crash_inside_a_batch_after_its_spilled_transaction() {
+    let xids = batch_crash_test(
+        "crash::crash_inside_a_batch_after_its_spilled_transaction",
+        crash_points::COPY_BETWEEN_TXNS,
+        2,
+    );
+    assert_eq!(xids, vec![1, 2, 3, 4, 5, 100, 101, 102]);
+}
+
+#[test]
+fn crash_after_a_batch_is_written_before_its_fsync() {
+    let xids = batch_crash_test(
+        "crash::crash_after_a_batch_is_written_before_its_fsync",
+        crash_points::COPY_BEFORE_SYNC,
+        5,
+    );
+    assert_eq!(xids, vec![1, 2, 3, 4, 5, 100, 101, 102, 103]);
 }
 
 /// After recovery and a clean close, no file of the log is marked in use.

@@ -6,6 +6,7 @@ mod common;
 
 mod codec_props;
 mod commit;
+mod commit_many;
 mod crash;
 mod dir_lock;
 mod fixtures;
