@@ -1,6 +1,6 @@
-//! `surgedb demo`: the three techniques' scenarios, printed section by section: in-memory
-//! pessimistic locks and hot-row group commit through `surge-txn`, binlog commit by rename on
-//! `surge-binlog`.
+//! `surgedb demo`: the three techniques' scenarios, printed section by section, each through
+//! `surge-txn` on in-process 3-node clusters: in-memory pessimistic locks, binlog commit by
+//! rename, hot-row group commit.
 
 use std::io::Write;
 use std::time::Duration;
@@ -55,9 +55,8 @@ pub fn run(out: &mut impl Write) -> Result<(), DemoError> {
     say(
         &"SurgeDB demo: three techniques with real threads, real files and real fdatasync \
           (about 20 s).\n\
-          Sections 1 and 3 run through the transactional store (surge-txn: Percolator \
-          transactions over 3-replica Raft regions, durable WALs, 3 nodes in one process). \
-          Section 2 runs on surge-binlog directly.\n",
+          Every section runs through the transactional store (surge-txn: Percolator \
+          transactions over 3-replica Raft regions, durable WALs, 3 nodes in one process).\n",
     )?;
     say(
         &"== 1. In-memory pessimistic locks (TiKV 6.0), through surge-txn on a 3-node \
@@ -82,8 +81,9 @@ pub fn run(out: &mut impl Write) -> Result<(), DemoError> {
         transfer.lost
     ))?;
     say(&format!(
-        "\n== 2. A {BIG_TXN_MIB} MiB transaction commits to the binlog by copy, then by rename \
-         (AliSQL / MariaDB 11.7), on surge-binlog directly =="
+        "\n== 2. A {BIG_TXN_MIB} MiB transaction commits beside small ones, with its binlog \
+         cache copied into the log, then renamed into the next binlog file (AliSQL / MariaDB \
+         11.7), through surge-txn's binlog at commit on a 3-node LocalCluster =="
     ))?;
     say(&scenarios::run_big_txn(dir.path(), BIG_TXN_MIB)?)?;
     say(

@@ -28,9 +28,9 @@ use surgedb::{Client, ClientOptions, cli};
         `surgedb node` runs one node of a cluster (Raft over TCP, Percolator transactions from \
         surge-txn, clients served over TCP); `surgedb cluster start|stop|status` manages a \
         cluster of node processes on loopback; `surgedb kv` and `surgedb txn` talk to a \
-        running cluster. `surgedb demo` runs TiKV 6.0's in-memory pessimistic locks and AliSQL \
-        hot-row group commit through surge-txn on an in-process 3-node cluster, and \
-        large-transaction binlog commit by rename on surge-binlog. `surgedb bench` \
+        running cluster. `surgedb demo` runs TiKV 6.0's in-memory pessimistic locks, \
+        large-transaction binlog commit by rename and AliSQL hot-row group commit through \
+        surge-txn on in-process 3-node clusters. `surgedb bench` \
         runs the experiments with variants side by side."
 )]
 struct Cli {
@@ -40,9 +40,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the three techniques and print what each shows (about 20 s): in-memory
-    /// pessimistic locks and hot-row group commit through surge-txn, binlog commit by rename
-    /// on surge-binlog.
+    /// Run the three techniques and print what each shows: in-memory pessimistic locks,
+    /// binlog commit by rename and hot-row group commit, through surge-txn on in-process
+    /// 3-node clusters.
     Demo,
     /// Run one node of a cluster until SIGTERM or SIGINT.
     Node(NodeArgs),
@@ -317,15 +317,30 @@ enum BenchCommand {
         output: BenchOutputArgs,
     },
     /// AliSQL / MariaDB 11.7 large-transaction binlog commit by rename: small commits beside
-    /// a big transaction, none vs copy vs rename, on surge-binlog in this process.
+    /// a big transaction's commit step, none vs copy vs rename, through surge-txn (a
+    /// coordinator with a binlog) on a fresh embedded 3-node cluster per run (default) or a
+    /// running one.
     Bigtxn {
+        /// Node addresses of a running cluster (HOST:PORT,...); default: embedded clusters.
+        #[arg(long, value_delimiter = ',', conflicts_with = "cluster_dir")]
+        cluster: Vec<String>,
+        /// A directory made by `surgedb cluster start`; default: embedded clusters.
+        #[arg(long)]
+        cluster_dir: Option<PathBuf>,
         /// The big transaction's size in MiB.
         #[arg(long, default_value_t = 256)]
         mib: u64,
-        /// Runs of each method.
+        /// Runs of each method, interleaved.
         #[arg(long, default_value_t = 1)]
         rounds: usize,
-        /// Directory for the binlog files (default: the system's temporary directory).
+        /// Threads committing small transactions.
+        #[arg(long, default_value_t = 4)]
+        clients: usize,
+        /// The measured window from the start of the commit step, in milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        window_ms: u64,
+        /// Directory for the coordinator's binlog files and the embedded clusters (default:
+        /// the system's temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,
         #[command(flatten)]
@@ -559,13 +574,26 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             out,
         ),
         BenchCommand::Bigtxn {
+            cluster,
+            cluster_dir,
             mib,
             rounds,
+            clients,
+            window_ms,
             dir,
             output,
         } => cli::bench_bigtxn(
+            (!cluster.is_empty() || cluster_dir.is_some())
+                .then(|| bench_target(&cluster, cluster_dir.as_deref()))
+                .transpose()?
+                .as_ref(),
             dir.as_deref(),
-            &BigTxnOptions { mib, rounds },
+            &BigTxnOptions {
+                mib,
+                rounds,
+                clients,
+                window_ms,
+            },
             &(&output).into(),
             out,
         ),

@@ -1,12 +1,10 @@
 //! `surgedb bench` on small settings: every variant runs side by side and the figures that
 //! tell the variants apart come out as the techniques say.
 
-use surge_binlog::CommitMethod;
 use surgedb::bench::{
-    BenchTarget, LocksOptions, NoProgress, WriteMode, locks_series, locks_table, run_hot_txn,
-    run_locks,
+    BenchTarget, BigTxnOptions, LocksOptions, NoProgress, WriteMode, bigtxn_table, locks_series,
+    locks_table, run_bigtxn, run_hot_txn, run_locks,
 };
-use surgedb::scenarios::run_big_txn_method;
 
 #[test]
 fn bench_locks_runs_the_four_modes_and_only_sync_and_pipelined_write_locks_to_raft() {
@@ -37,16 +35,30 @@ fn bench_locks_runs_the_four_modes_and_only_sync_and_pipelined_write_locks_to_ra
 }
 
 #[test]
-fn bigtxn_baseline_commits_no_big_transaction_and_reads_every_small_one_back() {
+fn bench_bigtxn_runs_none_copy_and_rename_through_txn_and_reads_every_commit_back() {
     let dir = tempfile::tempdir().unwrap();
-    let none = run_big_txn_method(dir.path(), 4, None).unwrap();
-    assert_eq!(none.method, None);
-    assert_eq!(none.big_bytes, 0);
-    assert_eq!(none.xids_read_back, none.small_commits);
-    assert!(none.small_latency.max_us > 0, "{none:?}");
-    let rename = run_big_txn_method(dir.path(), 4, Some(CommitMethod::Renamed)).unwrap();
-    assert_eq!(rename.xids_read_back, rename.small_commits + 1);
-    assert!(rename.small_latency.p99_us <= rename.small_latency.max_us);
+    let opts = BigTxnOptions {
+        mib: 4,
+        rounds: 1,
+        clients: 2,
+        window_ms: 500,
+    };
+    let points = run_bigtxn(dir.path(), None, &opts, &mut NoProgress).unwrap();
+    let methods: Vec<&str> = points.iter().map(|p| p.method).collect();
+    assert_eq!(methods, ["none", "copy", "rename"]);
+    for p in &points {
+        assert!(p.read_back_ok, "{p:?}");
+        assert!(p.small_commits > 0, "{p:?}");
+        assert!(p.small.p99_us <= p.small.max_us, "{p:?}");
+    }
+    assert_eq!((points[0].big_mib, points[0].renames), (0, 0));
+    assert_eq!((points[1].big_mib, points[1].renames), (4, 0));
+    assert_eq!((points[2].big_mib, points[2].renames), (4, 1));
+    assert!(points[2].commit_step_ms > 0.0 && points[2].prewrite_s > 0.0);
+    let table = bigtxn_table(&points);
+    assert!(table.contains("1.00x"), "none is its own baseline: {table}");
+    // The scratch directory is left empty: every run removes its cluster and binlog.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 #[test]

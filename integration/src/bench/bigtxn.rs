@@ -1,15 +1,20 @@
-//! `surgedb bench bigtxn`: 200-byte commits beside one big transaction's commit, with no big
-//! transaction, by copy and by rename (AliSQL/MariaDB 11.7 large-transaction binlog commit by
-//! rename, MDEV-32014), on `surge-binlog` in this process.
+//! `surgedb bench bigtxn`: small commits beside one big transaction's commit step, with no
+//! big transaction, by copy and by rename (AliSQL/MariaDB 11.7 large-transaction binlog commit
+//! by rename, MDEV-32014), through `surge-txn`: a coordinator with a binlog, on a fresh
+//! embedded 3-node cluster per run or on a running cluster of node processes.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Serialize;
 use surge_binlog::CommitMethod;
+use surge_txn::NodeRouter;
 
 use super::stats::Latency;
-use super::{BenchError, Progress};
-use crate::scenarios::{method_name, run_big_txn_method};
+use super::{BenchError, BenchTarget, Progress};
+use crate::scenarios::{
+    BigTxnConfig, BigTxnRun, method_name, run_big_txn_method, run_big_txn_method_on,
+};
 
 /// What `bench bigtxn` runs.
 #[derive(Debug, Clone)]
@@ -18,6 +23,10 @@ pub struct BigTxnOptions {
     pub mib: u64,
     /// Runs of each method, interleaved (none, copy, rename, none, ...).
     pub rounds: usize,
+    /// Threads committing small transactions.
+    pub clients: usize,
+    /// The measured window from the start of the commit step, in milliseconds.
+    pub window_ms: u64,
 }
 
 impl Default for BigTxnOptions {
@@ -25,6 +34,8 @@ impl Default for BigTxnOptions {
         BigTxnOptions {
             mib: 256,
             rounds: 1,
+            clients: 4,
+            window_ms: 2000,
         }
     }
 }
@@ -34,37 +45,86 @@ impl BigTxnOptions {
     pub fn steps(&self) -> u64 {
         (3 * self.rounds.max(1)) as u64
     }
+
+    fn config(&self) -> BigTxnConfig {
+        BigTxnConfig {
+            clients: self.clients.max(1),
+            window: Duration::from_millis(self.window_ms.max(1)),
+            ..BigTxnConfig::new(self.mib)
+        }
+    }
 }
 
-/// One method's figures, merged over its rounds.
+/// One method's figures, merged over its rounds (the worst of each).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BigTxnPoint {
     /// `none`, `copy` or `rename`.
     pub method: &'static str,
     /// The big transaction's size in MiB (0 for none).
     pub big_mib: u64,
-    /// Slowest wall time of the big commit over the rounds, in ms.
-    pub big_commit_ms: f64,
-    /// Longest hold of the binlog's log lock by the big commit, in ms.
-    pub log_lock_ms: f64,
-    /// Small commits over all rounds.
+    /// Slowest prewrite of the big transaction's rows (before the window), in s.
+    pub prewrite_s: f64,
+    /// Slowest commit step (commit_ts, primary, binlog), in ms.
+    pub commit_step_ms: f64,
+    /// Small commits that started in the windows, over all rounds.
     pub small_commits: u64,
-    /// Worst of the rounds' small-commit latency summaries.
+    /// Worst of the rounds' small-commit latency summaries in the window.
     pub small: Latency,
-    /// Slowest small commit that overlapped the big commit, in ms.
-    pub small_max_beside_big_ms: f64,
-    /// Whether our reader read every commit back with every checksum verified.
+    /// Slowest small commit that started during the commit step, in ms.
+    pub small_max_in_step_ms: f64,
+    /// Slowest small commit that started after the step (secondaries in flight), in ms.
+    pub small_max_after_step_ms: f64,
+    /// Caches committed by rename, over all rounds.
+    pub renames: u64,
+    /// Whether every acknowledged commit was read back from the binlog exactly once.
     pub read_back_ok: bool,
     /// `mariadb-binlog --verify-binlog-checksum` on every file: `None` when not installed.
     pub mariadb_binlog_ok: Option<bool>,
 }
 
-/// Runs none, copy and rename `rounds` times each in `dir`.
+impl BigTxnPoint {
+    fn first(method: Option<CommitMethod>, r: &BigTxnRun) -> BigTxnPoint {
+        BigTxnPoint {
+            method: method_name(method),
+            big_mib: r.big_bytes >> 20,
+            prewrite_s: 0.0,
+            commit_step_ms: 0.0,
+            small_commits: 0,
+            small: Latency::default(),
+            small_max_in_step_ms: 0.0,
+            small_max_after_step_ms: 0.0,
+            renames: 0,
+            read_back_ok: true,
+            mariadb_binlog_ok: Some(true),
+        }
+    }
+
+    fn merge(&mut self, r: &BigTxnRun) {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        self.prewrite_s = self.prewrite_s.max(r.prewrite.as_secs_f64());
+        self.commit_step_ms = self.commit_step_ms.max(ms(r.commit_step));
+        self.small_commits += r.small_in_window;
+        self.small = self.small.worst(&r.small_latency);
+        self.small_max_in_step_ms = self.small_max_in_step_ms.max(ms(r.small_max_in_step));
+        self.small_max_after_step_ms = self.small_max_after_step_ms.max(ms(r.small_max_after_step));
+        self.renames += r.renames;
+        self.read_back_ok &= r.read_back_ok();
+        self.mariadb_binlog_ok = match (self.mariadb_binlog_ok, r.mariadb_binlog_ok) {
+            (Some(a), Some(b)) => Some(a && b),
+            _ => None,
+        };
+    }
+}
+
+/// Runs none, copy and rename `rounds` times each, interleaved. Embedded (`target` is
+/// `None` or embedded): each run on a fresh 3-node cluster under `dir`. Remote: every run on
+/// that cluster, its coordinator (in this process) keeping its binlog under `dir`.
 ///
 /// # Errors
-/// [`BenchError::Scenario`] if the binlog or a scratch file fails.
+/// [`BenchError::Scenario`] if a cluster, a transaction or the binlog fails.
 pub fn run_bigtxn(
     dir: &Path,
+    target: Option<&BenchTarget>,
     opts: &BigTxnOptions,
     progress: &mut dyn Progress,
 ) -> Result<Vec<BigTxnPoint>, BenchError> {
@@ -73,36 +133,35 @@ pub fn run_bigtxn(
         Some(CommitMethod::Copied),
         Some(CommitMethod::Renamed),
     ];
+    let config = opts.config();
     let mut points: Vec<Option<BigTxnPoint>> = vec![None; methods.len()];
-    for _ in 0..opts.rounds.max(1) {
+    for round in 0..opts.rounds.max(1) {
         for (slot, method) in points.iter_mut().zip(methods) {
             progress.message(&format!("{} MiB by {}", opts.mib, method_name(method)));
-            let r = run_big_txn_method(dir, opts.mib, method)?;
-            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-            let read_back_ok = r.xids_read_back == r.small_commits + u64::from(method.is_some());
-            let p = slot.get_or_insert(BigTxnPoint {
-                method: method_name(method),
-                big_mib: r.big_bytes >> 20,
-                big_commit_ms: 0.0,
-                log_lock_ms: 0.0,
-                small_commits: 0,
-                small: Latency::default(),
-                small_max_beside_big_ms: 0.0,
-                read_back_ok: true,
-                mariadb_binlog_ok: Some(true),
-            });
-            p.big_commit_ms = p.big_commit_ms.max(ms(r.big_commit));
-            p.log_lock_ms = p.log_lock_ms.max(ms(r.lock_hold));
-            p.small_commits += r.small_commits;
-            p.small = p.small.worst(&r.small_latency);
-            p.small_max_beside_big_ms = p.small_max_beside_big_ms.max(ms(r.small_max_beside_big));
-            p.read_back_ok &= read_back_ok;
-            p.mariadb_binlog_ok = match (p.mariadb_binlog_ok, r.mariadb_binlog_ok) {
-                (Some(a), Some(b)) => Some(a && b),
-                _ => None,
+            let r = match target {
+                Some(BenchTarget::Remote { client, .. }) => {
+                    let sub = dir.join(format!("{}-{round}", method_name(method)));
+                    let router: std::sync::Arc<dyn NodeRouter> = client.router();
+                    // A tag per run keeps the runs' keys apart on the one cluster.
+                    let tag = round as u64 * 3 + slot_index(method);
+                    let r = run_big_txn_method_on(router, &sub, &config, method, tag);
+                    std::fs::remove_dir_all(&sub).map_err(crate::scenarios::ScenarioError::from)?;
+                    r?
+                }
+                _ => run_big_txn_method(dir, &config, method)?,
             };
+            slot.get_or_insert_with(|| BigTxnPoint::first(method, &r))
+                .merge(&r);
             progress.step();
         }
     }
     Ok(points.into_iter().flatten().collect())
+}
+
+fn slot_index(method: Option<CommitMethod>) -> u64 {
+    match method {
+        None => 0,
+        Some(CommitMethod::Copied) => 1,
+        Some(_) => 2,
+    }
 }

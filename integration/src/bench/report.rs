@@ -105,45 +105,49 @@ pub fn hotspot_series(points: &[HotspotPoint]) -> Vec<Series> {
 /// `bench bigtxn` as a table.
 pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
     let mut t = format!(
-        "{:<7} {:>7} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9}\n",
+        "{:<7} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9}\n",
         "method",
         "big MiB",
-        "big commit",
-        "log lock",
+        "prewrite",
+        "commit",
         "small",
         "p50 ms",
         "p99 ms",
         "max ms",
-        "p99 vs",
-        "max beside",
+        "max vs",
+        "max in",
+        "max after",
+        "renames",
         "read back"
     );
     let _ = writeln!(
         t,
-        "{:<7} {:>7} {:>11} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9}",
-        "", "", "(ms)", "held (ms)", "commits", "", "", "", "none", "big (ms)", ""
+        "{:<7} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9}",
+        "", "", "(s)", "step (ms)", "commits", "", "", "", "none", "step (ms)", "step (ms)", "", ""
     );
     let none = points.iter().find(|p| p.method == "none");
     for p in points {
         let vs = none.map_or(String::new(), |n| {
             format!(
                 "{:.2}x",
-                p.small.p99_us as f64 / (n.small.p99_us as f64).max(1.0)
+                p.small.max_us as f64 / (n.small.max_us as f64).max(1.0)
             )
         });
         let _ = writeln!(
             t,
-            "{:<7} {:>7} {:>11.2} {:>10.2} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>12.2} {:>9}",
+            "{:<7} {:>7} {:>9.1} {:>10.1} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9.1} {:>10.1} {:>8} {:>9}",
             p.method,
             p.big_mib,
-            p.big_commit_ms,
-            p.log_lock_ms,
+            p.prewrite_s,
+            p.commit_step_ms,
             p.small_commits,
             p.small.p50_us as f64 / 1e3,
             p.small.p99_us as f64 / 1e3,
             p.small.max_us as f64 / 1e3,
             vs,
-            p.small_max_beside_big_ms,
+            p.small_max_in_step_ms,
+            p.small_max_after_step_ms,
+            p.renames,
             if p.read_back_ok { "ok" } else { "MISSING" }
         );
     }

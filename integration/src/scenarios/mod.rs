@@ -1,8 +1,8 @@
 //! The scenarios that `surgedb demo` runs, each returning a report that prints what it
 //! shows and that the integration tests check.
 //!
-//! The lock scenarios run through `surge-txn` on a three-node `LocalCluster`; the binlog and
-//! hot-row scenarios run on `surge-binlog` and `surge-hotspot` directly (the demo's hot-row
+//! The lock and big-transaction scenarios run through `surge-txn` on three-node
+//! `LocalCluster`s; [`run_hot_row`] runs on `surge-hotspot` directly (the demo's hot-row
 //! section goes through `surge-txn` with [`crate::bench::run_hot_txn`]).
 
 mod big_txn;
@@ -14,8 +14,8 @@ mod lock_transfer;
 mod table;
 
 pub use big_txn::{
-    BigTxnReport, BigTxnRun, method_name, run as run_big_txn, run_method as run_big_txn_method,
-    verify_with_mariadb,
+    BigTxnConfig, BigTxnReport, BigTxnRun, method_name, run as run_big_txn,
+    run_method as run_big_txn_method, run_method_on as run_big_txn_method_on, verify_with_mariadb,
 };
 pub use error::ScenarioError;
 pub use hot_row::{HotRowPoint, HotRowReport, run as run_hot_row};
