@@ -1,6 +1,7 @@
 //! Hot-row updates with a coordinator binlog: a group is logged as one binlog transaction
 //! per kept member (AliSQL's hot-row group commit: `BEGIN` / `Update_rows` / `COMMIT` per
-//! member, in arrival order), each with its own xid, and nothing for refused members.
+//! member, in arrival order), each with its own xid, and nothing for refused members; all
+//! of a group's members in one binlog group commit (one fsync).
 //! Checked by reading the binlog back with `surge-binlog`'s reader, replaying it with
 //! MariaDB's STRICT rules, and (when installed) with `mariadb-binlog
 //! --verify-binlog-checksum -v` (required when `SURGE_REQUIRE_MARIADB_BINLOG=1`, as in CI).
@@ -16,10 +17,8 @@ use std::time::{Duration, Instant};
 use binlog_support::{
     check_binlog, cluster, coordinator, key, mariadb_binlog, spawn_child, store_table,
 };
-use surge_binlog::{EventBody, LogReader, RowsKind};
-use surge_txn::{
-    HotGroupRecord, HotHints, HotOp, TXN_CRASH_ENV, TxnError, TxnMode, txn_crash_points,
-};
+use surge_binlog::{CRASH_ENV, EventBody, LogReader, RowsKind, crash_points};
+use surge_txn::{HotGroupRecord, HotHints, HotOp, TxnError, TxnMode};
 
 /// Threads updating the hot key at once.
 const THREADS: u64 = 64;
@@ -70,6 +69,7 @@ fn every_acknowledged_member_is_its_own_binlog_transaction_in_arrival_order() {
     let insert_ts = t.start_ts();
     t.commit().expect("commit the row");
 
+    let stats_before = client.binlog().expect("binlog").stats();
     let records: Arc<Mutex<Vec<HotGroupRecord>>> = Arc::default();
     let sink = Arc::clone(&records);
     client.set_hot_group_observer(Some(Arc::new(move |r: &HotGroupRecord| {
@@ -110,6 +110,35 @@ fn every_acknowledged_member_is_its_own_binlog_transaction_in_arrival_order() {
     let refused = *refused.lock().expect("not poisoned");
     assert_eq!(acked.len() + refused, (THREADS * UPDATES) as usize);
     assert!(refused > 0, "the bounds refused no member");
+
+    // Each group that kept k >= 1 members cost one binlog group commit and one fsync, not
+    // k: the groups of one key are logged one at a time (sequencer turns), so none shares
+    // a binlog group with another.
+    let stats = client.binlog().expect("binlog").stats();
+    let kept_groups: Vec<usize> = records
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .map(|g| g.changes.len())
+        .filter(|&k| k > 0)
+        .collect();
+    assert!(
+        kept_groups.iter().any(|&k| k > 1),
+        "no group kept two members"
+    );
+    assert_eq!(
+        stats.commits - stats_before.commits,
+        acked.len() as u64,
+        "one binlog transaction per kept member"
+    );
+    assert_eq!(
+        stats.groups - stats_before.groups,
+        kept_groups.len() as u64,
+        "one binlog group commit per hot-row group ({} members in {} groups)",
+        acked.len(),
+        kept_groups.len()
+    );
+    assert_eq!(stats.syncs - stats_before.syncs, kept_groups.len() as u64);
 
     // The store's table and the binlog replayed with STRICT rules agree; no xid twice.
     let store = store_table(&client);
@@ -186,8 +215,9 @@ const CRASH_INITIAL: i64 = 1000;
 
 /// The crash test's child (inert unless [`DIR_ENV`] is set): a store and a coordinator
 /// with a binlog, the hot key inserted (`ready <start_ts>`), then 16 threads adding 1 to it
-/// (`acked <value>` each) until a group stops between two members' binlog transactions
-/// (`reached`), where the parent kills it.
+/// (`acked <value>` each) until a group's batch of members stops in `surge-binlog` after
+/// its first member's transaction reached the binlog file, the others not, nothing fsynced
+/// (crash point `binlog.copy.between_txns`, `reached`), where the parent kills it.
 #[test]
 fn child_process() {
     let Ok(dir) = std::env::var(DIR_ENV) else {
@@ -223,8 +253,8 @@ fn a_crash_between_two_members_is_completed_by_recovery_exactly_once() {
     let (child, rx) = spawn_child(&[
         (DIR_ENV, dir.path().as_os_str()),
         (
-            TXN_CRASH_ENV,
-            std::ffi::OsStr::new(txn_crash_points::BETWEEN_HOT_MEMBERS),
+            CRASH_ENV,
+            std::ffi::OsStr::new(crash_points::COPY_BETWEEN_TXNS),
         ),
     ]);
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -262,6 +292,15 @@ fn a_crash_between_two_members_is_completed_by_recovery_exactly_once() {
     check_binlog(&bin_dir, &BTreeSet::from([insert_ts]), &store);
     let txns = logged(&bin_dir);
     assert!(txns.len() > before, "recovery wrote the missing members");
+    // The crash came inside one group's batch: its first member is the last transaction
+    // the killed coordinator left, and recovery's first is that group's next member (a
+    // group's member xids are consecutive timestamps).
+    assert!(before >= 2, "the insert and a member before the crash");
+    assert_eq!(
+        txns[before].0,
+        txns[before - 1].0 + 1,
+        "recovery continued the stopped group with its next member"
+    );
     // Each member added 1: the logged after values are exactly initial+1 ..= final, in
     // order, so no member is missing or logged twice.
     let final_value = store

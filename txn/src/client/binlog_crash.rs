@@ -2,6 +2,11 @@
 //! step. Inert unless the environment variable [`TXN_CRASH_ENV`] names one: the process then
 //! prints `reached <name>` on stdout and waits to be killed (the test sends `SIGKILL`), so
 //! whatever reached the disk and the cluster stays and nothing after the point happens.
+//!
+//! A hot-row group's members are written to the binlog as one batch, in one group commit:
+//! to stop a coordinator inside that batch (some members' transactions in the binlog
+//! file, the rest not), use `surge-binlog`'s own point `binlog.copy.between_txns`
+//! (`surge_binlog::crash_points::COPY_BETWEEN_TXNS`, selected by `SURGE_CRASH_AT`).
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -26,9 +31,6 @@ pub mod txn_crash_points {
     pub const AFTER_BINLOG: &str = "txn.commit.after_binlog";
     /// Everything done; the answer not yet returned to the caller.
     pub const BEFORE_ACK: &str = "txn.commit.before_ack";
-    /// A hot-row group's first member logged, the others not (only a group of two or
-    /// more members passes here; not in [`ALL`], which ordinary commits all pass).
-    pub const BETWEEN_HOT_MEMBERS: &str = "txn.commit.between_hot_members";
     /// Every crash point of an ordinary commit, for tests that loop over them.
     pub const ALL: [&str; 5] = [
         AFTER_PREPARE,

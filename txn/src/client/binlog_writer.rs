@@ -8,8 +8,8 @@
 //!    phase;
 //! 3. wait for the sequencer, commit the transaction's cache to the MariaDB binlog (its
 //!    group: GTID, row events, Xid = `start_ts`; by rename when it is large; for a hot-row
-//!    group, one such transaction per member instead, Xid = the member's reserved xid), then
-//!    a settled record (TiDB's commit binlog);
+//!    group, one such transaction per member instead, Xid = the member's reserved xid, all
+//!    in one batch: one binlog group commit), then a settled record (TiDB's commit binlog);
 //! 4. commit the secondaries and answer.
 //!
 //! The group is written only once the primary is committed, so nothing rolled back ever
@@ -129,27 +129,27 @@ impl CoordinatorBinlog {
 
     /// Writes a hot-row group's members on `key`, in arrival order, as one binlog
     /// transaction each (an Update_rows to the member's value, Xid = the member's xid),
-    /// skipping those whose xid is in `logged` (recovery after a crash between two).
+    /// skipping those whose xid is in `logged` (recovery after a crash that left only some
+    /// of them in the binlog). The members go to `surge-binlog` as one batch
+    /// ([`Binlog::commit_many`]): contiguous, in one binlog group commit and one fsync,
+    /// whatever their number.
     pub(crate) fn write_members(
         &self,
         key: &[u8],
         members: &[MemberRow],
         logged: &BTreeSet<u64>,
     ) -> Result<(), TxnError> {
-        let todo: Vec<&MemberRow> = members
-            .iter()
-            .filter(|m| !logged.contains(&m.xid))
-            .collect();
-        for (i, m) in todo.iter().enumerate() {
-            if i == 1 {
-                crash_point(txn_crash_points::BETWEEN_HOT_MEMBERS);
-            }
+        let mut batch = Vec::with_capacity(members.len());
+        for m in members.iter().filter(|m| !logged.contains(&m.xid)) {
             let mut cache = self.log.new_cache();
             cache
                 .update(key, &m.after)
                 .map_err(|e| binlog_err("member cache", e))?;
-            self.write_group(cache, m.xid)?;
+            batch.push((cache, m.xid));
         }
+        self.log
+            .commit_many(batch)
+            .map_err(|e| binlog_err("commit members", e))?;
         Ok(())
     }
 
@@ -174,7 +174,8 @@ enum StepState {
     Prepared {
         binlog: Arc<CoordinatorBinlog>,
         txn: Option<BinlogTxn>,
-        /// A hot-row group's key and members (logged one transaction each), else `None`.
+        /// A hot-row group's key and members (logged one transaction each, in one batch),
+        /// else `None`.
         hot: Option<Box<(Vec<u8>, Vec<MemberRow>)>>,
         ticket: u64,
         start_ts: u64,
