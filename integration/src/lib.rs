@@ -44,7 +44,7 @@ pub mod server;
 pub mod wire;
 
 pub use client::{
-    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, TcpRouter, Welcome,
+    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, RemoteTxn, TcpRouter, Welcome,
 };
 
 pub use surge_binlog as binlog;

@@ -356,10 +356,15 @@ enum BinlogCommand {
         file: OsString,
     },
     /// Read every binlog file under DIR back with surge-binlog's reader, verifying every
-    /// event's checksum.
+    /// event's checksum, and with `mariadb-binlog --verify-binlog-checksum` when it is
+    /// installed. DIR: a cluster directory (every node's `binlog/`), a node's data
+    /// directory, or a binlog directory.
     Verify {
         /// The directory (searched recursively).
         dir: PathBuf,
+        /// Also read each file with mariadb-binlog: auto (when installed), require, off.
+        #[arg(long, value_enum, default_value = "auto")]
+        mariadb: MariadbArg,
     },
 }
 
@@ -378,10 +383,10 @@ fn main() -> ExitCode {
             _ => return ExitCode::SUCCESS,
         },
         Command::Binlog {
-            command: BinlogCommand::Verify { dir },
+            command: BinlogCommand::Verify { dir, mariadb },
         } => (
             "surgedb binlog verify",
-            or_ok(binlog_verify(&dir, &mut stdout)),
+            or_ok(binlog_verify(&dir, mariadb, &mut stdout)),
         ),
         Command::Node(args) => ("surgedb node", or_ok(node(args, &mut stdout))),
         Command::Cluster { command } => ("surgedb cluster", or_ok(cluster(command, &mut stdout))),
@@ -504,10 +509,10 @@ fn kv(command: KvCommand, out: &mut impl Write) -> Result<(), String> {
             cli::get(connect(&target)?.txn(), &key, out).map_err(text)
         }
         KvCommand::Put { target, key, value } => {
-            cli::write(connect(&target)?.txn(), &key, Some(&value), out).map_err(text)
+            cli::write(&connect(&target)?, &key, Some(&value), out).map_err(text)
         }
         KvCommand::Delete { target, key } => {
-            cli::write(connect(&target)?.txn(), &key, None, out).map_err(text)
+            cli::write(&connect(&target)?, &key, None, out).map_err(text)
         }
         KvCommand::Scan {
             target,
@@ -528,7 +533,7 @@ fn txn(target: &Target, file: &OsString, out: &mut impl Write) -> Result<(), Str
     };
     let ops = cli::parse_script(&text).map_err(|e| e.to_string())?;
     let client = connect(target)?;
-    cli::run_script(client.txn(), &ops, out).map_err(|e| e.to_string())
+    cli::run_script(&client, &ops, out).map_err(|e| e.to_string())
 }
 
 fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
@@ -614,22 +619,51 @@ fn bench_target(cluster: &[String], cluster_dir: Option<&Path>) -> Result<BenchT
     .map_err(|e| e.to_string())
 }
 
-fn binlog_verify(dir: &Path, out: &mut impl Write) -> Result<(), String> {
-    let files = cli::verify_dir(dir).map_err(|e| e.to_string())?;
-    for f in &files {
+/// `--mariadb` of `binlog verify`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum MariadbArg {
+    /// When mariadb-binlog is installed.
+    Auto,
+    /// Always (fails if it is not installed).
+    Require,
+    /// Never.
+    Off,
+}
+
+fn binlog_verify(dir: &Path, mariadb: MariadbArg, out: &mut impl Write) -> Result<(), String> {
+    let check = match mariadb {
+        MariadbArg::Auto => cli::MariadbCheck::Auto,
+        MariadbArg::Require => cli::MariadbCheck::Require,
+        MariadbArg::Off => cli::MariadbCheck::Off,
+    };
+    let report = cli::verify(dir, check).map_err(|e| e.to_string())?;
+    for f in &report.files {
         let _ = writeln!(
             out,
-            "{}: {} events, {} bytes, every checksum verified",
+            "{}: {} events, {} transactions, {} bytes: every checksum verified{}",
             f.path.display(),
             f.events,
-            f.bytes
+            f.transactions,
+            f.bytes,
+            if f.mariadb_checked {
+                ", mariadb-binlog ok"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(
         out,
-        "{} binlog files under {} read back with surge-binlog's reader (FileEvents)",
-        files.len(),
-        dir.display()
+        "{} binlog files ({} transactions) under {} ({}) read back with surge-binlog's reader{}",
+        report.files.len(),
+        report.files.iter().map(|f| f.transactions).sum::<u64>(),
+        dir.display(),
+        report.kind.describe(),
+        match (report.mariadb, mariadb) {
+            (true, _) => " and mariadb-binlog --verify-binlog-checksum",
+            (false, MariadbArg::Off) => " (mariadb-binlog not run: --mariadb off)",
+            (false, _) => " (mariadb-binlog not installed: not run)",
+        }
     );
     Ok(())
 }

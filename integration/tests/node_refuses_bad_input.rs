@@ -10,11 +10,11 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::SoloNode;
-use surge_txn::{KvRequest, KvResponse, KvService, PROTOCOL_VERSION};
+use surge_txn::{KvRequest, KvResponse, KvService};
 use surgedb::RemoteService;
 use surgedb::wire::{
-    ClientFrame, Hello, MAX_FRAME, ServerFrame, WireError, encode_hello, encode_hello_with_version,
-    read_frame, write_frame,
+    ClientFrame, Hello, MAX_FRAME, PROTOCOL_VERSION, ServerFrame, WireError, encode_hello,
+    encode_hello_with_version, read_frame, write_frame,
 };
 
 fn connect(addr: &str) -> TcpStream {

@@ -1,9 +1,11 @@
-//! `surgedb binlog verify DIR`: every binlog file under a directory read back.
+//! `surgedb binlog verify DIR`: every binlog file under a cluster directory, a node's data
+//! directory or a binlog directory read back, and optionally by `mariadb-binlog`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use surge_binlog::{BINLOG_MAGIC, FileEvents};
+use surge_binlog::{BINLOG_MAGIC, CACHE_DIR_NAME, EventBody, FileEvents};
 
 /// One binlog file read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,8 +14,60 @@ pub struct VerifiedFile {
     pub path: PathBuf,
     /// Its events, every checksum verified.
     pub events: u64,
+    /// Its transactions (GTID events).
+    pub transactions: u64,
     /// Its size in bytes.
     pub bytes: u64,
+    /// Whether `mariadb-binlog --verify-binlog-checksum` read it too (exit status 0).
+    pub mariadb_checked: bool,
+}
+
+/// Whether `mariadb-binlog` reads the files too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MariadbCheck {
+    /// When `mariadb-binlog` is installed (on `PATH`).
+    #[default]
+    Auto,
+    /// Always: verification fails if it is not installed.
+    Require,
+    /// Never.
+    Off,
+}
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// What kind of directory it was.
+    pub kind: DirKind,
+    /// Every binlog file, in path order.
+    pub files: Vec<VerifiedFile>,
+    /// Whether `mariadb-binlog` read the files.
+    pub mariadb: bool,
+}
+
+/// What kind of directory was verified (from the files that mark each kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirKind {
+    /// A `surgedb cluster start` directory (`cluster.json` and `node-N/` directories).
+    Cluster,
+    /// A node's data directory (`LOCK`, `raft/`, `binlog/`).
+    NodeData,
+    /// A binlog directory (`surge-bin.index`).
+    Binlog,
+    /// Any other directory, searched for binlog files.
+    Other,
+}
+
+impl DirKind {
+    /// A short description.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DirKind::Cluster => "cluster directory",
+            DirKind::NodeData => "node data directory",
+            DirKind::Binlog => "binlog directory",
+            DirKind::Other => "directory",
+        }
+    }
 }
 
 /// Why verification failed.
@@ -29,18 +83,45 @@ pub enum VerifyError {
         source: std::io::Error,
     },
     /// A binlog file did not read back.
-    #[error("{}: {detail}", path.display())]
+    #[error("{} is damaged{}: {detail}", path.display(), offset.map(|o| format!(" at byte offset {o}")).unwrap_or_default())]
     Damaged {
         /// The file.
         path: PathBuf,
+        /// The byte offset of the bad event, when the reader names one.
+        offset: Option<u64>,
         /// What the reader said.
         detail: String,
+    },
+    /// `mariadb-binlog` refused a file.
+    #[error("mariadb-binlog --verify-binlog-checksum refused {}: {detail}", path.display())]
+    MariadbRefused {
+        /// The file.
+        path: PathBuf,
+        /// Its exit status and the end of its error output.
+        detail: String,
+    },
+    /// `mariadb-binlog` was required but could not be run.
+    #[error(
+        "mariadb-binlog could not be run ({detail}); install mariadb-client or drop --mariadb require"
+    )]
+    MariadbMissing {
+        /// Why.
+        detail: String,
+    },
+    /// No binlog file was found.
+    #[error("no binlog file under {} ({})", dir.display(), kind.describe())]
+    NoFiles {
+        /// The directory.
+        dir: PathBuf,
+        /// What kind it was.
+        kind: DirKind,
     },
 }
 
 /// Reads every binlog file under `dir` (recursively; a binlog file is one starting with
-/// the magic `fe 62 69 6e`) back with `surge-binlog`'s [`FileEvents`] reader, which
-/// verifies every event's CRC-32. Files are visited in path order.
+/// the magic `fe 62 69 6e`; the spill files in `#binlog_cache_files/` are skipped) back
+/// with `surge-binlog`'s [`FileEvents`] reader, which verifies every event's CRC-32. Files
+/// are visited in path order.
 ///
 /// # Errors
 /// [`VerifyError::Damaged`] for the first file that does not read back whole.
@@ -50,25 +131,113 @@ pub fn verify_dir(dir: &Path) -> Result<Vec<VerifiedFile>, VerifyError> {
     files.sort();
     let mut out = Vec::new();
     for path in files {
-        if !starts_with_magic(&path)? {
-            continue;
+        if starts_with_magic(&path)? {
+            out.push(read_back(path)?);
         }
-        let damaged = |e: surge_binlog::Error| VerifyError::Damaged {
-            path: path.clone(),
-            detail: e.to_string(),
-        };
-        let mut reader = FileEvents::open(&path).map_err(damaged)?;
-        let mut events = 0;
-        while reader.next_event().map_err(damaged)?.is_some() {
-            events += 1;
-        }
-        out.push(VerifiedFile {
-            bytes: reader.file_len(),
-            path,
-            events,
-        });
     }
     Ok(out)
+}
+
+/// [`verify_dir`], then (per `mariadb`) every file through `mariadb-binlog
+/// --verify-binlog-checksum`; fails when no binlog file is found at all.
+///
+/// # Errors
+/// As [`verify_dir`]; [`VerifyError::NoFiles`], [`VerifyError::MariadbRefused`],
+/// [`VerifyError::MariadbMissing`].
+pub fn verify(dir: &Path, mariadb: MariadbCheck) -> Result<VerifyReport, VerifyError> {
+    let kind = kind_of(dir);
+    let mut files = verify_dir(dir)?;
+    if files.is_empty() {
+        return Err(VerifyError::NoFiles {
+            dir: dir.to_path_buf(),
+            kind,
+        });
+    }
+    let run = match mariadb {
+        MariadbCheck::Off => false,
+        MariadbCheck::Require => true,
+        MariadbCheck::Auto => mariadb_binlog_installed(),
+    };
+    if run {
+        for f in &mut files {
+            mariadb_read(&f.path)?;
+            f.mariadb_checked = true;
+        }
+    }
+    Ok(VerifyReport {
+        kind,
+        files,
+        mariadb: run,
+    })
+}
+
+/// Whether `mariadb-binlog` can be run.
+pub fn mariadb_binlog_installed() -> bool {
+    Command::new("mariadb-binlog")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn kind_of(dir: &Path) -> DirKind {
+    if dir.join("surge-bin.index").is_file() {
+        DirKind::Binlog
+    } else if dir.join("raft").is_dir() || dir.join("LOCK").is_file() {
+        DirKind::NodeData
+    } else if dir.join("cluster.json").is_file() {
+        DirKind::Cluster
+    } else {
+        DirKind::Other
+    }
+}
+
+fn read_back(path: PathBuf) -> Result<VerifiedFile, VerifyError> {
+    let damaged = |e: surge_binlog::Error| VerifyError::Damaged {
+        path: path.clone(),
+        offset: match &e {
+            surge_binlog::Error::Corrupt { offset, .. }
+            | surge_binlog::Error::NotEventBoundary { offset, .. } => Some(*offset),
+            _ => None,
+        },
+        detail: e.to_string(),
+    };
+    let mut reader = FileEvents::open(&path).map_err(damaged)?;
+    let (mut events, mut transactions) = (0, 0);
+    while let Some((_, event)) = reader.next_event().map_err(damaged)? {
+        events += 1;
+        if matches!(event.body, EventBody::Gtid(_)) {
+            transactions += 1;
+        }
+    }
+    Ok(VerifiedFile {
+        bytes: reader.file_len(),
+        path,
+        events,
+        transactions,
+        mariadb_checked: false,
+    })
+}
+
+fn mariadb_read(path: &Path) -> Result<(), VerifyError> {
+    let out = Command::new("mariadb-binlog")
+        .arg("--verify-binlog-checksum")
+        .arg(path)
+        .output()
+        .map_err(|e| VerifyError::MariadbMissing {
+            detail: e.to_string(),
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(VerifyError::MariadbRefused {
+        path: path.to_path_buf(),
+        detail: format!(
+            "{}: {}",
+            out.status,
+            stderr.trim().lines().last().unwrap_or("no error output")
+        ),
+    })
 }
 
 fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), VerifyError> {
@@ -80,7 +249,11 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), VerifyError> {
         let entry = entry.map_err(io)?;
         let kind = entry.file_type().map_err(io)?;
         if kind.is_dir() {
-            collect(&entry.path(), files)?;
+            // Transaction caches that spilled are not binlog files (one renamed into the
+            // log is, once renamed, and then lives beside the others).
+            if entry.file_name() != CACHE_DIR_NAME {
+                collect(&entry.path(), files)?;
+            }
         } else if kind.is_file() {
             files.push(entry.path());
         }
@@ -117,16 +290,41 @@ mod tests {
         let files = verify_dir(tmp.path()).unwrap();
         assert!(!files.is_empty());
         assert!(files.iter().map(|f| f.events).sum::<u64>() >= 3 * 3);
+        assert_eq!(files.iter().map(|f| f.transactions).sum::<u64>(), 3);
+        let report = verify(&dir, MariadbCheck::Off).unwrap();
+        assert_eq!(report.kind, DirKind::Binlog);
 
-        // A flipped byte inside an event fails its checksum and is reported.
+        // A flipped byte inside an event fails its checksum and is reported with its
+        // file and offset.
         let first = &files[0].path;
         let mut bytes = std::fs::read(first).unwrap();
         let last = bytes.len() - 6;
         bytes[last] ^= 0xff;
         std::fs::write(first, bytes).unwrap();
+        match verify_dir(tmp.path()) {
+            Err(
+                e @ VerifyError::Damaged {
+                    offset: Some(_), ..
+                },
+            ) => {
+                let text = e.to_string();
+                assert!(text.contains(&first.display().to_string()), "{text}");
+                assert!(text.contains("at byte offset"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_directory_without_binlog_files_is_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("cluster.json"), b"{}").unwrap();
         assert!(matches!(
-            verify_dir(tmp.path()),
-            Err(VerifyError::Damaged { .. })
+            verify(tmp.path(), MariadbCheck::Off),
+            Err(VerifyError::NoFiles {
+                kind: DirKind::Cluster,
+                ..
+            })
         ));
     }
 }

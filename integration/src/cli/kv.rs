@@ -5,6 +5,7 @@ use std::io::Write;
 use surge_txn::{TxnClient, TxnError, TxnMode};
 
 use super::txn_script::show;
+use crate::{Client, ClientError};
 
 /// Why a `kv` command failed.
 #[non_exhaustive]
@@ -19,6 +20,9 @@ pub enum KvError {
     /// The transaction failed.
     #[error(transparent)]
     Txn(#[from] TxnError),
+    /// The node's coordinator could not run the write.
+    #[error(transparent)]
+    Client(#[from] ClientError),
     /// Writing the output failed.
     #[error("output: {0}")]
     Output(#[from] std::io::Error),
@@ -42,12 +46,13 @@ pub fn get(client: &TxnClient, key: &str, out: &mut impl Write) -> Result<(), Kv
 }
 
 /// Writes `key = value` (or deletes `key` when `value` is `None`) in one optimistic
-/// transaction and prints its commit timestamp.
+/// transaction on a node's coordinator (so the commit is in that node's binlog) and prints
+/// its commit timestamp and the node.
 ///
 /// # Errors
 /// The transaction's error.
 pub fn write(
-    client: &TxnClient,
+    client: &Client,
     key: &str,
     value: Option<&str>,
     out: &mut impl Write,
@@ -58,7 +63,7 @@ pub fn write(
         None => txn.delete(key.as_bytes())?,
     }
     let ts = txn.commit()?;
-    writeln!(out, "OK (committed at {ts})")?;
+    writeln!(out, "OK (committed at {ts} by node {})", txn.node())?;
     Ok(())
 }
 

@@ -4,11 +4,16 @@
 mod bench_run;
 mod binlog_verify;
 mod kv;
+mod script_target;
 mod status;
 mod txn_script;
 
 pub use bench_run::{BenchOutput, bench_bigtxn, bench_hotspot, bench_locks};
-pub use binlog_verify::{VerifiedFile, VerifyError, verify_dir};
+pub use binlog_verify::{
+    DirKind, MariadbCheck, VerifiedFile, VerifyError, VerifyReport, mariadb_binlog_installed,
+    verify, verify_dir,
+};
 pub use kv::{KvError, get, scan, write};
+pub use script_target::{ScriptTarget, ScriptTxn};
 pub use status::print_status;
 pub use txn_script::{ScriptError, ScriptOp, parse_script, run_script, show};

@@ -12,7 +12,10 @@
 
 use std::io::Write;
 
-use surge_txn::{Transaction, TxnClient, TxnError, TxnMode};
+use surge_txn::TxnMode;
+
+use super::script_target::{ScriptTarget, ScriptTxn};
+use crate::ClientError;
 
 /// One operation of a script.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,8 +63,8 @@ pub enum ScriptError {
         line: usize,
         /// The operation.
         op: String,
-        /// The transaction error.
-        source: TxnError,
+        /// The transaction's error.
+        source: ClientError,
     },
     /// Writing the output failed.
     #[error("output: {0}")]
@@ -116,17 +119,18 @@ pub fn parse_script(text: &str) -> Result<Vec<(usize, ScriptOp)>, ScriptError> {
     Ok(ops)
 }
 
-/// Runs `ops` against `client`, printing one line per operation to `out`. A transaction
+/// Runs `ops` against `client` (a node's coordinator through [`crate::Client`], or a
+/// `TxnClient` in this process), printing one line per operation to `out`. A transaction
 /// left open at the end is rolled back (and said so). Stops at the first failure.
 ///
 /// # Errors
 /// [`ScriptError`] naming the line.
 pub fn run_script(
-    client: &TxnClient,
+    client: &dyn ScriptTarget,
     ops: &[(usize, ScriptOp)],
     out: &mut impl Write,
 ) -> Result<(), ScriptError> {
-    let mut txn: Option<Transaction> = None;
+    let mut txn: Option<Box<dyn ScriptTxn>> = None;
     for (line, op) in ops {
         let line = *line;
         let fail = |op: &str| {
@@ -140,7 +144,7 @@ pub fn run_script(
                     detail: "begin inside an open transaction".into(),
                 });
             }
-            let t = client.begin(*mode).map_err(fail("begin"))?;
+            let t = client.begin_txn(*mode).map_err(fail("begin"))?;
             writeln!(out, "begin {mode}: start_ts {}", t.start_ts())?;
             txn = Some(t);
             continue;
@@ -205,6 +209,7 @@ pub fn show(v: Option<&[u8]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use surge_txn::TxnClient;
 
     #[test]
     fn scripts_parse_with_comments_and_values_with_spaces() {

@@ -1,24 +1,29 @@
-//! [`Client`]: a cluster reached over TCP, with the txn crate's [`TxnClient`] on top.
+//! [`Client`]: a cluster reached over TCP: transactions run by the nodes' coordinators
+//! ([`Client::begin`], [`Client::hot_update`]), or by the txn crate's [`TxnClient`] in
+//! this process ([`Client::txn`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use surge_raft_lite::NodeId;
 use surge_txn::{
-    ClientConfig, KvRequest, KvResponse, KvService, LockMode, NodeRouter, NodeStatusReport,
-    RegionError, ServiceError, TxnClient, TxnError,
+    ClientConfig, HotHints, HotOp, HotOutcome, KvRequest, KvResponse, KvService, LockMode,
+    NodeRouter, NodeStatusReport, RegionError, ServiceError, TxnClient, TxnError, TxnMode,
 };
 
 use super::remote_service::{RemoteConfig, RemoteService};
+use super::remote_txn::{RemoteTxn, unexpected};
 use super::tcp_router::TcpRouter;
+use crate::wire::{CoordinatorState, TxnFailure, TxnOp, TxnReply};
 
 /// How a [`Client`] talks to the cluster.
 #[derive(Debug, Clone, Default)]
 pub struct ClientOptions {
-    /// Connection timeouts and pool size.
+    /// Connection timeouts (the coordinator's included) and pool size.
     pub remote: RemoteConfig,
-    /// The transactional client's timeouts and retry budget.
+    /// The in-process transactional client's ([`Client::txn`]) timeouts and retry budget.
     pub txn: ClientConfig,
 }
 
@@ -40,6 +45,20 @@ pub enum ClientError {
     /// A transactional operation failed.
     #[error(transparent)]
     Txn(#[from] TxnError),
+    /// A node's coordinator refused the operation for a reason of its own (not ready yet:
+    /// recovering a previous run; an unknown transaction handle; too many open
+    /// transactions on one connection). Nothing ran.
+    #[error(transparent)]
+    Coordinator(TxnFailure),
+    /// A request was sent to a node but its answer did not come back (connection lost,
+    /// timeout): it may have run.
+    #[error("node {node}: the answer was lost, the request may have run: {source}")]
+    AnswerLost {
+        /// The node.
+        node: NodeId,
+        /// The transport's error.
+        source: ServiceError,
+    },
     /// A node answered with something that does not fit the request.
     #[error("node {node}: unexpected answer to {request}: {answer}")]
     Unexpected {
@@ -60,18 +79,41 @@ pub enum ClientError {
     },
 }
 
+impl From<TxnFailure> for ClientError {
+    fn from(failure: TxnFailure) -> ClientError {
+        match failure.into_txn_error() {
+            Ok(e) => ClientError::Txn(e),
+            Err(own) => ClientError::Coordinator(own),
+        }
+    }
+}
+
 /// A SurgeDB cluster reached over TCP from any of its nodes' addresses.
 ///
-/// The transactional API is the txn crate's: [`Client::txn`] is a [`TxnClient`] whose
-/// router is this client's [`TcpRouter`], so it follows region leaders, retries with
-/// backoff and resolves locks as it does in process. `Client` is also a [`NodeRouter`] and a
-/// [`KvService`] (a request goes to the nodes in turn, following leader hints), for tools
-/// that speak [`KvRequest`] directly.
+/// Two ways to run transactions:
+///
+/// - **On a node's coordinator** ([`Client::begin`], [`Client::hot_update`]): the node
+///   runs the transaction (locks, two-phase commit, lock resolution) and records each commit
+///   in its own binlog (`DIR/binlog` of that node) before answering. The client holds one
+///   connection per open transaction and does no transactional work itself; nodes are
+///   chosen round-robin ([`Client::begin_on`] names one). This is what `surgedb kv put`
+///   and `surgedb txn FILE` use.
+/// - **In this process** ([`Client::txn`]): the txn crate's [`TxnClient`] over this
+///   client's [`TcpRouter`] is the coordinator; it sends storage requests to region
+///   leaders itself, and writes no binlog (its [`ClientConfig::binlog`] would be a binlog
+///   of this process, not of the cluster). For tools and tests that want the coordinator
+///   in hand (the benches, the fault tests).
+///
+/// `Client` is also a [`NodeRouter`] and a [`KvService`] (a request goes to the nodes in
+/// turn, following leader hints), for tools that speak [`KvRequest`] directly.
 #[derive(Debug, Clone)]
 pub struct Client {
     router: Arc<TcpRouter>,
     txn: TxnClient,
     cluster_id: String,
+    coordinator_timeout: Duration,
+    /// Round-robin position for coordinator operations, shared by clones.
+    next_node: Arc<AtomicUsize>,
 }
 
 impl Client {
@@ -98,6 +140,8 @@ impl Client {
                         router,
                         txn,
                         cluster_id: w.cluster_id,
+                        coordinator_timeout: options.remote.coordinator_timeout,
+                        next_node: Arc::new(AtomicUsize::new(round_robin_seed())),
                     });
                 }
                 Err(e) => last = e,
@@ -109,9 +153,142 @@ impl Client {
         })
     }
 
-    /// The transactional client (begin, get, scan, ...).
+    /// The in-process transactional client (begin, get, scan, ...): this process is the
+    /// coordinator, and no binlog is written (see the type's documentation).
     pub fn txn(&self) -> &TxnClient {
         &self.txn
+    }
+
+    /// Begins a transaction on a node's coordinator, trying the nodes round-robin: a node
+    /// that cannot be reached or whose coordinator is not ready yet (recovering) is
+    /// skipped.
+    ///
+    /// # Errors
+    /// The last node's error when none could begin: [`ClientError::Coordinator`] (not
+    /// ready), [`ClientError::Service`] (unreachable) or [`ClientError::Txn`] (the oracle
+    /// could not be reached).
+    pub fn begin(&self, mode: TxnMode) -> Result<RemoteTxn, ClientError> {
+        self.round_robin(|node| self.begin_on(node, mode))
+    }
+
+    /// Begins a transaction on node `node`'s coordinator.
+    ///
+    /// # Errors
+    /// As [`Client::begin`], for that node alone.
+    pub fn begin_on(&self, node: NodeId, mode: TxnMode) -> Result<RemoteTxn, ClientError> {
+        let remote = self.remote(node)?;
+        let conn = remote.open_session(self.coordinator_timeout)?;
+        RemoteTxn::begin(remote, conn, mode)
+    }
+
+    /// A hot-row update (AliSQL hot-row group commit) by a node's coordinator, nodes tried
+    /// round-robin: concurrent updates of one row sent to one node are grouped there. Only
+    /// a node that could not be reached, or whose coordinator is not ready, is skipped: an
+    /// update whose answer was lost is not sent again (it may have been applied).
+    ///
+    /// # Errors
+    /// As `TxnClient::hot_update` inside [`ClientError::Txn`]; [`ClientError::AnswerLost`]
+    /// when the answer was lost (the update may have been applied).
+    pub fn hot_update(
+        &self,
+        key: &[u8],
+        op: HotOp,
+        hints: HotHints,
+    ) -> Result<HotOutcome, ClientError> {
+        self.round_robin(|node| self.hot_update_on(node, key, op, hints))
+    }
+
+    /// [`Client::hot_update`] on node `node`'s coordinator.
+    ///
+    /// # Errors
+    /// As [`Client::hot_update`].
+    pub fn hot_update_on(
+        &self,
+        node: NodeId,
+        key: &[u8],
+        op: HotOp,
+        hints: HotHints,
+    ) -> Result<HotOutcome, ClientError> {
+        let op = TxnOp::HotUpdate {
+            key: key.to_vec(),
+            op: op.into(),
+            hints: hints.into(),
+        };
+        match self.coordinator_call(node, op)? {
+            TxnReply::Hot {
+                value,
+                affected_rows,
+                commit_ts,
+                group_writes,
+            } => Ok(HotOutcome {
+                value,
+                affected_rows,
+                commit_ts,
+                group_writes: usize::try_from(group_writes).unwrap_or(usize::MAX),
+            }),
+            other => Err(unexpected(&*self.remote(node)?, "hot_update", &other)),
+        }
+    }
+
+    /// Where node `node`'s coordinator stands (ready with its recovery's counts, or
+    /// recovering).
+    ///
+    /// # Errors
+    /// [`ClientError::Service`] if the node cannot be asked.
+    pub fn coordinator_state(&self, node: NodeId) -> Result<CoordinatorState, ClientError> {
+        match self.coordinator_call(node, TxnOp::State)? {
+            TxnReply::State(state) => Ok(state),
+            other => Err(unexpected(
+                &*self.remote(node)?,
+                "coordinator_state",
+                &other,
+            )),
+        }
+    }
+
+    /// One session-less coordinator operation on a connection of its own. A failure to
+    /// connect is [`ClientError::Service`] (nothing sent); a failure after sending is
+    /// [`ClientError::AnswerLost`] (it may have run).
+    fn coordinator_call(&self, node: NodeId, op: TxnOp) -> Result<TxnReply, ClientError> {
+        let remote = self.remote(node)?;
+        let mut conn = remote.open_session(self.coordinator_timeout)?;
+        let answer = remote
+            .txn_call(&mut conn, op)
+            .map_err(|source| ClientError::AnswerLost { node, source })?;
+        remote.close_session(conn, true);
+        answer.map_err(ClientError::from)
+    }
+
+    fn remote(&self, node: NodeId) -> Result<Arc<RemoteService>, ClientError> {
+        self.router.remote(node).ok_or_else(|| {
+            ClientError::Service(ServiceError::Unavailable {
+                node,
+                detail: "no such node in the cluster".into(),
+            })
+        })
+    }
+
+    /// Runs `f` on the nodes in round-robin order until one does not refuse with an error
+    /// that says nothing ran there (unreachable before sending, or not ready).
+    fn round_robin<T>(
+        &self,
+        mut f: impl FnMut(NodeId) -> Result<T, ClientError>,
+    ) -> Result<T, ClientError> {
+        let nodes = self.router.nodes();
+        let first = self.next_node.fetch_add(1, Ordering::Relaxed);
+        let mut last = ClientError::Service(ServiceError::Unavailable {
+            node: 0,
+            detail: "no nodes".into(),
+        });
+        for i in 0..nodes.len() {
+            let node = nodes[(first + i) % nodes.len()];
+            match f(node) {
+                Err(e @ ClientError::Coordinator(TxnFailure::NotReady { .. })) => last = e,
+                Err(e @ ClientError::Service(ServiceError::Unavailable { .. })) => last = e,
+                other => return other,
+            }
+        }
+        Err(last)
     }
 
     /// The router to every node.
@@ -209,8 +386,8 @@ impl Client {
         }
     }
 
-    /// Waits until the oracle answers and every region of every reachable node's map has
-    /// a leader.
+    /// Waits until the oracle answers, every region of every reachable node's map has a
+    /// leader, and every node's transaction coordinator is ready (its recovery done).
     ///
     /// # Errors
     /// [`ClientError::NotReady`] naming what was missing at the deadline.
@@ -255,11 +432,28 @@ impl Client {
             return Some(format!("regions without a leader: {without:?}"));
         }
         match self.call(KvRequest::GetTimestamp { count: 1 }) {
-            Ok(KvResponse::Timestamp { .. }) => None,
-            Ok(other) => Some(format!("timestamp oracle answered {other:?}")),
-            Err(e) => Some(format!("timestamp oracle: {e}")),
+            Ok(KvResponse::Timestamp { .. }) => {}
+            Ok(other) => return Some(format!("timestamp oracle answered {other:?}")),
+            Err(e) => return Some(format!("timestamp oracle: {e}")),
         }
+        for node in self.router.nodes() {
+            match self.coordinator_state(node) {
+                Ok(CoordinatorState::Ready { .. }) => {}
+                Ok(other) => return Some(format!("node {node}'s coordinator: {other:?}")),
+                Err(e) => return Some(format!("node {node}'s coordinator: {e}")),
+            }
+        }
+        None
     }
+}
+
+/// Where a new client's round-robin starts: varied between processes, so that one-shot
+/// command-line clients do not all pick the first node.
+fn round_robin_seed() -> usize {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    (nanos as usize) ^ (std::process::id() as usize)
 }
 
 impl NodeRouter for Client {

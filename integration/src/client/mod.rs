@@ -1,10 +1,13 @@
-//! The TCP client side: [`RemoteService`] (one node), [`TcpRouter`] (all nodes) and
-//! [`Client`] (a cluster, with the txn crate's transactional client on top).
+//! The TCP client side: [`RemoteService`] (one node), [`TcpRouter`] (all nodes),
+//! [`Client`] (a cluster: transactions on its nodes' coordinators, [`RemoteTxn`], or in
+//! process with the txn crate's transactional client).
 
 mod cluster_client;
 mod remote_service;
+mod remote_txn;
 mod tcp_router;
 
 pub use cluster_client::{Client, ClientError, ClientOptions};
 pub use remote_service::{RemoteConfig, RemoteService, Welcome};
+pub use remote_txn::RemoteTxn;
 pub use tcp_router::TcpRouter;

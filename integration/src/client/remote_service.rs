@@ -10,8 +10,8 @@ use surge_raft_lite::NodeId;
 use surge_txn::{KvRequest, KvResponse, KvService, ServiceError};
 
 use crate::wire::{
-    ClientFrame, FrameError, Hello, ServerFrame, ServerStats, WireError, encode_hello, read_frame,
-    write_frame,
+    ClientFrame, FrameError, Hello, ServerFrame, ServerStats, TxnFailure, TxnOp, TxnReply,
+    WireError, encode_hello, read_frame, write_frame,
 };
 
 /// Timeouts and pool size of a [`RemoteService`].
@@ -22,6 +22,10 @@ pub struct RemoteConfig {
     /// Longest wait for one answer. It must exceed the longest a node may legitimately
     /// take: a lock wait (1 s by default) or a Raft proposal (5 s).
     pub request_timeout: Duration,
+    /// Longest wait for a node coordinator's answer (`Client::begin`, `Client::hot_update`):
+    /// longer than a coordinator's own retry budget (20 s by default), so that its answer,
+    /// not a client timeout, says how an operation ended.
+    pub coordinator_timeout: Duration,
     /// Idle connections kept for reuse.
     pub max_idle: usize,
     /// The cluster to insist on (`None`: whichever the node belongs to).
@@ -35,6 +39,7 @@ impl Default for RemoteConfig {
         RemoteConfig {
             connect_timeout: Duration::from_secs(1),
             request_timeout: Duration::from_secs(10),
+            coordinator_timeout: Duration::from_secs(30),
             max_idle: 16,
             cluster_id: None,
             from_node: None,
@@ -53,7 +58,8 @@ pub struct Welcome {
     pub peers: Vec<(NodeId, String)>,
 }
 
-struct Conn {
+/// One handshaken connection to a node.
+pub(crate) struct Conn {
     reader: BufReader<TcpStream>,
     writer: BufWriter<TcpStream>,
 }
@@ -241,19 +247,76 @@ impl RemoteService {
     }
 
     fn round_trip(&self, frame: &ClientFrame) -> Result<ServerFrame, ServiceError> {
+        let mut conn = self.checkout()?;
+        let answer = self.exchange(&mut conn, frame)?;
+        // Only a connection that delivered its answer goes back to the pool.
+        self.checkin(conn);
+        Ok(answer)
+    }
+
+    /// Sends `frame` on `conn` and reads the answer.
+    fn exchange(&self, conn: &mut Conn, frame: &ClientFrame) -> Result<ServerFrame, ServiceError> {
         let body = postcard::to_allocvec(frame)
             .map_err(|e| self.protocol(format!("cannot encode request: {e}")))?;
-        let mut conn = self.checkout()?;
         write_frame(&mut conn.writer, &body).map_err(|e| match e {
             FrameError::TooLarge { len, max } => {
                 self.protocol(format!("request of {len} bytes over the {max}-byte limit"))
             }
             other => self.io_error(other),
         })?;
-        let answer = self.read_answer(&mut conn)?;
-        // Only a connection that delivered its answer goes back to the pool.
-        self.checkin(conn);
-        Ok(answer)
+        self.read_answer(conn)
+    }
+
+    /// A connection of its own for a coordinator session (pooled or new), whose answers
+    /// may take up to `timeout`. An error here means nothing was sent.
+    ///
+    /// # Errors
+    /// [`ServiceError::Unavailable`] if the node cannot be reached.
+    pub(crate) fn open_session(&self, timeout: Duration) -> Result<Conn, ServiceError> {
+        let conn = self.checkout()?;
+        conn.writer
+            .get_ref()
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| self.unavailable(format!("socket setup: {e}")))?;
+        Ok(conn)
+    }
+
+    /// Hands a session's connection back: to the pool if it holds no open transaction
+    /// (`reusable`), else it is closed, and the node rolls back what it held.
+    pub(crate) fn close_session(&self, conn: Conn, reusable: bool) {
+        if reusable
+            && conn
+                .writer
+                .get_ref()
+                .set_read_timeout(Some(self.config.request_timeout))
+                .is_ok()
+        {
+            self.checkin(conn);
+        }
+    }
+
+    /// One coordinator operation on a session's connection. The outer error is the
+    /// transport's (the connection must then be dropped: a late answer would be taken for
+    /// the next request's); the inner one the coordinator's.
+    ///
+    /// # Errors
+    /// As [`KvService::call`].
+    pub(crate) fn txn_call(
+        &self,
+        conn: &mut Conn,
+        op: TxnOp,
+    ) -> Result<Result<TxnReply, TxnFailure>, ServiceError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.exchange(conn, &ClientFrame::Txn { id, op })? {
+            ServerFrame::Txn { id: got, result } if got == id => Ok(result),
+            ServerFrame::Error(e) => Err(self.refused(e)),
+            other => Err(self.protocol(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// The node this service reaches (0 if not known).
+    pub fn node(&self) -> NodeId {
+        self.node
     }
 }
 

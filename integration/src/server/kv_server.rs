@@ -10,6 +10,8 @@ use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
 use surge_txn::KvService;
 
+use super::coordinator::NodeCoordinator;
+use super::txn_session::TxnSession;
 use crate::wire::{
     ClientFrame, FrameError, MAX_FRAME, ServerFrame, ServerStats, WireError, decode_hello,
     read_frame, write_frame,
@@ -38,6 +40,8 @@ struct Counters {
     bad_handshakes: AtomicU64,
     bad_frames: AtomicU64,
     requests: AtomicU64,
+    txn_ops: AtomicU64,
+    txns_rolled_back_on_close: AtomicU64,
 }
 
 /// A node's client server. Bind with [`KvServer::bind`], then [`KvServer::serve`] a service.
@@ -55,6 +59,8 @@ pub struct KvServer {
     /// Open connections, to close them at shutdown.
     conns: Mutex<Vec<(u64, TcpStream)>>,
     next_conn: AtomicU64,
+    /// The node's transaction coordinator, set by [`KvServer::serve`].
+    coordinator: std::sync::OnceLock<Option<Arc<NodeCoordinator>>>,
 }
 
 impl std::fmt::Debug for KvServer {
@@ -82,6 +88,7 @@ impl KvServer {
             stopped: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
             next_conn: AtomicU64::new(0),
+            coordinator: std::sync::OnceLock::new(),
         }))
     }
 
@@ -90,16 +97,22 @@ impl KvServer {
         self.local
     }
 
-    /// Starts accepting connections for `service`.
+    /// Starts accepting connections for `service` (the node's `KvRequest`s) and
+    /// `coordinator` (its transaction sessions; `None`: every session operation is refused).
     ///
     /// # Errors
     /// If the accept thread cannot be spawned, or `serve` was called before.
-    pub fn serve(self: &Arc<Self>, service: Arc<dyn KvService>) -> std::io::Result<()> {
+    pub fn serve(
+        self: &Arc<Self>,
+        service: Arc<dyn KvService>,
+        coordinator: Option<Arc<NodeCoordinator>>,
+    ) -> std::io::Result<()> {
         let listener = self
             .listener
             .lock()
             .take()
             .ok_or_else(|| std::io::Error::other("KvServer::serve called twice"))?;
+        let _ = self.coordinator.set(coordinator);
         let me = self.clone();
         std::thread::Builder::new()
             .name("kv-accept".into())
@@ -117,6 +130,8 @@ impl KvServer {
             bad_handshakes: c.bad_handshakes.load(Ordering::Relaxed),
             bad_frames: c.bad_frames.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
+            txn_ops: c.txn_ops.load(Ordering::Relaxed),
+            txns_rolled_back_on_close: c.txns_rolled_back_on_close.load(Ordering::Relaxed),
         }
     }
 
@@ -183,7 +198,12 @@ impl KvServer {
         if self.handshake(&mut reader, &mut writer) {
             let _ = stream.set_read_timeout(None);
             self.counters.connections.fetch_add(1, Ordering::Relaxed);
-            self.request_loop(&mut reader, &mut writer, service);
+            let mut session = TxnSession::new(self.coordinator.get().cloned().flatten());
+            self.request_loop(&mut reader, &mut writer, service, &mut session);
+            // Dropping the session rolls back what the client left open.
+            self.counters
+                .txns_rolled_back_on_close
+                .fetch_add(session.open_count() as u64, Ordering::Relaxed);
         }
         let _ = stream.shutdown(Shutdown::Both);
         self.conns.lock().retain(|(id, _)| *id != conn_id);
@@ -232,12 +252,13 @@ impl KvServer {
         r: &mut impl std::io::Read,
         w: &mut impl std::io::Write,
         service: &dyn KvService,
+        session: &mut TxnSession,
     ) {
         let mut buf = Vec::new();
         while !self.stopped.load(Ordering::SeqCst) {
             let reply = match read_frame(r, &mut buf) {
                 Ok(()) => match postcard::from_bytes::<ClientFrame>(&buf) {
-                    Ok(frame) => self.answer(frame, service),
+                    Ok(frame) => self.answer(frame, service, session),
                     Err(e) => {
                         self.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
                         ServerFrame::Error(WireError::BadFrame {
@@ -275,7 +296,12 @@ impl KvServer {
         }
     }
 
-    fn answer(&self, frame: ClientFrame, service: &dyn KvService) -> ServerFrame {
+    fn answer(
+        &self,
+        frame: ClientFrame,
+        service: &dyn KvService,
+        session: &mut TxnSession,
+    ) -> ServerFrame {
         match frame {
             ClientFrame::Request { id, req } => {
                 self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -291,6 +317,13 @@ impl KvServer {
                 id,
                 stats: self.stats(),
             },
+            ClientFrame::Txn { id, op } => {
+                self.counters.txn_ops.fetch_add(1, Ordering::Relaxed);
+                ServerFrame::Txn {
+                    id,
+                    result: session.apply(op),
+                }
+            }
         }
     }
 }

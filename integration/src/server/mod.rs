@@ -1,14 +1,19 @@
-//! The node side: [`NodeProcess`] (what `surgedb node` runs), its [`KvServer`] and its
-//! locked, stamped [`DataDir`].
+//! The node side: [`NodeProcess`] (what `surgedb node` runs), its [`KvServer`], its
+//! transaction coordinator ([`NodeCoordinator`]) and its locked, stamped [`DataDir`].
 
+mod coordinator;
 mod data_dir;
 mod kv_server;
+mod local_first_router;
 mod node_process;
 mod peer_spec;
+mod txn_session;
 
+pub use coordinator::NodeCoordinator;
 pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_cluster_id};
 pub use kv_server::{KvServer, ServerConfig};
-pub use node_process::{INITIAL_REGIONS, NodeConfig, NodeError, NodeProcess};
+pub use node_process::{BINLOG_SUBDIR, INITIAL_REGIONS, NodeConfig, NodeError, NodeProcess};
 pub use peer_spec::{PeerSpecError, parse_peers, raft_addr_of, resolve};
+pub use txn_session::MAX_OPEN_TXNS;
 
 pub(crate) use data_dir::write_durably;

@@ -1,5 +1,6 @@
 //! [`NodeProcess`]: everything `surgedb node` runs: the locked data directory, a
-//! `raft-lite` node over a WAL and TCP, the txn crate's `KvNode`, and the client server.
+//! `raft-lite` node over a WAL and TCP, the txn crate's `KvNode`, its transaction
+//! coordinator with a binlog in `DIR/binlog`, and the client server.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,16 +9,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use surge_raft_lite::{Node as RaftNode, NodeId, NodeOptions, TcpTransport, Wal, WalOptions};
-use surge_txn::{KvNode, KvNodeConfig, LockMode};
+use surge_txn::{BinlogOptions, ClientConfig, KvNode, KvNodeConfig, LockMode};
 
+use super::coordinator::NodeCoordinator;
 use super::data_dir::{DataDir, DataDirError};
 use super::kv_server::{KvServer, ServerConfig};
+use super::local_first_router::LocalFirstRouter;
 use super::peer_spec::{PeerSpecError, raft_addr_of, resolve};
 use crate::client::{RemoteConfig, TcpRouter};
 
 /// How many data regions a cluster of node processes is founded with: split evenly on the
 /// first key byte, ids 2 to 17 (the meta group is 1), every node a replica of each.
 pub const INITIAL_REGIONS: usize = 16;
+
+/// The coordinator's binlog directory inside a node's data directory.
+pub const BINLOG_SUBDIR: &str = "binlog";
 
 /// How to run one node.
 #[derive(Debug, Clone)]
@@ -41,6 +47,10 @@ pub struct NodeConfig {
     pub heartbeat_tick: u32,
     /// Client connections served at once.
     pub max_connections: usize,
+    /// The node's transaction coordinator (timeouts, retry budget). Its binlog is always
+    /// `DATA/binlog` with server id and GTID domain = the node id; a `binlog` set here only
+    /// contributes its size settings (rename threshold, rotation size).
+    pub coordinator: ClientConfig,
 }
 
 impl NodeConfig {
@@ -59,7 +69,34 @@ impl NodeConfig {
             election_tick: 25,
             heartbeat_tick: 3,
             max_connections: 1024,
+            coordinator: ClientConfig::default(),
         }
+    }
+
+    /// The coordinator's configuration: [`NodeConfig::coordinator`] with its binlog in
+    /// `DATA/binlog`, server id and GTID domain = the node id, so that the files of
+    /// different nodes never clash in one replica (each node is its own MariaDB primary).
+    ///
+    /// # Errors
+    /// [`NodeError::IdTooLarge`] when the node id does not fit a binlog server id.
+    pub fn coordinator_config(&self) -> Result<ClientConfig, NodeError> {
+        let id = u32::try_from(self.id).map_err(|_| NodeError::IdTooLarge { id: self.id })?;
+        let dir = self.data.join(BINLOG_SUBDIR);
+        let options = match &self.coordinator.binlog {
+            Some(b) => BinlogOptions {
+                dir,
+                server_id: id,
+                gtid_domain: id,
+                ..b.clone()
+            },
+            None => BinlogOptions::new(dir)
+                .with_server_id(id)
+                .with_gtid_domain(id),
+        };
+        Ok(ClientConfig {
+            binlog: Some(options),
+            ..self.coordinator.clone()
+        })
     }
 }
 
@@ -100,6 +137,12 @@ pub enum NodeError {
     /// A thread could not be spawned.
     #[error("cannot spawn a thread: {0}")]
     Thread(std::io::Error),
+    /// The node id does not fit a binlog server id (32 bits).
+    #[error("node id {id} does not fit a binlog server id (at most {max})", max = u32::MAX)]
+    IdTooLarge {
+        /// The node id.
+        id: NodeId,
+    },
 }
 
 /// A running node. Dropping it without [`NodeProcess::shutdown`] stops it too (less
@@ -108,6 +151,7 @@ pub enum NodeError {
 pub struct NodeProcess {
     server: Arc<KvServer>,
     node: Arc<KvNode>,
+    coordinator: Arc<NodeCoordinator>,
     transport: Arc<TcpTransport>,
     dir: DataDir,
 }
@@ -119,6 +163,7 @@ impl NodeProcess {
     /// # Errors
     /// [`NodeError`] naming what failed; nothing is left running.
     pub fn start(config: &NodeConfig) -> Result<NodeProcess, NodeError> {
+        let coordinator_config = config.coordinator_config()?;
         let listen = config
             .peers
             .get(&config.id)
@@ -185,21 +230,37 @@ impl NodeProcess {
         // the cluster.
         let regions =
             surge_txn::initial_regions(&surge_txn::even_split_keys(INITIAL_REGIONS), &peer_ids);
-        let node = match KvNode::start(kv, raft, regions, peer_ids, recovered_groups, router) {
+        let node = match KvNode::start(
+            kv,
+            raft,
+            regions,
+            peer_ids,
+            recovered_groups,
+            router.clone(),
+        ) {
             Ok(n) => n,
             Err(e) => {
                 transport.shutdown();
                 return Err(e.into());
             }
         };
-        if let Err(e) = server.serve(node.clone()) {
-            node.shutdown();
-            transport.shutdown();
-            return Err(NodeError::Thread(e));
-        }
+        // The coordinator opens in the background: its recovery may need peers that are
+        // not up yet, and the node must serve them meanwhile (they may need it to elect).
+        let coordinator_router = Arc::new(LocalFirstRouter::new(config.id, node.clone(), router));
+        let started = NodeCoordinator::start(config.id, coordinator_router, coordinator_config)
+            .and_then(|c| server.serve(node.clone(), Some(c.clone())).map(|()| c));
+        let coordinator = match started {
+            Ok(c) => c,
+            Err(e) => {
+                node.shutdown();
+                transport.shutdown();
+                return Err(NodeError::Thread(e));
+            }
+        };
         Ok(NodeProcess {
             server,
             node,
+            coordinator,
             transport,
             dir,
         })
@@ -225,6 +286,11 @@ impl NodeProcess {
         &self.node
     }
 
+    /// The node's transaction coordinator.
+    pub fn coordinator(&self) -> &Arc<NodeCoordinator> {
+        &self.coordinator
+    }
+
     /// Runs until `stop` is set (by SIGTERM or SIGINT in `surgedb node`), then shuts down.
     pub fn run_until(self, stop: &AtomicBool) {
         while !stop.load(Ordering::SeqCst) {
@@ -233,11 +299,13 @@ impl NodeProcess {
         self.shutdown();
     }
 
-    /// Stops cleanly: no new connections, connections closed, the raft driver stopped
-    /// after its last write (everything acknowledged was fsynced before its answer), the
-    /// Raft connections closed, then the data directory unlocked.
+    /// Stops cleanly: no new connections, connections closed (their sessions' open
+    /// transactions rolled back), the coordinator closed, the raft driver stopped after its
+    /// last write (everything acknowledged was fsynced before its answer), the Raft
+    /// connections closed, then the data directory unlocked.
     pub fn shutdown(self) {
         self.server.shutdown();
+        self.coordinator.shutdown();
         self.node.shutdown();
         self.transport.shutdown();
         drop(self.dir);

@@ -2,10 +2,29 @@
 
 use serde::{Deserialize, Serialize};
 use surge_raft_lite::NodeId;
-use surge_txn::{KvRequest, KvResponse, PROTOCOL_VERSION};
+use surge_txn::{KvRequest, KvResponse};
+
+use super::txn_failure::TxnFailure;
+use super::txn_op::TxnOp;
+use super::txn_reply::TxnReply;
 
 /// The first four bytes of every hello frame.
 pub const MAGIC: [u8; 4] = *b"SRGD";
+
+/// The client protocol's version, sent in every hello; a node refuses any other.
+///
+/// 1: [`ClientFrame::Request`] frames carrying the txn crate's `KvRequest` format 1.
+/// 2: adds the coordinator sessions ([`ClientFrame::Txn`] / [`ServerFrame::Txn`]).
+///
+/// Bump it whenever these frames or the txn crate's request format change: the assertion
+/// below stops the build when the txn crate's `PROTOCOL_VERSION` moves, so the two cannot
+/// drift apart silently.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+const _: () = assert!(
+    surge_txn::PROTOCOL_VERSION == 1,
+    "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
+);
 
 /// What a client says about itself when it connects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +52,13 @@ pub enum ClientFrame {
         /// Echoed in the answer.
         id: u64,
     },
+    /// One operation on the node's transaction coordinator, in this connection's session.
+    Txn {
+        /// Echoed in the answer.
+        id: u64,
+        /// The operation.
+        op: TxnOp,
+    },
 }
 
 /// Counters of a node's client server.
@@ -50,6 +76,10 @@ pub struct ServerStats {
     pub bad_frames: u64,
     /// Requests answered.
     pub requests: u64,
+    /// Coordinator session operations answered.
+    pub txn_ops: u64,
+    /// Coordinator transactions rolled back because their connection closed with them open.
+    pub txns_rolled_back_on_close: u64,
 }
 
 /// Why the server refused a frame or a connection.
@@ -134,6 +164,13 @@ pub enum ServerFrame {
         id: u64,
         /// The counters.
         stats: ServerStats,
+    },
+    /// The answer to [`ClientFrame::Txn`].
+    Txn {
+        /// The request's id.
+        id: u64,
+        /// The coordinator's answer, or why the operation failed.
+        result: Result<TxnReply, TxnFailure>,
     },
     /// The frame or the connection was refused.
     Error(WireError),

@@ -1,0 +1,188 @@
+//! [`NodeCoordinator`]: a node's own transaction coordinator (the txn crate's
+//! [`TxnClient`] with its binlog under the data directory), opened in the background.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use surge_raft_lite::NodeId;
+use surge_txn::{ClientConfig, NodeRouter, TxnClient};
+
+use crate::wire::{CoordinatorState, TxnFailure};
+
+/// How long the opener waits between two failed attempts.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+enum Slot {
+    Recovering {
+        attempts: u64,
+        last_error: Option<String>,
+    },
+    Ready(TxnClient),
+    Stopped,
+}
+
+/// A node's transaction coordinator.
+///
+/// Opening it ([`TxnClient::open`]) opens the binlog and its prepare journal and settles the
+/// transactions a previous run of this node left in doubt, asking each one's primary for
+/// its status: that needs the cluster, which may not be up yet when the node starts (its
+/// peers restart too, or are down). So the node does not wait for it: a background thread
+/// tries until it succeeds, and until then every transaction operation is refused with
+/// [`TxnFailure::NotReady`] (nothing runs, the caller may go to another node). Refusing is
+/// what keeps the binlog right: a new transaction committed before recovery could conflict
+/// with an in-doubt one that recovery will log later, out of commit order.
+///
+/// A failed attempt's client is dropped (releasing the binlog directory's lock) before the
+/// next one: the binlog's exactly-once rule (a prepare whose xid is already logged is not
+/// logged again) makes a retry after a partial recovery safe.
+pub struct NodeCoordinator {
+    node: NodeId,
+    binlog_dir: Option<PathBuf>,
+    slot: Mutex<Slot>,
+    stop: AtomicBool,
+}
+
+impl std::fmt::Debug for NodeCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeCoordinator")
+            .field("node", &self.node)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl NodeCoordinator {
+    /// Starts opening node `node`'s coordinator over `router` with `config` in a
+    /// background thread, and returns at once.
+    ///
+    /// # Errors
+    /// If the thread cannot be spawned.
+    pub fn start(
+        node: NodeId,
+        router: Arc<dyn NodeRouter>,
+        config: ClientConfig,
+    ) -> std::io::Result<Arc<NodeCoordinator>> {
+        let me = Arc::new(NodeCoordinator {
+            node,
+            binlog_dir: config.binlog.as_ref().map(|b| b.dir.clone()),
+            slot: Mutex::new(Slot::Recovering {
+                attempts: 0,
+                last_error: None,
+            }),
+            stop: AtomicBool::new(false),
+        });
+        let opener = me.clone();
+        std::thread::Builder::new()
+            .name("coordinator-open".into())
+            .spawn(move || opener.open_until_ready(&router, &config))?;
+        Ok(me)
+    }
+
+    fn open_until_ready(&self, router: &Arc<dyn NodeRouter>, config: &ClientConfig) {
+        let mut attempts = 0u64;
+        while !self.stop.load(Ordering::SeqCst) {
+            attempts += 1;
+            match TxnClient::open(router.clone(), config.clone()) {
+                Ok(client) => {
+                    let report = client.binlog_recovery().unwrap_or_default();
+                    eprintln!(
+                        "surgedb node {}: transaction coordinator ready (binlog {}; recovery: {} already logged, {} logged now, {} rolled back; attempt {attempts})",
+                        self.node,
+                        self.binlog_dir
+                            .as_ref()
+                            .map_or_else(|| "off".to_string(), |d| d.display().to_string()),
+                        report.already_logged.len(),
+                        report.logged_now.len(),
+                        report.rolled_back.len(),
+                    );
+                    let mut slot = self.slot.lock();
+                    if matches!(*slot, Slot::Stopped) {
+                        return;
+                    }
+                    *slot = Slot::Ready(client);
+                    return;
+                }
+                Err(e) => {
+                    eprintln!(
+                        "surgedb node {}: transaction coordinator not ready (attempt {attempts}): {e}; retrying",
+                        self.node
+                    );
+                    {
+                        let mut slot = self.slot.lock();
+                        if matches!(*slot, Slot::Stopped) {
+                            return;
+                        }
+                        *slot = Slot::Recovering {
+                            attempts,
+                            last_error: Some(e.to_string()),
+                        };
+                    }
+                    std::thread::sleep(RETRY_PAUSE);
+                }
+            }
+        }
+    }
+
+    /// The coordinator, once ready.
+    ///
+    /// # Errors
+    /// [`TxnFailure::NotReady`] while recovery runs or after [`NodeCoordinator::shutdown`].
+    pub fn client(&self) -> Result<TxnClient, TxnFailure> {
+        match &*self.slot.lock() {
+            Slot::Ready(c) => Ok(c.clone()),
+            Slot::Recovering {
+                attempts,
+                last_error,
+            } => Err(TxnFailure::NotReady {
+                node: self.node,
+                detail: match last_error {
+                    Some(e) => format!(
+                        "settling a previous run's in-doubt transactions, attempt {attempts} failed: {e}"
+                    ),
+                    None => "settling a previous run's in-doubt transactions".into(),
+                },
+            }),
+            Slot::Stopped => Err(TxnFailure::NotReady {
+                node: self.node,
+                detail: "the node is stopping".into(),
+            }),
+        }
+    }
+
+    /// Where the coordinator stands.
+    pub fn state(&self) -> CoordinatorState {
+        match &*self.slot.lock() {
+            Slot::Ready(c) => {
+                let r = c.binlog_recovery().unwrap_or_default();
+                let n = |v: &Vec<u64>| u64::try_from(v.len()).unwrap_or(u64::MAX);
+                CoordinatorState::Ready {
+                    binlog_dir: self.binlog_dir.as_ref().map(|d| d.display().to_string()),
+                    recovered_already_logged: n(&r.already_logged),
+                    recovered_logged_now: n(&r.logged_now),
+                    recovered_rolled_back: n(&r.rolled_back),
+                }
+            }
+            Slot::Recovering {
+                attempts,
+                last_error,
+            } => CoordinatorState::Recovering {
+                attempts: *attempts,
+                last_error: last_error.clone(),
+            },
+            Slot::Stopped => CoordinatorState::Recovering {
+                attempts: 0,
+                last_error: Some("the node is stopping".into()),
+            },
+        }
+    }
+
+    /// Stops taking transactions and closes the coordinator (its binlog is closed once the
+    /// last session holding a clone lets go). A background opening gives up.
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        *self.slot.lock() = Slot::Stopped;
+    }
+}
