@@ -8,13 +8,19 @@
 //! prewritten first (its binlog cache fills and spills meanwhile, as MariaDB writes rows
 //! while a statement runs); the measured window opens at its commit step (commit
 //! timestamp, the primary's commit, its binlog group) and lasts `--window-ms`; its
-//! secondaries are committed in the background inside the window. Methods: `none` (no
+//! secondaries are committed in the background in paced batches (`ClientConfig`'s
+//! `secondary_batch_keys` and `secondary_pace`, set by `--secondary-batch-keys` and
+//! `--secondary-pace-ms`), inside the window or past it. Methods: `none` (no
 //! large transaction), `copy` (its cache copied into the binlog under the log lock),
 //! `rename` (its cache file renamed into a new binlog file). Each run uses a fresh cluster.
 //!
 //! Reported per (size, method): the small commits' p50/p99/max latency in the window
 //! (`commit()` call to return), the max during the commit step and after it (secondaries
-//! in flight), the step's duration, and the binlog's rename count.
+//! in flight), the step's duration, and the binlog's rename count; and the secondaries'
+//! effect: how long they took from the commit's return until the last batch was done, how
+//! many batches and how long the pauses between them, and the small commits' p99/max
+//! while they were in flight (small clients keep committing until they are done, also
+//! past the window).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,6 +43,12 @@ FLAGS:
     --window-ms N     measured window from the start of the commit step (default 2000)
     --value-kib N     value size of the large transaction's rows in KiB (default 64)
     --repeat N        runs per (size, method), interleaved; figures are the medians (default 5)
+    --secondary-batch-keys N
+                      keys per background commit batch of the large transaction's
+                      secondaries (default: ClientConfig's, 256)
+    --secondary-pace-ms N
+                      pause between two such batches in ms, 0 for none (default:
+                      ClientConfig's, 2)
     --json            print one JSON object per (size, method) instead of a table
     --help            print this and exit
 ";
@@ -66,6 +78,8 @@ struct Args {
     value_kib: usize,
     repeat: usize,
     json: bool,
+    batch_keys: usize,
+    pace: Option<Duration>,
 }
 
 fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
@@ -82,6 +96,8 @@ fn parse_args() -> Result<Option<Args>, String> {
         value_kib: 64,
         repeat: 5,
         json: false,
+        batch_keys: ClientConfig::default().secondary_batch_keys,
+        pace: ClientConfig::default().secondary_pace,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -122,12 +138,26 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--window-ms" => args.window = Duration::from_millis(number("--window-ms", &value()?)?),
             "--value-kib" => args.value_kib = number("--value-kib", &value()?)?,
             "--repeat" => args.repeat = number("--repeat", &value()?)?,
+            "--secondary-batch-keys" => {
+                args.batch_keys = number("--secondary-batch-keys", &value()?)?;
+            }
+            "--secondary-pace-ms" => {
+                let ms: u64 = number("--secondary-pace-ms", &value()?)?;
+                args.pace = (ms > 0).then(|| Duration::from_millis(ms));
+            }
             other => return Err(format!("unknown flag '{other}' (see --help)")),
         }
     }
-    if args.clients == 0 || args.value_kib == 0 || args.window.is_zero() || args.repeat == 0 {
+    if args.clients == 0
+        || args.value_kib == 0
+        || args.window.is_zero()
+        || args.repeat == 0
+        || args.batch_keys == 0
+    {
         return Err(
-            "--clients, --value-kib, --window-ms and --repeat must be at least 1".to_string(),
+            "--clients, --value-kib, --window-ms, --repeat and --secondary-batch-keys \
+             must be at least 1"
+                .to_string(),
         );
     }
     Ok(Some(args))
@@ -146,6 +176,14 @@ struct Point {
     step_ms: f64,
     prewrite_s: f64,
     renames: u64,
+    /// From the large commit's return until its last secondary batch was done.
+    secondaries_ms: f64,
+    secondary_batches: u64,
+    secondary_pause_ms: f64,
+    /// Small commits started while the secondaries were in flight.
+    sec_commits: usize,
+    sec_p99_us: u64,
+    sec_max_us: u64,
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -200,6 +238,8 @@ fn run(args: &Args, big_mib: u64, method: Method) -> Result<Point, String> {
         .with_commit_by_rename(method == Method::Rename);
     let config = ClientConfig {
         async_secondaries: true,
+        secondary_batch_keys: args.batch_keys,
+        secondary_pace: args.pace,
         lock_ttl_ms: 60_000,
         binlog: Some(binlog),
         ..ClientConfig::default()
@@ -257,6 +297,19 @@ fn run(args: &Args, big_mib: u64, method: Method) -> Result<Point, String> {
         r.map_err(|e| format!("the large transaction did not commit: {e}"))?;
         acked = at;
     }
+    // The secondaries are done when the client counts its (only) paced transaction; small
+    // transactions fit in one batch and are never paced.
+    let mut secondaries_done = acked;
+    if method != Method::None {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while client.counters().secondary_paced_txns == 0 {
+            if Instant::now() > deadline {
+                return Err("the large transaction's secondaries took over 10 min".to_string());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        secondaries_done = Instant::now();
+    }
     let window_end = window_start + args.window;
     std::thread::sleep(window_end.saturating_duration_since(Instant::now()));
     stop.store(true, Ordering::Relaxed);
@@ -272,6 +325,13 @@ fn run(args: &Args, big_mib: u64, method: Method) -> Result<Point, String> {
         .iter()
         .filter(|(at, _)| *at >= window_start && *at < window_end)
         .collect();
+    let mut in_secondaries: Vec<u64> = samples
+        .iter()
+        .filter(|(at, _)| *at >= acked && *at < secondaries_done)
+        .map(|(_, d)| us(*d))
+        .collect();
+    in_secondaries.sort_unstable();
+    let counters = client.counters();
     let max_in = |from: Instant, to: Instant| {
         in_window
             .iter()
@@ -298,6 +358,12 @@ fn run(args: &Args, big_mib: u64, method: Method) -> Result<Point, String> {
         step_ms: (acked - window_start).as_secs_f64() * 1e3,
         prewrite_s,
         renames,
+        secondaries_ms: (secondaries_done - acked).as_secs_f64() * 1e3,
+        secondary_batches: counters.secondary_paced_batches,
+        secondary_pause_ms: counters.secondary_pause_us as f64 / 1e3,
+        sec_commits: in_secondaries.len(),
+        sec_p99_us: percentile(&in_secondaries, 0.99),
+        sec_max_us: in_secondaries.last().copied().unwrap_or(0),
     })
 }
 
@@ -320,6 +386,12 @@ fn median_point(big_mib: u64, method: Method, runs: &[Point]) -> Point {
         step_ms: med(runs.iter().map(|r| r.step_ms).collect()),
         prewrite_s: med(runs.iter().map(|r| r.prewrite_s).collect()),
         renames: runs.iter().map(|r| r.renames).min().unwrap_or(0),
+        secondaries_ms: med(runs.iter().map(|r| r.secondaries_ms).collect()),
+        secondary_batches: med(runs.iter().map(|r| r.secondary_batches).collect()),
+        secondary_pause_ms: med(runs.iter().map(|r| r.secondary_pause_ms).collect()),
+        sec_commits: med(runs.iter().map(|r| r.sec_commits).collect()),
+        sec_p99_us: med(runs.iter().map(|r| r.sec_p99_us).collect()),
+        sec_max_us: med(runs.iter().map(|r| r.sec_max_us).collect()),
     }
 }
 
@@ -349,6 +421,12 @@ fn main() -> ExitCode {
             ("step ms", 9),
             ("prewrite s", 11),
             ("renames", 7),
+            ("sec ms", 8),
+            ("sec batches", 11),
+            ("sec pause ms", 12),
+            ("sec commits", 11),
+            ("sec p99 us", 10),
+            ("sec max us", 10),
             ("max us of each run", 0),
         ];
         let cols: Vec<String> = heads.iter().map(|(h, w)| format!("{h:>w$}")).collect();
@@ -371,7 +449,7 @@ fn main() -> ExitCode {
             let p = median_point(size, method, &runs[m]);
             let maxima: Vec<u64> = runs[m].iter().map(|r| r.max_us).collect();
             // (name, JSON value, table column width) of each figure.
-            let fields: [(&str, String, usize); 13] = [
+            let fields: [(&str, String, usize); 19] = [
                 ("big_mib", p.big_mib.to_string(), 8),
                 ("method", format!("\"{}\"", p.method.name()), 8),
                 ("repeats", runs[m].len().to_string(), 7),
@@ -384,6 +462,16 @@ fn main() -> ExitCode {
                 ("step_ms", format!("{:.2}", p.step_ms), 9),
                 ("prewrite_s", format!("{:.1}", p.prewrite_s), 11),
                 ("renames", p.renames.to_string(), 7),
+                ("secondaries_ms", format!("{:.1}", p.secondaries_ms), 8),
+                ("secondary_batches", p.secondary_batches.to_string(), 11),
+                (
+                    "secondary_pause_ms",
+                    format!("{:.1}", p.secondary_pause_ms),
+                    12,
+                ),
+                ("sec_small_commits", p.sec_commits.to_string(), 11),
+                ("sec_p99_us", p.sec_p99_us.to_string(), 10),
+                ("sec_max_us", p.sec_max_us.to_string(), 10),
                 ("max_us_runs", format!("{maxima:?}").replace(' ', ""), 0),
             ];
             if args.json {

@@ -29,6 +29,16 @@ pub struct ClientCounters {
     pub locks_resolved: u64,
     /// Heartbeats sent.
     pub heartbeats: u64,
+    /// Commit batches of secondaries sent by the background path (`async_secondaries`),
+    /// as planned (a batch that meets a region change is still one).
+    pub secondary_batches: u64,
+    /// Of those, batches of paced transactions (whose secondaries took more than one).
+    pub secondary_paced_batches: u64,
+    /// Transactions whose background secondaries went in more than one batch (paced),
+    /// counted once their last batch is done.
+    pub secondary_paced_txns: u64,
+    /// Microseconds the background path paused between batches (`secondary_pace`).
+    pub secondary_pause_us: u64,
 }
 
 /// The live counters behind [`ClientCounters`].
@@ -46,6 +56,10 @@ pub(crate) struct Counters {
     pub(crate) region_error_retries: AtomicU64,
     pub(crate) locks_resolved: AtomicU64,
     pub(crate) heartbeats: AtomicU64,
+    pub(crate) secondary_batches: AtomicU64,
+    pub(crate) secondary_paced_batches: AtomicU64,
+    pub(crate) secondary_paced_txns: AtomicU64,
+    pub(crate) secondary_pause_us: AtomicU64,
 }
 
 /// Adds one to `counter`.
@@ -70,6 +84,10 @@ impl Counters {
             region_error_retries: get(&self.region_error_retries),
             locks_resolved: get(&self.locks_resolved),
             heartbeats: get(&self.heartbeats),
+            secondary_batches: get(&self.secondary_batches),
+            secondary_paced_batches: get(&self.secondary_paced_batches),
+            secondary_paced_txns: get(&self.secondary_paced_txns),
+            secondary_pause_us: get(&self.secondary_pause_us),
         }
     }
 

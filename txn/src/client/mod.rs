@@ -23,6 +23,7 @@ mod hot_op;
 mod hot_update;
 mod hot_update_counters;
 mod mode;
+mod pacing;
 mod pessimistic;
 mod region_cache;
 mod resolver;

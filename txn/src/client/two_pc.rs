@@ -12,6 +12,7 @@ use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply};
 use super::error::TxnError;
 use super::region_cache::CachedRegion;
+use super::secondaries::SecondaryJob;
 use crate::{
     CommitKind, Context, KeyError, KvRequest, KvResponse, LockInfo, LockType, Mutation, MvccError,
     PessimisticAction, TxnProps, TxnStatus,
@@ -23,7 +24,7 @@ const MAX_COMMIT_TS_RETRIES: usize = 8;
 
 /// Backoff budget for committing secondaries after the commit point and for cleaning up
 /// after a failed prewrite: past it, the locks are left to lock resolution.
-const CLEANUP_BUDGET: Duration = Duration::from_secs(2);
+pub(crate) const CLEANUP_BUDGET: Duration = Duration::from_secs(2);
 
 /// Where a commit stops early: only for tests that simulate a coordinator crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,12 +132,12 @@ impl ClientCore {
         }
         // Binlog step 3: the group, before the secondaries and the answer.
         step.committed(commit_ts)?;
+        // In the background (paced, keys only: the values are written) or right here.
         match self.secondaries.get() {
             Some(tx) => {
-                if let Err(e) = tx.send((plan.clone(), commit_ts)) {
+                if tx.send(SecondaryJob::new(plan, commit_ts)).is_err() {
                     // The workers are gone: commit them here.
-                    let (plan, commit_ts) = e.into_inner();
-                    self.commit_secondaries(&plan, commit_ts);
+                    self.commit_secondaries(plan, commit_ts);
                 }
             }
             None => self.commit_secondaries(plan, commit_ts),
@@ -300,7 +301,8 @@ impl ClientCore {
         }
     }
 
-    /// Commits every key but the primary, region by region. Failures are logged, not
+    /// Commits every key but the primary, every region at once (the foreground path and the
+    /// fallback of the paced background one, `secondaries.rs`). Failures are logged, not
     /// returned: the transaction is committed, and a reader meeting a leftover lock commits
     /// it from the primary's record.
     pub(crate) fn commit_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
@@ -354,7 +356,15 @@ impl ClientCore {
         );
     }
 
-    fn release_keys(&self, start_ts: u64, keys: Vec<Vec<u8>>, kind: KeysKind, budget: Duration) {
+    /// Applies `kind` to `keys` of `start_ts` in region batches, one after the other on
+    /// this thread (best effort within `budget`; what is left goes to lock resolution).
+    pub(crate) fn release_keys(
+        &self,
+        start_ts: u64,
+        keys: Vec<Vec<u8>>,
+        kind: KeysKind,
+        budget: Duration,
+    ) {
         if keys.is_empty() {
             return;
         }
@@ -424,9 +434,12 @@ impl RegionBatch for Prewrite<'_> {
 
 /// What a [`KeysOp`] does to its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeysKind {
+pub(crate) enum KeysKind {
+    /// Commit at `commit_ts`.
     Commit { commit_ts: u64 },
+    /// Roll back (removing prewritten or pessimistic locks).
     Rollback,
+    /// Release pessimistic locks taken at or before `for_update_ts`.
     PessimisticRollback { for_update_ts: u64 },
 }
 
