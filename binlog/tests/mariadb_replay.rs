@@ -1,7 +1,7 @@
 //! A key-value workload written with this crate replays into a real MariaDB server in its
 //! default STRICT mode: `mariadb-binlog FILES | mariadb`, then the table equals the model.
 //!
-//! The server is a private one ([`crate::mariadb_server`]); the test is skipped with a
+//! The server is a private one (`surge_testkit::mariadb_server`); the test is skipped with a
 //! message when MariaDB is not installed, and fails then if `SURGE_REQUIRE_MARIADB_SERVER=1`.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use surge_binlog::{Binlog, CommitMethod, TxnCache};
 
 use crate::common::test_config;
-use crate::mariadb_server::MariadbServer;
+use surge_testkit::mariadb_server::MariadbServer;
 
 /// The table the kv events describe (see the `surge_binlog` kv docs).
 const CREATE_KV: &str = "CREATE DATABASE surgedb; \

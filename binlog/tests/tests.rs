@@ -11,7 +11,6 @@ mod crash;
 mod dir_lock;
 mod fixtures;
 mod mariadb_replay;
-mod mariadb_server;
 mod mariadb_tool;
 mod power_loss;
 mod reading;

@@ -9,13 +9,11 @@
 #![allow(clippy::unwrap_used)] // Test code: a failure is the test failing.
 
 mod common;
-mod register_support;
 
 use std::time::{Duration, Instant};
 
 use common::{ProcCluster, long, region_of};
-use register_support::history::{History, Op, OpKind};
-use register_support::linearizability::check_registers;
+use surge_testkit::{History, Op, OpKind, check_registers};
 use surge_txn::{TxnClient, TxnError, TxnMode};
 
 const REGISTERS: u64 = 3;

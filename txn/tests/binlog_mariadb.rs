@@ -5,14 +5,13 @@
 //! then when `SURGE_REQUIRE_MARIADB_BINLOG=1` / `SURGE_REQUIRE_MARIADB_SERVER=1`, as in CI.
 
 mod binlog_support;
-mod support_mariadb;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use binlog_support::{Table, check_binlog, cluster, key, mariadb_binlog, store_table};
-use support_mariadb::MariadbServer;
+use surge_testkit::mariadb_server::MariadbServer;
 use surge_txn::{BinlogOptions, ClientConfig, TxnClient, TxnMode};
 
 /// A coordinator with small binlog files (rotation) and a 1 MiB rename threshold.

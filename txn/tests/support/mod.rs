@@ -1,17 +1,15 @@
 //! Shared helpers of the workload and scenario tests: a seeded generator, a three-node test
-//! cluster, a fault schedule, a history recorder and a register linearizability checker.
+//! cluster, a fault schedule, and (from `surge-testkit`) a history recorder and a register
+//! linearizability checker.
 
 #![allow(dead_code, unused_imports)] // each test binary uses its own subset
 #![allow(unreachable_pub)] // test helpers are `pub` for their sibling modules
 
 mod cluster_env;
 mod fault_schedule;
-mod history;
-mod linearizability;
 mod rng;
 
 pub use cluster_env::{Layout, TestCluster, fault_tolerant_client};
 pub use fault_schedule::{Fault, FaultSchedule};
-pub use history::{History, Op, OpKind};
-pub use linearizability::check_registers;
 pub use rng::{SplitMix64, long_run, seed_for};
+pub use surge_testkit::{History, Op, OpKind, check_registers};

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::history::{Op, OpKind};
+use crate::history::{Op, OpKind};
 
 /// Checks every key's history. `Err` describes the first key without a linearization and
 /// lists its operations.
@@ -395,7 +395,7 @@ mod tests {
     /// outcomes is accepted fast, and one stale read appended to it is found.
     #[test]
     fn long_histories_are_decided_quickly() {
-        let mut rng = super::super::rng::SplitMix64::new(7);
+        let mut rng = crate::SplitMix64::new(7);
         let mut value = 0;
         let mut next = 1;
         let mut h = Vec::new();
