@@ -122,6 +122,14 @@ fn every_acknowledged_member_is_its_own_binlog_transaction_in_arrival_order() {
         .map(|g| g.changes.len())
         .filter(|&k| k > 0)
         .collect();
+    eprintln!(
+        "{} members in {} hot-row groups: binlog commits +{}, groups +{}, fsyncs +{}",
+        acked.len(),
+        kept_groups.len(),
+        stats.commits - stats_before.commits,
+        stats.groups - stats_before.groups,
+        stats.syncs - stats_before.syncs
+    );
     assert!(
         kept_groups.iter().any(|&k| k > 1),
         "no group kept two members"
