@@ -370,8 +370,17 @@ enum BinlogCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A node runs for its whole life in `node`: it must not hold the standard output lock
+    // (its other threads write there too: a crash point's `reached` line would block
+    // forever), so it gets the unlocked handle.
+    let command = match cli.command {
+        Command::Node(args) => {
+            return exit_with("surgedb node", or_ok(node(args, &mut std::io::stdout())));
+        }
+        other => other,
+    };
     let mut stdout = std::io::stdout().lock();
-    let (context, failure) = match cli.command {
+    let (context, failure) = match command {
         Command::Demo => match surgedb::demo::run(&mut stdout) {
             Err(e) if !e.is_broken_pipe() => ("surgedb demo", e.to_string()),
             _ => return ExitCode::SUCCESS,
@@ -388,12 +397,18 @@ fn main() -> ExitCode {
             "surgedb binlog verify",
             or_ok(binlog_verify(&dir, mariadb, &mut stdout)),
         ),
-        Command::Node(args) => ("surgedb node", or_ok(node(args, &mut stdout))),
+        Command::Node(_) => return ExitCode::SUCCESS, // run above
         Command::Cluster { command } => ("surgedb cluster", or_ok(cluster(command, &mut stdout))),
         Command::Kv { command } => ("surgedb kv", or_ok(kv(command, &mut stdout))),
         Command::Txn { target, file } => ("surgedb txn", or_ok(txn(&target, &file, &mut stdout))),
         Command::Bench { command } => ("surgedb bench", or_ok(bench(command, &mut stdout))),
     };
+    drop(stdout);
+    exit_with(context, failure)
+}
+
+/// Success for an empty failure; else prints `context: failure` to standard error.
+fn exit_with(context: &str, failure: String) -> ExitCode {
     if failure.is_empty() {
         return ExitCode::SUCCESS;
     }

@@ -84,11 +84,20 @@ impl ProcCluster {
             .pid
     }
 
-    /// `kill -9` of node `node`'s process, waiting until it is gone.
+    /// `kill -9` of node `node`'s process, waiting until it is gone with all its threads.
+    ///
+    /// The process shows as a zombie as soon as its main thread has exited, while its other
+    /// threads may still be exiting with the open files (the `flock` on `DIR/LOCK`
+    /// included); a restart in that window is refused as "in use by another process". A
+    /// thread leaves `/proc/PID/task` only after it closed its files, so the wait lasts
+    /// until the main thread is the only one listed (or the process is gone).
     pub fn kill9(&self, node: u64) {
         let pid = self.pid(node);
         assert!(signal(pid, "KILL"), "kill -9 {pid}");
-        wait_until(Duration::from_secs(10), || !surgedb::local::is_alive(pid));
+        wait_until(Duration::from_secs(10), || {
+            !surgedb::local::is_alive(pid)
+                && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count) <= 1
+        });
     }
 
     /// SIGSTOP / SIGCONT of node `node`'s process.

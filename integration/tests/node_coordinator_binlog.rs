@@ -1,0 +1,574 @@
+//! Transactions run by the nodes' own coordinators (`Client::begin`, `Client::hot_update`,
+//! `surgedb kv put`) on 3 node processes, and the binlog each node writes in `DIR/binlog`:
+//!
+//! - every binlog file of every node read by `mariadb-binlog --verify-binlog-checksum -v`
+//!   (required when `SURGE_REQUIRE_MARIADB_BINLOG=1`, as in CI), every acknowledged commit
+//!   present exactly once, no rolled-back one present, each node's GTIDs in its own domain;
+//! - a node process `kill -9`ed while its coordinator commits (at a named point of the
+//!   commit path, and at a random moment under load), restarted: its recovery settles the
+//!   in-doubt transactions and the same checks hold;
+//! - `surgedb binlog verify` on the cluster directory, and on a damaged file.
+//!
+//! `SURGE_LONG=1` runs more kill cycles.
+
+#![allow(clippy::unwrap_used)] // Test code: a failure is the test failing.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{ProcCluster, long, surgedb, wait_until};
+use parking_lot::Mutex;
+use surge_txn::{HotHints, HotOp, TXN_CRASH_ENV, TxnError, TxnMode, txn_crash_points};
+use surgedb::local::ClusterManifest;
+use surgedb::wire::CoordinatorState;
+use surgedb::{Client, ClientError};
+
+/// What happened to one transaction, as its client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// `commit` returned a commit timestamp.
+    Acked,
+    /// Rolled back by the client, or failed before commit was sent: must not be logged.
+    NotCommitted,
+    /// The commit's answer was lost: logged exactly when it committed.
+    Undetermined,
+}
+
+/// Every transaction's marker value (unique per transaction) and outcome.
+type Ledger = Arc<Mutex<BTreeMap<String, (Vec<u8>, Outcome)>>>;
+
+/// One transaction writing `marker` under two keys in two regions (first bytes `a` and
+/// `x`), so that it commits in two phases; `rollback` ends it with a rollback instead.
+fn run_one(client: &Client, node: Option<u64>, marker: &str, rollback: bool) -> Outcome {
+    let mode = if marker.len().is_multiple_of(2) {
+        TxnMode::Pessimistic
+    } else {
+        TxnMode::Optimistic
+    };
+    let begun = match node {
+        Some(n) => client.begin_on(n, mode),
+        None => client.begin(mode),
+    };
+    let Ok(mut t) = begun else {
+        return Outcome::NotCommitted;
+    };
+    let key_a = format!("a/{marker}");
+    if t.put(key_a.as_bytes(), marker.as_bytes()).is_err()
+        || t.put(format!("x/{marker}").as_bytes(), marker.as_bytes())
+            .is_err()
+    {
+        return Outcome::NotCommitted;
+    }
+    if rollback {
+        let _ = t.rollback();
+        return Outcome::NotCommitted;
+    }
+    match t.commit() {
+        Ok(_) => Outcome::Acked,
+        Err(ClientError::Txn(TxnError::Undetermined { .. })) => Outcome::Undetermined,
+        Err(ClientError::Txn(e)) if e.is_retryable() || matches!(e, TxnError::Binlog { .. }) => {
+            Outcome::NotCommitted
+        }
+        Err(e) => panic!("commit of {marker}: unexpected error {e}"),
+    }
+}
+
+/// A transaction of the binlog as `mariadb-binlog -v` printed it.
+#[derive(Debug, Default)]
+struct Logged {
+    gtid: String,
+    values: Vec<String>,
+}
+
+/// Runs `mariadb-binlog --verify-binlog-checksum -v` on every binlog file of node `id`
+/// (index order) and parses its transactions; `None` when the tool is absent (skipped,
+/// unless `SURGE_REQUIRE_MARIADB_BINLOG=1`).
+fn mariadb_transactions(binlog_dir: &Path) -> Option<Vec<Logged>> {
+    let index = std::fs::read_to_string(binlog_dir.join("surge-bin.index")).unwrap();
+    let mut out = Vec::new();
+    for name in index.lines().filter(|l| !l.trim().is_empty()) {
+        let file = binlog_dir.join(name.trim_start_matches("./"));
+        let run = Command::new("mariadb-binlog")
+            .arg("--verify-binlog-checksum")
+            .arg("-v")
+            .arg(&file)
+            .output();
+        let run = match run {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                assert!(
+                    std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
+                    "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
+                );
+                eprintln!(
+                    "SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)"
+                );
+                return None;
+            }
+            Err(e) => panic!("running mariadb-binlog: {e}"),
+        };
+        let text = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            run.status.success(),
+            "mariadb-binlog refused {}: {}\n{}",
+            file.display(),
+            run.status,
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let mut current: Option<Logged> = None;
+        for line in text.lines() {
+            if let Some((_, gtid)) = line.split_once("\tGTID ") {
+                current = Some(Logged {
+                    gtid: gtid.split_whitespace().next().unwrap().to_string(),
+                    values: Vec::new(),
+                });
+            } else if let Some(v) = line.strip_prefix("###   @2=") {
+                if let Some(t) = current.as_mut() {
+                    t.values.push(v.trim_matches('\'').to_string());
+                }
+            } else if line.starts_with("COMMIT") {
+                out.extend(current.take());
+            }
+        }
+        assert!(
+            current.is_none(),
+            "{}: a transaction without COMMIT",
+            file.display()
+        );
+    }
+    Some(out)
+}
+
+/// Every node's logged transactions, by node id.
+fn logged_by_node(c: &ProcCluster) -> Option<BTreeMap<u64, Vec<Logged>>> {
+    let mut all = BTreeMap::new();
+    for n in &c.manifest.nodes {
+        all.insert(n.id, mariadb_transactions(&n.data.join("binlog"))?);
+    }
+    Some(all)
+}
+
+/// The checks on the whole cluster's binlog: each node's GTIDs are `N-N-seq` (its own
+/// domain and server id) with distinct sequence numbers; every acknowledged transaction's
+/// marker is in exactly one logged transaction, once per key; none of the not-committed
+/// ones is; an undetermined one is logged exactly when the store holds it.
+fn check_binlog(c: &ProcCluster, client: &Client, ledger: &Ledger) {
+    let Some(by_node) = logged_by_node(c) else {
+        return;
+    };
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for (node, txns) in &by_node {
+        let mut seqs = std::collections::BTreeSet::new();
+        for t in txns {
+            let parts: Vec<&str> = t.gtid.split('-').collect();
+            assert_eq!(parts.len(), 3, "GTID {}", t.gtid);
+            assert_eq!(
+                parts[0],
+                node.to_string(),
+                "domain of {} on node {node}",
+                t.gtid
+            );
+            assert_eq!(
+                parts[1],
+                node.to_string(),
+                "server of {} on node {node}",
+                t.gtid
+            );
+            assert!(seqs.insert(parts[2].to_string()), "GTID {} twice", t.gtid);
+            for v in &t.values {
+                *count.entry(v.clone()).or_default() += 1;
+            }
+        }
+    }
+    let ledger = ledger.lock();
+    let (mut acked, mut undetermined_in, mut undetermined_out, mut not) = (0, 0, 0, 0);
+    for (marker, (_, outcome)) in ledger.iter() {
+        let n = count.get(marker).copied().unwrap_or(0);
+        match outcome {
+            // Two keys, each one row event with the marker as its value.
+            Outcome::Acked => {
+                assert_eq!(
+                    n, 2,
+                    "acknowledged {marker} logged {n} times (want 2 rows, once)"
+                );
+                acked += 1;
+            }
+            Outcome::NotCommitted => {
+                assert_eq!(n, 0, "{marker} did not commit but is logged");
+                not += 1;
+            }
+            Outcome::Undetermined => {
+                let stored = client
+                    .txn()
+                    .get(format!("a/{marker}").as_bytes())
+                    .unwrap()
+                    .is_some();
+                assert_eq!(
+                    n,
+                    if stored { 2 } else { 0 },
+                    "undetermined {marker}: stored {stored}, logged {n}"
+                );
+                if stored {
+                    undetermined_in += 1;
+                } else {
+                    undetermined_out += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "binlog check: {} binlog transactions on {} nodes; {acked} acknowledged (each once), {not} not committed (none logged), undetermined {undetermined_in} committed+logged / {undetermined_out} absent",
+        by_node.values().map(Vec::len).sum::<usize>(),
+        by_node.len()
+    );
+}
+
+fn wait_coordinator_ready(
+    c: &ProcCluster,
+    client: &Client,
+    node: u64,
+    timeout: Duration,
+) -> CoordinatorState {
+    let start = Instant::now();
+    loop {
+        let state = client.coordinator_state(node);
+        if let Ok(s @ CoordinatorState::Ready { .. }) = state {
+            return s;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "node {node}'s coordinator not ready after {timeout:?}: {state:?}\nlog:\n{}",
+            c.log(node)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts node `id` of the cluster again with `env` set (a crash point), recording its
+/// pid in the manifest as `surgedb cluster start` does. The caller kills and waits for it.
+fn restart_with_env(c: &ProcCluster, id: u64, env: (&str, &str)) -> std::process::Child {
+    let mut manifest = ClusterManifest::load(&c.dir).unwrap();
+    let i = manifest.nodes.iter().position(|n| n.id == id).unwrap();
+    let node = manifest.nodes[i].clone();
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&node.log)
+        .unwrap();
+    let child = Command::new(common::exe())
+        .args(["node", "--id", &id.to_string(), "--listen", &node.addr])
+        .args(["--peers", &manifest.peers_arg()])
+        .arg("--data")
+        .arg(&node.data)
+        .args(["--cluster-id", &manifest.cluster_id])
+        .env(env.0, env.1)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    manifest.nodes[i].pid = child.id();
+    manifest.save(&c.dir).unwrap();
+    child
+}
+
+/// The workload of test (a): 3 threads, each transaction on the next node's coordinator
+/// (round-robin), every 4th rolled back.
+fn workload(client: &Client, ledger: &Ledger, threads: usize, per_thread: usize) {
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            let client = client.clone();
+            let ledger = ledger.clone();
+            s.spawn(move || {
+                for n in 0..per_thread {
+                    let marker = format!("t{w}-{n}");
+                    let outcome = run_one(&client, None, &marker, n % 4 == 3);
+                    ledger
+                        .lock()
+                        .insert(marker.clone(), (marker.into_bytes(), outcome));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn commits_through_node_coordinators_are_in_their_binlogs_exactly_once() {
+    let c = ProcCluster::start(3, "in-memory");
+    let client = c.client();
+    let ledger: Ledger = Arc::default();
+    workload(&client, &ledger, 3, if long() { 60 } else { 16 });
+    let acked = ledger
+        .lock()
+        .values()
+        .filter(|(_, o)| *o == Outcome::Acked)
+        .count();
+    assert!(acked >= 30, "only {acked} transactions acknowledged");
+
+    // Structured errors travel: an optimistic conflict is a WriteConflict.
+    let mut t1 = client.begin_on(1, TxnMode::Optimistic).unwrap();
+    t1.put(b"a/conflict", b"t1").unwrap();
+    let mut t2 = client.begin_on(2, TxnMode::Optimistic).unwrap();
+    t2.put(b"a/conflict", b"t2").unwrap();
+    t2.commit().unwrap();
+    assert!(
+        matches!(
+            t1.commit(),
+            Err(ClientError::Txn(TxnError::WriteConflict { .. }))
+        ),
+        "t1 should conflict"
+    );
+    ledger
+        .lock()
+        .insert("t1".into(), (b"t1".to_vec(), Outcome::NotCommitted));
+
+    // A transaction left open when its connection closes is rolled back by the node: its
+    // pessimistic lock is released at once (the next locker would wait 1 s and fail).
+    let mut held = client.begin_on(3, TxnMode::Pessimistic).unwrap();
+    held.put(b"a/held", b"left-open").unwrap();
+    drop(held);
+    let mut next = client.begin_on(1, TxnMode::Pessimistic).unwrap();
+    let took = Instant::now();
+    next.get_for_update(b"a/held").unwrap();
+    next.rollback().unwrap();
+    assert!(
+        took.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        took.elapsed()
+    );
+    let stats = client.router().remote(3).unwrap().server_stats().unwrap();
+    assert!(stats.txns_rolled_back_on_close >= 1, "{stats:?}");
+    ledger.lock().insert(
+        "left-open".into(),
+        (b"left-open".to_vec(), Outcome::NotCommitted),
+    );
+
+    // Hot-row updates through the nodes' coordinators: every member logged once.
+    let mut seed = client.begin(TxnMode::Optimistic).unwrap();
+    seed.put(b"h/row", b"0").unwrap();
+    seed.commit().unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let client = client.clone();
+            s.spawn(move || {
+                for _ in 0..5 {
+                    client
+                        .hot_update(b"h/row", HotOp::add(1), HotHints::hot_update())
+                        .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(client.txn().get(b"h/row").unwrap(), Some(b"20".to_vec()));
+
+    // `surgedb kv put` commits through a node's coordinator too: two one-key commits with
+    // the same value, so that the marker is logged twice like the others'.
+    for key in ["a/cli", "x/cli"] {
+        let (ok, out, err) = surgedb(&["kv", "put", "--cluster-dir", c.dir_str(), key, "from-cli"]);
+        assert!(ok && out.contains("committed at"), "{out}{err}");
+    }
+    ledger
+        .lock()
+        .insert("from-cli".into(), (b"from-cli".to_vec(), Outcome::Acked));
+
+    // The files are read with the nodes stopped (SIGTERM: the binlogs are closed).
+    assert_eq!(
+        surgedb::local::stop(&c.dir, Duration::from_secs(20))
+            .unwrap()
+            .len(),
+        3
+    );
+    check_binlog_offline(&c, &ledger);
+    if let Some(by_node) = logged_by_node(&c) {
+        let hot: Vec<String> = by_node
+            .values()
+            .flatten()
+            .flat_map(|t| t.values.clone())
+            .filter(|v| v.parse::<u64>().is_ok())
+            .collect();
+        let mut values: Vec<u64> = hot.iter().map(|v| v.parse().unwrap()).collect();
+        values.sort_unstable();
+        assert_eq!(
+            values,
+            (0..=20).collect::<Vec<_>>(),
+            "hot-row values logged"
+        );
+    }
+
+    // `surgedb binlog verify` on the cluster directory: every node's files.
+    let (ok, out, err) = surgedb(&["binlog", "verify", c.dir_str()]);
+    assert!(ok, "{out}{err}");
+    for n in 1..=3 {
+        assert!(
+            out.contains(&format!("node-{n}/binlog/surge-bin.000001")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("(cluster directory)"), "{out}");
+
+    // A damaged file is named with the offset of the bad event.
+    let damaged_dir = c.tmp.path().join("damaged");
+    std::fs::create_dir_all(&damaged_dir).unwrap();
+    let original = c.dir.join("node-1/binlog/surge-bin.000001");
+    let copy = damaged_dir.join("surge-bin.000001");
+    let mut bytes = std::fs::read(&original).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] ^= 0x5a;
+    std::fs::write(&copy, bytes).unwrap();
+    let (ok, out, err) = surgedb(&[
+        "binlog",
+        "verify",
+        damaged_dir.to_str().unwrap(),
+        "--mariadb",
+        "off",
+    ]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains(&copy.display().to_string()) && err.contains("at byte offset"),
+        "{err}"
+    );
+}
+
+/// [`check_binlog`] after the cluster was stopped: undetermined transactions are read from
+/// the store with the cluster started again.
+fn check_binlog_offline(c: &ProcCluster, ledger: &Ledger) {
+    let undetermined = ledger
+        .lock()
+        .values()
+        .any(|(_, o)| *o == Outcome::Undetermined);
+    assert!(
+        !undetermined,
+        "no fault was injected: nothing may be undetermined"
+    );
+    let Some(by_node) = logged_by_node(c) else {
+        return;
+    };
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for (node, txns) in &by_node {
+        for t in txns {
+            assert!(
+                t.gtid.starts_with(&format!("{node}-{node}-")),
+                "GTID {} on node {node}",
+                t.gtid
+            );
+            for v in &t.values {
+                *count.entry(v.clone()).or_default() += 1;
+            }
+        }
+    }
+    for (marker, (_, outcome)) in ledger.lock().iter() {
+        let n = count.get(marker).copied().unwrap_or(0);
+        match outcome {
+            Outcome::Acked => assert_eq!(n, 2, "acknowledged {marker} logged {n} times"),
+            _ => assert_eq!(n, 0, "{marker} did not commit but is logged {n} times"),
+        }
+    }
+}
+
+#[test]
+fn a_node_killed_while_its_coordinator_commits_settles_in_doubt_transactions_at_restart() {
+    let c = ProcCluster::start(3, "in-memory");
+    let client = c.client();
+    let ledger: Ledger = Arc::default();
+
+    // 1. Deterministic: node 1's coordinator stopped at a named point of the commit path,
+    // then killed with `kill -9`.
+    for (point, committed) in [
+        (txn_crash_points::AFTER_PRIMARY_COMMIT, true),
+        (txn_crash_points::AFTER_PREWRITE, false),
+    ] {
+        c.kill9(1);
+        let mut armed = restart_with_env(&c, 1, (TXN_CRASH_ENV, point));
+        wait_coordinator_ready(&c, &client, 1, Duration::from_secs(60));
+        let marker = format!("crash-{}", point.rsplit('.').next().unwrap());
+        let committing = {
+            let client = client.clone();
+            let marker = marker.clone();
+            std::thread::spawn(move || run_one(&client, Some(1), &marker, false))
+        };
+        wait_until(Duration::from_secs(30), || {
+            assert!(
+                !committing.is_finished(),
+                "{point}: the commit ended before reaching the point\nlog:\n{}",
+                c.log(1)
+            );
+            c.log(1).contains(&format!("reached {point}"))
+        });
+        c.kill9(1);
+        armed.wait().unwrap();
+        let outcome = committing.join().unwrap();
+        assert_eq!(outcome, Outcome::Undetermined, "{point}");
+        ledger
+            .lock()
+            .insert(marker.clone(), (marker.clone().into_bytes(), outcome));
+        c.restart(1);
+        let state = wait_coordinator_ready(&c, &client, 1, Duration::from_secs(60));
+        match state {
+            CoordinatorState::Ready {
+                recovered_logged_now,
+                recovered_rolled_back,
+                ..
+            } => {
+                if committed {
+                    assert_eq!(recovered_logged_now, 1, "{point}: {state:?}");
+                } else {
+                    assert_eq!(recovered_rolled_back, 1, "{point}: {state:?}");
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+        let stored = client.txn().get(format!("a/{marker}").as_bytes()).unwrap();
+        assert_eq!(stored.is_some(), committed, "{point}: store after recovery");
+    }
+
+    // 2. At a random moment: 3 threads commit through node 1's coordinator while its
+    // process is killed, then it is restarted.
+    let cycles = if long() { 3 } else { 1 };
+    for cycle in 0..cycles {
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers: Vec<_> = (0..3)
+            .map(|w| {
+                let client = client.clone();
+                let ledger = ledger.clone();
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::SeqCst) {
+                        let marker = format!("k{cycle}-{w}-{n}");
+                        let outcome = run_one(&client, Some(1), &marker, n % 5 == 4);
+                        ledger
+                            .lock()
+                            .insert(marker.clone(), (marker.into_bytes(), outcome));
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(1500));
+        c.kill9(1);
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::SeqCst);
+        for w in workers {
+            w.join().unwrap();
+        }
+        c.restart(1);
+        let state = wait_coordinator_ready(&c, &client, 1, Duration::from_secs(60));
+        eprintln!("cycle {cycle}: node 1 restarted: {state:?}");
+    }
+    let outcomes = ledger.lock().values().fold([0; 3], |mut a, (_, o)| {
+        a[*o as usize] += 1;
+        a
+    });
+    eprintln!(
+        "outcomes: acked {}, not committed {}, undetermined {}",
+        outcomes[0], outcomes[1], outcomes[2]
+    );
+    assert!(outcomes[0] >= 5, "too few acknowledged: {outcomes:?}");
+
+    check_binlog(&c, &client, &ledger);
+}
