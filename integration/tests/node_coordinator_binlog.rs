@@ -7,6 +7,8 @@
 //! - a node process `kill -9`ed while its coordinator commits (at a named point of the
 //!   commit path, and at a random moment under load), restarted: its recovery settles the
 //!   in-doubt transactions and the same checks hold;
+//! - a node restarted with an in-doubt transaction while its peers are down: it serves,
+//!   refuses transactions (`NotReady`) until its recovery can settle it, then logs it;
 //! - `surgedb binlog verify` on the cluster directory, and on a damaged file.
 //!
 //! `SURGE_LONG=1` runs more kill cycles.
@@ -545,6 +547,10 @@ fn a_node_killed_while_its_coordinator_commits_settles_in_doubt_transactions_at_
                             .lock()
                             .insert(marker.clone(), (marker.into_bytes(), outcome));
                         n += 1;
+                        if outcome != Outcome::Acked {
+                            // Node 1 is down: do not spin on refused connections.
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
                     }
                 })
             })
@@ -570,5 +576,74 @@ fn a_node_killed_while_its_coordinator_commits_settles_in_doubt_transactions_at_
     );
     assert!(outcomes[0] >= 5, "too few acknowledged: {outcomes:?}");
 
+    check_binlog(&c, &client, &ledger);
+}
+
+#[test]
+fn a_node_restarted_while_its_peers_are_down_refuses_transactions_until_its_recovery_settles() {
+    let c = ProcCluster::start(3, "in-memory");
+    let client = c.client();
+
+    // A transaction in doubt on node 1: its primary committed, its binlog group not written.
+    c.kill9(1);
+    let mut armed = restart_with_env(
+        &c,
+        1,
+        (TXN_CRASH_ENV, txn_crash_points::AFTER_PRIMARY_COMMIT),
+    );
+    wait_coordinator_ready(&c, &client, 1, Duration::from_secs(60));
+    let committing = {
+        let client = client.clone();
+        std::thread::spawn(move || run_one(&client, Some(1), "in-doubt", false))
+    };
+    wait_until(Duration::from_secs(30), || {
+        c.log(1).contains("reached txn.commit.after_primary_commit")
+    });
+    c.kill9(1);
+    armed.wait().unwrap();
+    assert_eq!(committing.join().unwrap(), Outcome::Undetermined);
+
+    // The whole cluster goes down; node 1 comes back alone.
+    c.kill9(2);
+    c.kill9(3);
+    c.restart(1);
+    let addr = c.manifest.node(1).unwrap().addr.clone();
+    let mut alone = None;
+    wait_until(Duration::from_secs(20), || {
+        alone = Client::connect(std::slice::from_ref(&addr), Default::default()).ok();
+        alone.is_some()
+    });
+    let alone = alone.unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    match alone.coordinator_state(1).unwrap() {
+        CoordinatorState::Recovering { .. } => {}
+        other => panic!("node 1 alone cannot settle its in-doubt transaction: {other:?}"),
+    }
+    match alone.begin_on(1, TxnMode::Optimistic) {
+        Err(ClientError::Coordinator(surgedb::wire::TxnFailure::NotReady { node: 1, .. })) => {}
+        other => panic!("a transaction before recovery: {other:?}"),
+    }
+
+    // The peers come back: recovery finishes in the background and logs it.
+    c.restart(2);
+    c.restart(3);
+    let state = wait_coordinator_ready(&c, &client, 1, Duration::from_secs(90));
+    assert!(
+        matches!(
+            state,
+            CoordinatorState::Ready {
+                recovered_logged_now: 1,
+                ..
+            }
+        ),
+        "{state:?}\n{}",
+        c.log(1)
+    );
+    let ledger: Ledger = Arc::default();
+    ledger.lock().insert(
+        "in-doubt".into(),
+        (b"in-doubt".to_vec(), Outcome::Undetermined),
+    );
+    assert!(client.txn().get(b"a/in-doubt").unwrap().is_some());
     check_binlog(&c, &client, &ledger);
 }

@@ -186,3 +186,64 @@ impl NodeCoordinator {
         *self.slot.lock() = Slot::Stopped;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{RemoteConfig, TcpRouter};
+    use surge_txn::BinlogOptions;
+
+    /// An attempt that fails (here: the binlog directory is held by another writer) is
+    /// retried in the background, transactions are refused meanwhile, and the coordinator
+    /// becomes ready once the cause is gone.
+    #[test]
+    fn a_failed_open_is_retried_and_transactions_wait_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let binlog = dir.path().join("binlog");
+        let holder = surge_binlog::Binlog::open(surge_binlog::BinlogConfig::new(&binlog)).unwrap();
+        let router: Arc<dyn NodeRouter> =
+            Arc::new(TcpRouter::new(Vec::new(), &RemoteConfig::default()).unwrap());
+        let config = ClientConfig {
+            binlog: Some(BinlogOptions::new(&binlog).with_server_id(7)),
+            ..ClientConfig::default()
+        };
+        let coordinator = NodeCoordinator::start(7, router, config).unwrap();
+        let start = std::time::Instant::now();
+        while !matches!(
+            coordinator.state(),
+            CoordinatorState::Recovering { attempts: 2.., .. }
+        ) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                coordinator.state()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match coordinator.client() {
+            Err(TxnFailure::NotReady { node: 7, detail }) => {
+                assert!(detail.contains("failed"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        holder.shutdown().unwrap();
+        drop(holder);
+        while coordinator.client().is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{:?}",
+                coordinator.state()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(matches!(
+            coordinator.state(),
+            CoordinatorState::Ready {
+                recovered_logged_now: 0,
+                ..
+            }
+        ));
+        coordinator.shutdown();
+        assert!(coordinator.client().is_err());
+    }
+}
