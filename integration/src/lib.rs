@@ -2,14 +2,15 @@
 //!
 //! This package (`surgedb`, not published) holds the `surgedb` command and what it runs:
 //! - [`server`]: [`server::NodeProcess`], one node of a cluster (a locked, stamped data
-//!   directory, `raft-lite` over a WAL and TCP, the txn crate's `KvNode`, a client server);
+//!   directory, `raft-lite` over a WAL and TCP, the txn crate's `KvNode`, a transaction
+//!   coordinator with its binlog in `DIR/binlog`, a client server);
 //! - [`wire`]: the client protocol (length-prefixed postcard frames, versioned handshake);
 //! - [`Client`], [`RemoteService`] and [`TcpRouter`]: the txn crate's `KvService` and
 //!   `NodeRouter` over TCP, with its `TxnClient` on top;
 //! - [`local`]: local clusters of node processes (`surgedb cluster start|stop|status`);
 //! - [`cli`]: `kv`, `txn FILE`, `cluster status` and `binlog verify`;
-//! - [`demo`] and [`scenarios`]: the demo (in-memory pessimistic locks and hot-row group
-//!   commit through `surge-txn`; binlog commit by rename on `surge-binlog`);
+//! - [`demo`] and [`scenarios`]: the demo (in-memory pessimistic locks, binlog commit by
+//!   rename and hot-row group commit, each through `surge-txn`);
 //! - [`bench`](mod@bench): `surgedb bench locks|hotspot|bigtxn`, the experiments with variants side by
 //!   side, as a table, JSON and an SVG plot;
 //! - [`dump`]: `binlog dump`.
@@ -26,10 +27,9 @@
 //!
 //! # What this package is not
 //!
-//! The nodes' coordinators do not write a binlog at commit yet (the txn crate's binlog at
-//! commit is not wired into `surgedb node`), so the big-transaction experiment runs on
-//! `surge-binlog` directly and says so. It is not a library to build on: depend on the
-//! component crates instead.
+//! It is not a library to build on: depend on the component crates instead. A node's binlog
+//! is not replicated (each node is its own MariaDB primary in its own GTID domain), and a
+//! region's data lives in memory, rebuilt from the Raft log at restart.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
