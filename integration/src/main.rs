@@ -496,7 +496,14 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             let reports: Vec<_> = manifest
                 .nodes
                 .iter()
-                .map(|n| (n.id, n.addr.clone(), client.node_status(n.id)))
+                .map(|n| {
+                    (
+                        n.id,
+                        n.addr.clone(),
+                        client.node_status(n.id),
+                        client.coordinator_state(n.id),
+                    )
+                })
                 .collect();
             let _ = writeln!(out, "cluster {}", manifest.cluster_id);
             cli::print_status(&reports, out).map_err(|e| e.to_string())

@@ -51,6 +51,15 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
         "{out}"
     );
     assert_eq!(out.matches("  1/1 ").count(), 3 * 16, "{out}");
+    // Every node's coordinator is up, with its own binlog under its data directory.
+    assert_eq!(
+        out.matches("  coordinator: ready, binlog ").count(),
+        3,
+        "{out}"
+    );
+    for node in 1..=3 {
+        assert!(out.contains(&format!("node-{node}/binlog")), "{out}");
+    }
 
     // Starting a running cluster starts nothing.
     let (ok, out, _) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);

@@ -15,5 +15,5 @@ pub use binlog_verify::{
 };
 pub use kv::{KvError, get, scan, write};
 pub use script_target::{ScriptTarget, ScriptTxn};
-pub use status::print_status;
+pub use status::{NodeReport, print_status};
 pub use txn_script::{ScriptError, ScriptOp, parse_script, run_script, show};

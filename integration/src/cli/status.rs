@@ -1,4 +1,5 @@
-//! `surgedb cluster status`: every node's regions, roles, epochs, lock tables and counters.
+//! `surgedb cluster status`: every node's regions, roles, epochs, lock tables and counters,
+//! and where its transaction coordinator stands.
 
 use std::io::Write;
 
@@ -6,16 +7,23 @@ use surge_raft_lite::NodeId;
 use surge_txn::NodeStatusReport;
 
 use crate::client::ClientError;
+use crate::wire::CoordinatorState;
+
+/// What `cluster status` learned of one node: its id, address, status report and
+/// coordinator state (or why each could not be had).
+pub type NodeReport = (
+    NodeId,
+    String,
+    Result<NodeStatusReport, ClientError>,
+    Result<CoordinatorState, ClientError>,
+);
 
 /// Prints each node's report (or why it could not be asked) as labelled tables.
 ///
 /// # Errors
 /// Only if `out` fails.
-pub fn print_status(
-    reports: &[(NodeId, String, Result<NodeStatusReport, ClientError>)],
-    out: &mut impl Write,
-) -> std::io::Result<()> {
-    for (node, addr, report) in reports {
+pub fn print_status(reports: &[NodeReport], out: &mut impl Write) -> std::io::Result<()> {
+    for (node, addr, report, coordinator) in reports {
         match report {
             Err(e) => writeln!(out, "node {node} at {addr}: DOWN ({e})")?,
             Ok(r) => {
@@ -28,6 +36,7 @@ pub fn print_status(
                     r.regions.len(),
                     r.memory_lock_bytes
                 )?;
+                writeln!(out, "  coordinator: {}", coordinator_text(coordinator))?;
                 writeln!(
                     out,
                     "  region     range  epoch leader   term  applied  mem locks  mem bytes  lock table"
@@ -95,4 +104,30 @@ pub fn print_status(
         out,
         "(leader: * marks the node answering; epoch: version/conf_ver)"
     )
+}
+
+/// One line on a node's transaction coordinator.
+fn coordinator_text(state: &Result<CoordinatorState, ClientError>) -> String {
+    match state {
+        Err(e) => format!("unknown ({e})"),
+        Ok(CoordinatorState::Ready {
+            binlog_dir,
+            recovered_already_logged,
+            recovered_logged_now,
+            recovered_rolled_back,
+        }) => format!(
+            "ready, binlog {}; recovery at start: {recovered_already_logged} already logged, \
+             {recovered_logged_now} logged, {recovered_rolled_back} rolled back",
+            binlog_dir.as_deref().unwrap_or("off")
+        ),
+        Ok(CoordinatorState::Recovering {
+            attempts,
+            last_error,
+        }) => format!(
+            "RECOVERING (attempt {attempts}{}): transactions refused until the cluster answers",
+            last_error
+                .as_deref()
+                .map_or(String::new(), |e| format!(", last error: {e}"))
+        ),
+    }
 }
