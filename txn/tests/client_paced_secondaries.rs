@@ -129,7 +129,7 @@ fn a_transaction_whose_secondaries_fit_in_one_batch_is_not_paced() {
     let started = Instant::now();
     while client.counters().secondary_batches == before.secondary_batches {
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < Duration::from_secs(4),
             "the one-batch secondaries waited for a pace"
         );
         std::thread::sleep(Duration::from_millis(1));
@@ -175,26 +175,26 @@ fn a_reader_meeting_a_secondary_not_yet_committed_gets_the_committed_value() {
 #[test]
 fn small_transactions_commit_while_a_large_ones_secondaries_are_in_flight() {
     let env = start(config(60_000));
-    let client = env.other_client(paced(4, 1 << 20, Some(Duration::from_millis(200))));
+    let client = env.other_client(paced(4, 1 << 20, Some(Duration::from_millis(500))));
     commit_big(&client, b"big");
     let big_committed = Instant::now();
-    // 12 batches 200 ms apart: in flight for at least 2.2 s. Meanwhile small transactions
+    // 12 batches 500 ms apart: in flight for at least 5.5 s. Meanwhile small transactions
     // of the same client, in regions the large one does not touch, commit, and their own
     // background secondaries do not wait behind the large set.
     let (a, b) = (key(3, "small"), key(7, "small"));
-    for i in 0..10u8 {
+    for i in 0..5u8 {
         let mut t = client.begin(TxnMode::Optimistic).expect("begin");
         t.put(&a, &[i]).expect("put");
         t.put(&b, &[i]).expect("put");
         let at = Instant::now();
         t.commit().expect("commit");
         assert!(
-            at.elapsed() < Duration::from_millis(1000),
+            at.elapsed() < Duration::from_millis(1500),
             "small commit {i} took {:?}",
             at.elapsed()
         );
-        // Its secondary's batch (one, not paced) is done within a second.
-        let deadline = Instant::now() + Duration::from_millis(1000);
+        // Its secondary's batch (one, not paced) is done soon, not after the large set.
+        let deadline = Instant::now() + Duration::from_millis(1500);
         while unpaced_batches(&client) < u64::from(i) + 1 {
             assert!(
                 Instant::now() < deadline,
@@ -213,7 +213,7 @@ fn small_transactions_commit_while_a_large_ones_secondaries_are_in_flight() {
     wait_paced(&client, 1, Duration::from_secs(30));
     // The small transactions' secondaries were committed by the background, not resolved.
     let reader = env.other_client(config(60_000));
-    assert_eq!(reader.get(&b).expect("get"), Some(vec![9]));
+    assert_eq!(reader.get(&b).expect("get"), Some(vec![4]));
     assert_eq!(reader.counters().locks_resolved, 0);
-    assert_eq!(unpaced_batches(&client), 10);
+    assert_eq!(unpaced_batches(&client), 5);
 }
