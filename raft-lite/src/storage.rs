@@ -182,6 +182,36 @@ pub trait LogStore: Send {
         crate::MAX_BYTES_LEN
     }
 
+    /// The writer of snapshot files for the driver's background snapshot thread, if this
+    /// store keeps snapshots in files of their own (see [`crate::SnapshotPersister`]).
+    /// `None` (the default) makes the driver write its groups' snapshots inline, through
+    /// [`LogStore::write`].
+    fn snapshot_persister(&self) -> Option<std::sync::Arc<dyn crate::SnapshotPersister>> {
+        None
+    }
+
+    /// Records `snapshot` of `group`, whose data the [`LogStore::snapshot_persister`]
+    /// already made durable in `file`, as the group's latest snapshot (durably, like a
+    /// write carrying it) and drops the entries it covers. A snapshot not newer than the
+    /// group's current one is not recorded and its file is deleted. The default stores
+    /// it inline, like [`LogStore::write`].
+    ///
+    /// # Errors
+    /// As [`LogStore::write`].
+    fn write_snapshot_ref(
+        &mut self,
+        group: u64,
+        snapshot: Snapshot,
+        file: crate::SnapshotFile,
+    ) -> Result<()> {
+        let _ = file;
+        self.write(&[GroupWrite {
+            group,
+            snapshot: Some(snapshot),
+            ..GroupWrite::default()
+        }])
+    }
+
     /// The stored hard state of `group` (stores override this to avoid copying the log).
     ///
     /// # Errors

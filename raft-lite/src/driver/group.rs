@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::proposal::Proposal;
 use super::state_machine::StateMachine;
-use crate::{EntryKind, Error, GroupWrite, RawNode, Ready, Role, Snapshot, SnapshotMeta};
+use crate::{EntryKind, Error, RawNode, Ready, Role, Snapshot, SnapshotMeta};
 
 pub(crate) struct Group {
     pub(crate) id: u64,
@@ -22,6 +22,9 @@ pub(crate) struct Group {
     pub(crate) snapshot_every: u64,
     /// No snapshot is taken before this applied index (set after one was too large).
     pub(crate) snapshot_retry_at: u64,
+    /// The index of the snapshot the background writer is persisting, if any: at most
+    /// one per group, and only a notice for this very snapshot is recorded.
+    pub(crate) snapshot_in_flight: Option<u64>,
     /// ReadIndex requests by context, waiting for the quorum check, with the time their
     /// caller gives up.
     pub(crate) reads: HashMap<u64, (Instant, Sender<crate::Result<u64>>)>,
@@ -164,9 +167,10 @@ impl Group {
             .retain(|(_, deadline, _)| *deadline > now);
     }
 
-    /// A snapshot of the state machine at the applied index, if the log grew enough.
-    pub(crate) fn maybe_snapshot(&mut self) -> Option<(GroupWrite, Snapshot)> {
-        if self.snapshot_every == 0 {
+    /// A snapshot of the state machine at the applied index, if the log grew enough and
+    /// none is in flight.
+    pub(crate) fn maybe_snapshot(&mut self) -> Option<Snapshot> {
+        if self.snapshot_every == 0 || self.snapshot_in_flight.is_some() {
             return None;
         }
         let applied = self.raw.applied();
@@ -177,22 +181,14 @@ impl Group {
         }
         let term = self.raw.term_at(applied)?;
         let conf = self.raw.conf_state_at(applied)?;
-        let snap = Snapshot {
+        Some(Snapshot {
             meta: SnapshotMeta {
                 index: applied,
                 term,
                 conf,
             },
             data: self.sm.snapshot(),
-        };
-        Some((
-            GroupWrite {
-                group: self.id,
-                snapshot: Some(snap.clone()),
-                ..GroupWrite::default()
-            },
-            snap,
-        ))
+        })
     }
 
     /// The snapshot just built could not be kept: wait another `snapshot_every` entries.

@@ -3,6 +3,7 @@
 mod group;
 mod node;
 mod proposal;
+mod snapshot_writer;
 mod state_machine;
 mod worker;
 

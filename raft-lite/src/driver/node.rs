@@ -10,11 +10,13 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 
 use super::proposal::Proposal;
+use super::snapshot_writer::SnapshotWriter;
 use super::state_machine::StateMachine;
 use super::worker::Worker;
 use crate::transport::Transport;
 use crate::{ConfChange, ConfState, Config, Error, LogStore, Message, NodeId, Snapshot};
 use crate::{Result, Role};
+use crate::{SnapshotFile, SnapshotPersister};
 
 /// Settings of a [`Node`].
 #[derive(Debug, Clone)]
@@ -73,6 +75,14 @@ pub struct NodeStatsSnapshot {
     pub applied: u64,
     /// Messages for unknown groups, dropped.
     pub unknown_group_messages: u64,
+    /// Snapshots this node's groups took of themselves and recorded (log compacted).
+    pub snapshots: u64,
+    /// Snapshots written by the background writer and then discarded (the group was
+    /// gone or already had a newer snapshot when the file became durable).
+    pub snapshots_discarded: u64,
+    /// Snapshots the background writer failed to write (retried after another
+    /// `snapshot_every` entries).
+    pub snapshot_failures: u64,
 }
 
 pub(crate) enum Input {
@@ -92,6 +102,8 @@ pub(crate) enum Input {
     /// A ReadIndex request and when its caller gives up.
     ReadIndex(u64, Instant, Sender<Result<u64>>),
     RemoveGroup(u64, Sender<Result<()>>),
+    /// The background writer finished a group's snapshot: its file, or why not.
+    SnapshotPersisted(u64, Snapshot, Result<SnapshotFile>),
     Stop,
 }
 
@@ -116,6 +128,13 @@ impl Mailbox {
 
 /// One node: a driver thread that ticks, steps, persists (one log write and fsync per
 /// iteration for all groups: group commit) and applies, for every group it hosts.
+///
+/// Snapshots the groups take of themselves (every [`NodeOptions::snapshot_every`] applied
+/// entries) are serialized on the driver thread ([`StateMachine::snapshot`]), then, if the
+/// store has a [`crate::SnapshotPersister`] (a [`crate::Wal`] does), written to their own
+/// file by a second thread, one per node: the driver goes on with every group meanwhile,
+/// and records the snapshot and compacts the group's log only once the file is durable.
+/// One snapshot per group is in flight at a time.
 pub struct Node {
     id: NodeId,
     tx: Sender<Input>,
@@ -142,8 +161,15 @@ impl Node {
         let (tx, rx) = crossbeam_channel::unbounded();
         let stats = Arc::new(Mutex::new(NodeStatsSnapshot::default()));
         let id = opts.raft.id;
+        let persister: Option<Arc<dyn SnapshotPersister>> = store.snapshot_persister();
+        let snapshots = match &persister {
+            Some(p) => Some(SnapshotWriter::start(id, p.clone(), tx.clone())?),
+            None => None,
+        };
         let mut driver = Worker {
             opts,
+            persister,
+            snapshots,
             store,
             transport,
             groups: BTreeMap::new(),

@@ -9,15 +9,21 @@ use parking_lot::Mutex;
 
 use super::group::Group;
 use super::node::{GroupStatus, Input, NodeOptions, NodeStatsSnapshot};
+use super::snapshot_writer::SnapshotWriter;
 use super::state_machine::StateMachine;
 use crate::transport::Transport;
 use crate::{
     ConfState, Error, GroupWrite, HardState, LogStore, RaftState, RawNode, Ready, Result, Snapshot,
+    SnapshotFile, SnapshotPersister,
 };
 
 /// Owns every group of the node; runs on the driver thread.
 pub(crate) struct Worker {
     pub(crate) opts: NodeOptions,
+    /// The store's snapshot file writer (`None`: snapshots are written inline).
+    pub(crate) persister: Option<Arc<dyn SnapshotPersister>>,
+    /// The background thread that runs `persister`.
+    pub(crate) snapshots: Option<SnapshotWriter>,
     pub(crate) store: Box<dyn LogStore>,
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) groups: BTreeMap<u64, Group>,
@@ -91,6 +97,10 @@ impl Worker {
     }
 
     fn shutdown(&mut self) {
+        // No snapshot file is written once the store closes.
+        if let Some(mut w) = self.snapshots.take() {
+            w.stop();
+        }
         let e = self.fatal.take().unwrap_or(Error::Stopped);
         for g in self.groups.values_mut() {
             g.fail_all(&e);
@@ -115,6 +125,11 @@ impl Worker {
                 }
                 Input::RemoveGroup(_, tx) => {
                     let _ = tx.send(Err(Error::Stopped));
+                }
+                Input::SnapshotPersisted(_, _, r) => {
+                    if let (Ok(f), Some(p)) = (r, &self.persister) {
+                        p.discard(&f);
+                    }
                 }
                 Input::Msg(..) | Input::Stop => {}
             }
@@ -221,8 +236,60 @@ impl Worker {
                 };
                 let _ = tx.send(r);
             }
+            Input::SnapshotPersisted(group, snap, r) => {
+                return self.snapshot_persisted(group, snap, r);
+            }
             Input::Stop => return true,
         }
+        false
+    }
+
+    /// The background writer made `snap` of `group` durable in a file (or failed to):
+    /// refer to it in the log and compact the group, or discard it if the group is gone
+    /// or already has a newer snapshot. True if the node must stop (storage failed).
+    fn snapshot_persisted(&mut self, group: u64, snap: Snapshot, r: Result<SnapshotFile>) -> bool {
+        let index = snap.meta.index;
+        let current = self
+            .groups
+            .get_mut(&group)
+            .filter(|g| g.snapshot_in_flight == Some(index));
+        let Some(g) = current else {
+            // Removed (and maybe added again) while the file was written.
+            if let (Ok(f), Some(p)) = (r, &self.persister) {
+                p.discard(&f);
+                self.stats.lock().snapshots_discarded += 1;
+            }
+            return false;
+        };
+        g.snapshot_in_flight = None;
+        let file = match r {
+            Ok(f) => f,
+            Err(e) => {
+                // Nothing refers to a file that failed: the log is intact; retry later.
+                tracing::error!(group, index, error = %e, "raft: snapshot file not written; log not compacted");
+                g.snapshot_skipped();
+                self.stats.lock().snapshot_failures += 1;
+                return false;
+            }
+        };
+        if g.raw.snapshot_index() >= index {
+            // A snapshot from the leader overtook it.
+            if let Some(p) = &self.persister {
+                p.discard(&file);
+            }
+            self.stats.lock().snapshots_discarded += 1;
+            return false;
+        }
+        let r = self
+            .store
+            .write_snapshot_ref(group, snap.clone(), file)
+            .and_then(|()| g.raw.compact(snap));
+        if let Err(e) = r {
+            tracing::error!(error = %e, "raft node stops: storage failed");
+            self.fatal = Some(e);
+            return true;
+        }
+        self.stats.lock().snapshots += 1;
         false
     }
 
@@ -273,6 +340,7 @@ impl Worker {
                 sm_leader_term: None,
                 snapshot_every: self.opts.snapshot_every,
                 snapshot_retry_at: 0,
+                snapshot_in_flight: None,
                 reads: HashMap::new(),
                 reads_confirmed: Vec::new(),
                 next_read_ctx: 0,
@@ -322,30 +390,50 @@ impl Worker {
             g.raw.advance();
             g.answer_reads(&rd);
             if let Some(s) = g.maybe_snapshot() {
-                if s.1.data.len() > crate::MAX_BYTES_LEN {
-                    // The log would refuse it (and a refused write stops the node): keep
-                    // the log instead and try again after another `snapshot_every`.
+                if s.data.len() > crate::MAX_BYTES_LEN {
+                    // Followers could not decode it, nor the store read it back (and a
+                    // refused write stops the node): keep the log instead and try again
+                    // after another `snapshot_every`.
                     tracing::error!(
                         group = id,
-                        bytes = s.1.data.len(),
+                        bytes = s.data.len(),
                         limit = crate::MAX_BYTES_LEN,
                         "raft: state machine snapshot too large; log not compacted"
                     );
                     g.snapshot_skipped();
                     continue;
                 }
-                snaps.push(s);
+                match &self.snapshots {
+                    // Written off this thread; recorded when durable (`snapshot_persisted`).
+                    Some(w) => {
+                        g.snapshot_in_flight = Some(s.meta.index);
+                        if !w.submit(id, s) {
+                            g.snapshot_in_flight = None;
+                            g.snapshot_skipped();
+                        }
+                    }
+                    None => snaps.push((id, s)),
+                }
             }
         }
         self.stats.lock().applied += applied;
         if !snaps.is_empty() {
-            let writes: Vec<GroupWrite> = snaps.iter().map(|(w, _)| w.clone()).collect();
+            let writes: Vec<GroupWrite> = snaps
+                .iter()
+                .map(|(id, s)| GroupWrite {
+                    group: *id,
+                    snapshot: Some(s.clone()),
+                    ..GroupWrite::default()
+                })
+                .collect();
             self.store.write(&writes)?;
-            for (w, s) in snaps {
-                if let Some(g) = self.groups.get_mut(&w.group) {
+            let done = snaps.len() as u64;
+            for (id, s) in snaps {
+                if let Some(g) = self.groups.get_mut(&id) {
                     g.raw.compact(s)?;
                 }
             }
+            self.stats.lock().snapshots += done;
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 mod fs;
 mod record;
 mod segment;
+mod snap_file;
 mod store;
 
 pub use fs::{DirLock, MemFs, StdFs, WalFile, WalFs};

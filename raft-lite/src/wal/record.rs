@@ -11,10 +11,10 @@
 use std::ops::Range;
 
 use crate::codec::{self, Reader};
-use crate::{Entry, Error, GroupWrite, HardState, RaftState, Result, SnapshotMeta};
+use crate::{Entry, Error, GroupWrite, HardState, RaftState, Result, SnapshotFile, SnapshotMeta};
 
-/// A group's write: snapshot position (data lives in the group's snapshot file), entries,
-/// hard state, applied in that order.
+/// A group's write: snapshot position and the file holding its data, entries, hard
+/// state, applied in that order.
 pub(crate) const REC_WRITE: u8 = 1;
 /// A group's whole state, written when old segments are retired; replaces what came before.
 pub(crate) const REC_CHECKPOINT: u8 = 2;
@@ -32,27 +32,28 @@ pub(crate) const ENTRY_RECORD_OVERHEAD: usize = PART_OVERHEAD + ENTRY_OVERHEAD;
 
 const HAS_SNAP: u8 = 1;
 const HAS_HS: u8 = 2;
+/// The snapshot's file is named in the record (name, body length, CRC). Records written
+/// before snapshot files were per snapshot lack it: their data is in `snap-<group>.bin`.
+const HAS_FILE: u8 = 4;
 
-fn encode_write(out: &mut Vec<u8>, w: &GroupWrite, entries: &[Entry]) {
+fn encode_write(out: &mut Vec<u8>, w: &GroupWrite, file: Option<&SnapshotFile>, entries: &[Entry]) {
     codec::put_u8(out, REC_WRITE);
     codec::put_u64(out, w.group);
-    put_body(
-        out,
-        w.snapshot.as_ref().map(|s| &s.meta),
-        entries,
-        w.hard_state.as_ref(),
-    );
+    let snap = w.snapshot.as_ref().map(|s| (&s.meta, file));
+    put_body(out, snap, entries, w.hard_state.as_ref());
 }
 
-fn encode_checkpoint(out: &mut Vec<u8>, group: u64, st: &RaftState, entries: &[Entry]) {
+fn encode_checkpoint(
+    out: &mut Vec<u8>,
+    group: u64,
+    st: &RaftState,
+    file: Option<&SnapshotFile>,
+    entries: &[Entry],
+) {
     codec::put_u8(out, REC_CHECKPOINT);
     codec::put_u64(out, group);
-    put_body(
-        out,
-        st.snapshot.as_ref().map(|s| &s.meta),
-        entries,
-        Some(&st.hard_state),
-    );
+    let snap = st.snapshot.as_ref().map(|s| (&s.meta, file));
+    put_body(out, snap, entries, Some(&st.hard_state));
     codec::put_conf_state(out, &st.conf);
 }
 
@@ -120,19 +121,20 @@ fn split(
 }
 
 /// Frames `w` into `out` (for segment `seq`) as records of at most `limit` bytes: parts,
-/// then the final write record. `payload` is scratch space. Returns the records framed.
+/// then the final write record, which names `file` as the snapshot's file. `payload` is
+/// scratch space. Returns the records framed.
 ///
 /// # Errors
 /// [`Error::WriteTooLarge`] (nothing is framed then).
 pub(crate) fn frame_write(
     out: &mut Vec<u8>,
     payload: &mut Vec<u8>,
-    seq: u64,
-    limit: usize,
+    (seq, limit): (u64, usize),
     w: &GroupWrite,
+    file: Option<&SnapshotFile>,
 ) -> Result<usize> {
     frame_split(out, payload, (seq, limit), w.group, &w.entries, |p, es| {
-        encode_write(p, w, es)
+        encode_write(p, w, file, es)
     })
 }
 
@@ -143,13 +145,12 @@ pub(crate) fn frame_write(
 pub(crate) fn frame_checkpoint(
     out: &mut Vec<u8>,
     payload: &mut Vec<u8>,
-    seq: u64,
-    limit: usize,
-    group: u64,
-    st: &RaftState,
+    (seq, limit): (u64, usize),
+    (group, st): (u64, &RaftState),
+    file: Option<&SnapshotFile>,
 ) -> Result<usize> {
     frame_split(out, payload, (seq, limit), group, &st.entries, |p, es| {
-        encode_checkpoint(p, group, st, es)
+        encode_checkpoint(p, group, st, file, es)
     })
 }
 
@@ -179,20 +180,28 @@ fn frame_split(
 
 fn put_body(
     out: &mut Vec<u8>,
-    snap: Option<&SnapshotMeta>,
+    snap: Option<(&SnapshotMeta, Option<&SnapshotFile>)>,
     entries: &[Entry],
     hs: Option<&HardState>,
 ) {
     let mut flags = 0;
-    if snap.is_some() {
+    if let Some((_, file)) = snap {
         flags |= HAS_SNAP;
+        if file.is_some() {
+            flags |= HAS_FILE;
+        }
     }
     if hs.is_some() {
         flags |= HAS_HS;
     }
     codec::put_u8(out, flags);
-    if let Some(m) = snap {
+    if let Some((m, file)) = snap {
         codec::put_snapshot_meta(out, m);
+        if let Some(f) = file {
+            codec::put_bytes(out, f.name.as_bytes());
+            codec::put_u64(out, f.len);
+            codec::put_u32(out, f.crc);
+        }
     }
     codec::put_entries(out, entries);
     if let Some(hs) = hs {
@@ -206,6 +215,8 @@ pub(crate) struct Decoded {
     pub(crate) kind: u8,
     pub(crate) group: u64,
     pub(crate) snap: Option<SnapshotMeta>,
+    /// The file of `snap` (`None` in records of the older format).
+    pub(crate) file: Option<SnapshotFile>,
     pub(crate) write: GroupWrite,
     pub(crate) conf: Option<crate::ConfState>,
 }
@@ -224,6 +235,7 @@ pub(crate) fn decode(buf: &[u8]) -> Result<Decoded> {
             kind,
             group,
             snap: None,
+            file: None,
             write: GroupWrite {
                 group,
                 entries,
@@ -233,11 +245,26 @@ pub(crate) fn decode(buf: &[u8]) -> Result<Decoded> {
         });
     }
     let flags = r.u8()?;
-    if flags & !(HAS_SNAP | HAS_HS) != 0 {
+    if flags & !(HAS_SNAP | HAS_HS | HAS_FILE) != 0
+        || (flags & HAS_FILE != 0 && flags & HAS_SNAP == 0)
+    {
         return Err(r.err("unknown record flags"));
     }
     let snap = if flags & HAS_SNAP != 0 {
         Some(codec::get_snapshot_meta(&mut r)?)
+    } else {
+        None
+    };
+    let file = if flags & HAS_FILE != 0 {
+        let name = r.bytes()?;
+        let name = std::str::from_utf8(&name)
+            .map_err(|_| r.err("snapshot file name is not UTF-8"))?
+            .to_owned();
+        Some(SnapshotFile {
+            name,
+            len: r.u64()?,
+            crc: r.u32()?,
+        })
     } else {
         None
     };
@@ -257,6 +284,7 @@ pub(crate) fn decode(buf: &[u8]) -> Result<Decoded> {
         kind,
         group,
         snap,
+        file,
         write: GroupWrite {
             group,
             snapshot: None,

@@ -5,9 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::fs::{DirLock, StdFs, WalFile, WalFs};
+use super::snap_file::{self, SnapFiles};
 use super::{record, segment};
 use crate::codec::{self, Reader};
-use crate::{Entry, Error, GroupWrite, LogStore, RaftState, Result, Snapshot};
+use crate::{
+    Entry, Error, GroupWrite, LogStore, RaftState, Result, Snapshot, SnapshotFile,
+    SnapshotPersister,
+};
 
 /// Settings of a [`Wal`].
 #[derive(Debug, Clone)]
@@ -78,13 +82,23 @@ pub struct WalStats {
 /// A write-ahead log shared by every group of a node (so one `fdatasync` covers many
 /// groups' appends), in a directory locked against other processes.
 ///
-/// Files: `LOCK`; segments `wal-<seq>.log`; one snapshot file per group,
-/// `snap-<group>.bin`, replaced atomically (write temporary, fsync, rename, fsync dir)
-/// before the record that refers to it is written.
+/// Files: `LOCK`; segments `wal-<seq>.log`; snapshot files
+/// `snap/<group>-<index>-<nonce>.snap`, one per snapshot, each written whole and durable
+/// (temporary, fsync, rename, fsync dir) before the record that refers to it (by name,
+/// length and CRC-32) is written. A group's own snapshots are written by the driver's
+/// background snapshot thread ([`LogStore::snapshot_persister`]) and referenced with
+/// [`LogStore::write_snapshot_ref`]; snapshots in a [`LogStore::write`] (received from a
+/// leader, or seeding a group) are written inline. Once a newer snapshot's reference is
+/// durable, the older file is deleted. (Logs of earlier versions kept one
+/// `snap-<group>.bin` per group; such a file is still read while the log's latest
+/// snapshot of that group refers to it.)
 ///
 /// Recovery: segments are replayed in order, later records win. A torn or corrupt tail of
 /// the **last** segment is truncated (those writes were never acknowledged); damage in any
-/// other segment is refused with [`Error::Corrupt`] naming the file and offset.
+/// other segment is refused with [`Error::Corrupt`] naming the file and offset. Only the
+/// file of each group's latest snapshot is read: a missing or damaged one is refused with
+/// [`Error::Corrupt`] naming it; every other snapshot file (superseded, or written by a
+/// process that died before referring to it) is deleted.
 ///
 /// Retirement: when a segment is closed and at least half of the bytes in the closed
 /// segments are dead (the live state, every group's entries since its snapshot plus its
@@ -96,8 +110,10 @@ pub struct WalStats {
 ///
 /// Limits: whatever a write is acknowledged with reopens. A record never exceeds
 /// [`WalOptions::max_record_bytes`], the reader's limit too (larger writes are split); a
-/// snapshot's data never exceeds [`crate::MAX_BYTES_LEN`], the snapshot reader's limit.
-/// Writes above them are refused with [`Error::WriteTooLarge`] before anything is written.
+/// snapshot never passes through a record (the record holds its position and file name),
+/// so its only limit is [`crate::MAX_BYTES_LEN`] of data, what a follower can decode from
+/// a message and the snapshot file reader accepts. Writes above them are refused with
+/// [`Error::WriteTooLarge`] before anything is written.
 ///
 /// Invariant: the in-memory mirror `groups` equals what replaying the segments yields. An
 /// I/O error poisons the log: later writes fail (a failed fsync may have lost data).
@@ -116,6 +132,10 @@ pub struct Wal {
     closed_bytes: u64,
     segments: Vec<u64>,
     groups: BTreeMap<u64, RaftState>,
+    /// The file of each group's latest snapshot (absent: no snapshot, or one of the older
+    /// format in `snap-<group>.bin`). Invariant: every other file in `snap/` is garbage.
+    files: BTreeMap<u64, SnapshotFile>,
+    snaps: Arc<SnapFiles>,
     stats: WalStats,
     buf: Vec<u8>,
     payload: Vec<u8>,
@@ -124,7 +144,8 @@ pub struct Wal {
     dirty: bool,
 }
 
-fn snap_name(group: u64) -> String {
+/// The snapshot file of a group in logs of earlier versions.
+fn legacy_snap_name(group: u64) -> String {
     format!("snap-{group:016x}.bin")
 }
 
@@ -132,21 +153,11 @@ fn sync_dir(fs: &dyn WalFs, dir: &Path) -> Result<()> {
     fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
 }
 
+/// Magic of the older format's snapshot files.
 const SNAP_MAGIC: &[u8; 4] = b"SRSN";
 
-fn write_snapshot_file(fs: &dyn WalFs, dir: &Path, group: u64, s: &Snapshot) -> Result<()> {
-    let mut body = Vec::with_capacity(s.data.len() + 64);
-    codec::put_snapshot_meta(&mut body, &s.meta);
-    codec::put_bytes(&mut body, &s.data);
-    let mut out = Vec::with_capacity(body.len() + 8);
-    out.extend_from_slice(SNAP_MAGIC);
-    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-    out.extend_from_slice(&body);
-    let dst = dir.join(snap_name(group));
-    fs.write_atomic(&dst, &out).map_err(|e| Error::io(&dst, e))
-}
-
-fn read_snapshot_file(fs: &dyn WalFs, path: &Path) -> Result<Snapshot> {
+/// Reads a snapshot file of the older format (one per group, `snap-<group>.bin`).
+fn read_legacy_snapshot_file(fs: &dyn WalFs, path: &Path) -> Result<Snapshot> {
     let bytes = fs.read(path).map_err(|e| Error::io(path, e))?;
     let corrupt = |offset, reason| Error::Corrupt {
         path: path.to_path_buf(),
@@ -205,6 +216,9 @@ impl Wal {
         }
         seqs.sort_unstable();
         let mut groups: BTreeMap<u64, RaftState> = BTreeMap::new();
+        // The file of each group's latest snapshot as the log names it (`None`: older
+        // format, data in `snap-<group>.bin`).
+        let mut latest: BTreeMap<u64, Option<SnapshotFile>> = BTreeMap::new();
         let mut stats = WalStats::default();
         let mut kept = Vec::new();
         let mut closed_bytes = 0;
@@ -252,6 +266,9 @@ impl Wal {
                             meta: m,
                             data: bytes::Bytes::new(),
                         });
+                        latest.insert(rec.group, rec.file);
+                    } else {
+                        latest.remove(&rec.group);
                     }
                     st.apply_write(&rec.write)
                         .map_err(|_| corrupt("checkpoint leaves a hole"))?;
@@ -259,10 +276,16 @@ impl Wal {
                 } else {
                     let st = groups.entry(rec.group).or_default();
                     if let Some(m) = rec.snap {
+                        let before = st.snapshot.as_ref().map_or(0, |s| s.meta.index);
+                        let index = m.index;
                         st.install_snapshot(Snapshot {
                             meta: m,
                             data: bytes::Bytes::new(),
                         });
+                        // An older snapshot than the group's is ignored, and so is its file.
+                        if index > before {
+                            latest.insert(rec.group, rec.file);
+                        }
                     }
                     st.apply_write(&rec.write)
                         .map_err(|_| corrupt("entries leave a hole in the log"))?;
@@ -305,38 +328,7 @@ impl Wal {
             }
             kept.push(seq);
         }
-        let snap_paths: Vec<u64> = snap_files.keys().copied().collect();
-        for (g, path) in snap_files {
-            let snap = read_snapshot_file(&*fs, &path)?;
-            let st = groups.entry(g).or_default();
-            let have = st.snapshot.as_ref().map_or(0, |s| s.meta.index);
-            if snap.meta.index < have {
-                return Err(Error::Corrupt {
-                    path,
-                    offset: 0,
-                    reason: "snapshot file is older than the log says",
-                });
-            }
-            if snap.meta.index == have {
-                st.snapshot = Some(snap);
-            } else {
-                // Durable before its record, which was lost: still a valid snapshot.
-                st.install_snapshot(snap);
-            }
-        }
-        for (g, st) in &groups {
-            if let Some(s) = &st.snapshot
-                && s.meta.index > 0
-                && s.data.is_empty()
-                && !snap_paths.contains(g)
-            {
-                return Err(Error::Corrupt {
-                    path: dir.join(snap_name(*g)),
-                    offset: 0,
-                    reason: "snapshot file is missing",
-                });
-            }
-        }
+        let (snaps, files) = Self::load_snapshots(&fs, &dir, &mut groups, &latest, snap_files)?;
         let seq = kept.last().copied().unwrap_or(0) + 1;
         let (active, active_len) = Self::create_segment(&*fs, &dir, seq)?;
         kept.push(seq);
@@ -354,12 +346,103 @@ impl Wal {
             closed_bytes,
             segments: kept,
             groups,
+            files,
+            snaps: Arc::new(snaps),
             stats,
             buf: Vec::new(),
             payload: Vec::new(),
             poisoned: false,
             dirty: false,
         })
+    }
+
+    /// Reads the latest snapshot of every replayed group into `groups` and deletes every
+    /// other snapshot file. `latest` is what the log names as each group's latest
+    /// snapshot file; `legacy` the `snap-<group>.bin` files of the older format.
+    fn load_snapshots(
+        fs: &Arc<dyn WalFs>,
+        dir: &Path,
+        groups: &mut BTreeMap<u64, RaftState>,
+        latest: &BTreeMap<u64, Option<SnapshotFile>>,
+        legacy: BTreeMap<u64, PathBuf>,
+    ) -> Result<(SnapFiles, BTreeMap<u64, SnapshotFile>)> {
+        let snap_dir = dir.join(snap_file::DIR);
+        fs.create_dir_all(&snap_dir)
+            .map_err(|e| Error::io(&snap_dir, e))?;
+        sync_dir(&**fs, dir)?;
+        let names = fs.list(&snap_dir).map_err(|e| Error::io(&snap_dir, e))?;
+        let max_nonce = names
+            .iter()
+            .filter_map(|n| snap_file::parse_name(n))
+            .map(|(_, _, nonce)| nonce)
+            .max();
+        let snaps = SnapFiles::new(fs.clone(), dir, max_nonce.map_or(0, |n| n + 1));
+        let mut files = BTreeMap::new();
+        for (g, st) in groups.iter_mut() {
+            let (Some(s), Some(Some(f))) = (&st.snapshot, latest.get(g)) else {
+                continue;
+            };
+            let snap = snaps.read(f)?;
+            if snap.meta != s.meta {
+                return Err(Error::Corrupt {
+                    path: snaps.path(&f.name),
+                    offset: 0,
+                    reason: "snapshot file does not match its log record",
+                });
+            }
+            st.snapshot = Some(snap);
+            files.insert(*g, f.clone());
+        }
+        let legacy_groups: Vec<u64> = legacy.keys().copied().collect();
+        for (g, path) in legacy {
+            if files.contains_key(&g) {
+                // A newer snapshot file superseded it.
+                fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+                continue;
+            }
+            let snap = read_legacy_snapshot_file(&**fs, &path)?;
+            let st = groups.entry(g).or_default();
+            let have = st.snapshot.as_ref().map_or(0, |s| s.meta.index);
+            if snap.meta.index < have {
+                return Err(Error::Corrupt {
+                    path,
+                    offset: 0,
+                    reason: "snapshot file is older than the log says",
+                });
+            }
+            if snap.meta.index == have {
+                st.snapshot = Some(snap);
+            } else {
+                // Durable before its record, which was lost: still a valid snapshot.
+                st.install_snapshot(snap);
+            }
+        }
+        for (g, st) in groups.iter() {
+            if let Some(s) = &st.snapshot
+                && s.meta.index > 0
+                && !files.contains_key(g)
+                && !legacy_groups.contains(g)
+            {
+                return Err(Error::Corrupt {
+                    path: dir.join(legacy_snap_name(*g)),
+                    offset: 0,
+                    reason: "snapshot file is missing",
+                });
+            }
+        }
+        // Superseded files, and files whose writer died before the log referred to them
+        // (the log still holds the entries they cover), and temporaries.
+        let keep: Vec<&str> = files.values().map(|f| f.name.as_str()).collect();
+        let mut removed = false;
+        for name in names.iter().filter(|n| !keep.contains(&n.as_str())) {
+            let path = snap_dir.join(name);
+            fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+            removed = true;
+        }
+        if removed {
+            sync_dir(&**fs, &snap_dir)?;
+        }
+        Ok((snaps, files))
     }
 
     fn create_segment(fs: &dyn WalFs, dir: &Path, seq: u64) -> Result<(Box<dyn WalFile>, u64)> {
@@ -441,10 +524,9 @@ impl Wal {
             let r = record::frame_checkpoint(
                 &mut self.buf,
                 &mut self.payload,
-                seq,
-                self.opts.max_record_bytes,
-                *g,
-                st,
+                (seq, self.opts.max_record_bytes),
+                (*g, st),
+                self.files.get(g),
             );
             if let Err(e) = r {
                 tracing::warn!(group = g, error = %e, "wal: cannot checkpoint; old segments stay");
@@ -499,8 +581,9 @@ impl Wal {
     }
 }
 
-impl LogStore for Wal {
-    fn write(&mut self, batch: &[GroupWrite]) -> Result<()> {
+impl Wal {
+    /// Refuses a batch the log is poisoned for, or that replay would refuse.
+    fn check_batch(&self, batch: &[GroupWrite]) -> Result<()> {
         if self.poisoned {
             return Err(Error::io(
                 &self.dir,
@@ -514,39 +597,39 @@ impl LogStore for Wal {
             } else {
                 RaftState::default().check_write(w)?;
             }
-            if let Some(s) = &w.snapshot
-                && s.data.len() > codec::MAX_BYTES_LEN
-            {
-                // The snapshot file's reader refuses more: the node could not restart.
-                return Err(Error::WriteTooLarge {
-                    what: "snapshot data",
-                    size: s.data.len(),
-                    limit: codec::MAX_BYTES_LEN,
-                });
-            }
         }
-        // Frame everything first: a write too large for the records is refused before
-        // any of it (or any snapshot file) is written.
+        Ok(())
+    }
+
+    /// Frames the batch into `buf`, each snapshot naming its file (`files`, in batch
+    /// order); returns the number of records.
+    fn frame_batch(
+        &mut self,
+        batch: &[GroupWrite],
+        files: &[Option<SnapshotFile>],
+    ) -> Result<usize> {
         self.buf.clear();
         let mut records = 0;
-        for w in batch {
+        for (w, f) in batch.iter().zip(files) {
             records += record::frame_write(
                 &mut self.buf,
                 &mut self.payload,
-                self.active_seq,
-                self.opts.max_record_bytes,
+                (self.active_seq, self.opts.max_record_bytes),
                 w,
+                f.as_ref(),
             )?;
         }
-        for w in batch {
-            if let Some(s) = &w.snapshot {
-                // The snapshot is durable before the record that drops the entries it covers.
-                if let Err(e) = write_snapshot_file(&*self.fs, &self.dir, w.group, s) {
-                    self.poisoned = true;
-                    return Err(e);
-                }
-            }
-        }
+        Ok(records)
+    }
+
+    /// Appends the framed batch (synced unless it only advances commit indexes), applies
+    /// it to the mirror, deletes the snapshot files it supersedes, and rotates.
+    fn append_batch(
+        &mut self,
+        batch: &[GroupWrite],
+        files: Vec<Option<SnapshotFile>>,
+        records: usize,
+    ) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -566,13 +649,86 @@ impl LogStore for Wal {
             self.append_only()?;
         }
         self.stats.records += records as u64;
-        for w in batch {
-            self.groups.entry(w.group).or_default().apply_write(w)?;
+        for (w, f) in batch.iter().zip(files) {
+            let st = self.groups.entry(w.group).or_default();
+            let before = st.snapshot.as_ref().map_or(0, |s| s.meta.index);
+            st.apply_write(w)?;
+            if let (Some(s), Some(f)) = (&w.snapshot, f) {
+                if s.meta.index > before {
+                    // The reference is durable: the group's previous file is garbage.
+                    if let Some(old) = self.files.insert(w.group, f) {
+                        self.snaps.discard(&old.name);
+                    }
+                } else {
+                    // Not newer than the group's snapshot: ignored, by replay too.
+                    self.snaps.discard(&f.name);
+                }
+            }
         }
         if self.active_len - self.active_base >= self.opts.max_segment_bytes {
             self.rotate()?;
         }
         Ok(())
+    }
+}
+
+impl LogStore for Wal {
+    fn write(&mut self, batch: &[GroupWrite]) -> Result<()> {
+        self.check_batch(batch)?;
+        // Encode the snapshot files and frame everything first: a write too large for
+        // the records or the snapshot reader is refused before any of it is written.
+        let encoded = batch
+            .iter()
+            .map(|w| {
+                w.snapshot
+                    .as_ref()
+                    .map(|s| self.snaps.encode(w.group, s))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let files: Vec<Option<SnapshotFile>> = encoded
+            .iter()
+            .map(|e| e.as_ref().map(|e| e.file.clone()))
+            .collect();
+        let records = self.frame_batch(batch, &files)?;
+        for e in encoded.iter().flatten() {
+            // The snapshot is durable before the record that drops the entries it covers.
+            if let Err(e) = self.snaps.store(e) {
+                self.poisoned = true;
+                return Err(e);
+            }
+        }
+        self.append_batch(batch, files, records)
+    }
+
+    fn snapshot_persister(&self) -> Option<Arc<dyn SnapshotPersister>> {
+        Some(self.snaps.clone())
+    }
+
+    fn write_snapshot_ref(
+        &mut self,
+        group: u64,
+        snapshot: Snapshot,
+        file: SnapshotFile,
+    ) -> Result<()> {
+        let have = self
+            .groups
+            .get(&group)
+            .and_then(|st| st.snapshot.as_ref())
+            .map_or(0, |s| s.meta.index);
+        if snapshot.meta.index <= have {
+            self.snaps.discard(&file.name);
+            return Ok(());
+        }
+        let batch = [GroupWrite {
+            group,
+            snapshot: Some(snapshot),
+            ..GroupWrite::default()
+        }];
+        self.check_batch(&batch)?;
+        let files = vec![Some(file)];
+        let records = self.frame_batch(&batch, &files)?;
+        self.append_batch(&batch, files, records)
     }
 
     fn max_entry_bytes(&self) -> usize {
