@@ -26,6 +26,6 @@ pub use messages::{
     ClientFrame, Hello, MAGIC, PROTOCOL_VERSION, ServerFrame, ServerStats, WireError, decode_hello,
     encode_hello, encode_hello_with_version,
 };
-pub use txn_failure::{HotRefusal, ServiceFailure, TxnFailure};
+pub use txn_failure::TxnFailure;
 pub use txn_op::{SessionMode, TxnOp};
 pub use txn_reply::{CoordinatorState, TxnReply};

@@ -9,8 +9,12 @@ use crate::{KeyError, MvccError, RegionError, ServiceError, WaitForEdge};
 /// transaction again may succeed. [`TxnError::Undetermined`] is special: the transaction may
 /// or may not have committed, and the caller must find out before retrying anything that is
 /// not idempotent.
+///
+/// It is serde-encodable so that a coordinator serving clients over a network (the
+/// `surgedb` node) can send it as it is: a remote caller matches the same variants. New
+/// variants are added at the end, which keeps earlier encodings valid.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum TxnError {
     /// Another transaction committed a write to `key` after this one's snapshot (optimistic
     /// prewrite) or after its `for_update_ts` (pessimistic lock retries ran out).

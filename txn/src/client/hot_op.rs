@@ -83,7 +83,7 @@ impl HotOp {
 /// Why one member's [`HotOp`] was refused. Only that member fails; the rest of its group
 /// commits.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HotReject {
     /// The new value would be below the operation's `min`.
     BelowMin {

@@ -9,7 +9,7 @@ use super::response::KvResponse;
 
 /// Why a request did not get an answer from a node at all.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ServiceError {
     /// The node is down or unreachable.
     #[error("node {node} unavailable: {detail}")]
