@@ -642,13 +642,33 @@ impl RegionPeer {
     }
 
     /// Serializes the region (its range, epoch, merge state and data) for a Raft snapshot.
+    ///
+    /// Encoded as [`PeerSnapshot`] (what `restore` decodes), but the engine's export is
+    /// written as one byte string rather than one serializer call per byte: this runs on
+    /// the node's Raft thread, where a region of 16 MiB took about 200 ms the old way.
     pub(crate) fn snapshot(&self) -> bytes::Bytes {
-        let snap = PeerSnapshot {
+        /// Postcard writes a byte string exactly as a `Vec<u8>`: its length, then its bytes.
+        struct RawBytes<'a>(&'a [u8]);
+        impl serde::Serialize for RawBytes<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(self.0)
+            }
+        }
+        /// [`PeerSnapshot`] with the export borrowed: same fields, same order.
+        #[derive(serde::Serialize)]
+        struct PeerSnapshotRef<'a> {
+            info: RegionInfo,
+            merge: MergeState,
+            engine: RawBytes<'a>,
+        }
+        let engine = self.engine.export();
+        let snap = PeerSnapshotRef {
             info: self.info(),
             merge: self.merge_state(),
-            engine: self.engine.export(),
+            engine: RawBytes(&engine),
         };
-        bytes::Bytes::from(postcard::to_allocvec(&snap).unwrap_or_default())
+        let out = Vec::with_capacity(engine.len() + 1024);
+        bytes::Bytes::from(postcard::to_extend(&snap, out).unwrap_or_default())
     }
 
     /// Replaces the region by a snapshot.
