@@ -643,32 +643,37 @@ impl RegionPeer {
 
     /// Serializes the region (its range, epoch, merge state and data) for a Raft snapshot.
     ///
-    /// Encoded as [`PeerSnapshot`] (what `restore` decodes), but the engine's export is
-    /// written as one byte string rather than one serializer call per byte: this runs on
-    /// the node's Raft thread, where a region of 16 MiB took about 200 ms the old way.
+    /// Encoded as [`PeerSnapshot`] (what `restore` decodes), but built in the export's own
+    /// buffer: this runs on the node's Raft thread, where encoding the export a second
+    /// time, one serializer call per byte, into a second buffer cost most of the time
+    /// (a region of 16 MiB took 190-350 ms; each 16 MiB buffer filled costs tens of
+    /// milliseconds of page faults on a loaded machine).
     pub(crate) fn snapshot(&self) -> bytes::Bytes {
-        /// Postcard writes a byte string exactly as a `Vec<u8>`: its length, then its bytes.
-        struct RawBytes<'a>(&'a [u8]);
-        impl serde::Serialize for RawBytes<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_bytes(self.0)
-            }
-        }
-        /// [`PeerSnapshot`] with the export borrowed: same fields, same order.
+        /// What precedes the export in `PeerSnapshot`'s encoding: postcard writes a
+        /// struct as its fields in order and a byte vector as its length (a varint, as
+        /// it writes a `u64`) followed by the bytes.
         #[derive(serde::Serialize)]
-        struct PeerSnapshotRef<'a> {
+        struct Head {
             info: RegionInfo,
             merge: MergeState,
-            engine: RawBytes<'a>,
+            engine_len: u64,
         }
-        let engine = self.engine.export();
-        let snap = PeerSnapshotRef {
+        let mut out = self.engine.export();
+        let head = Head {
             info: self.info(),
             merge: self.merge_state(),
-            engine: RawBytes(&engine),
+            engine_len: out.len() as u64,
         };
-        let out = Vec::with_capacity(engine.len() + 1024);
-        bytes::Bytes::from(postcard::to_extend(&snap, out).unwrap_or_default())
+        // Serializing plain fields into a Vec cannot fail.
+        let head = postcard::to_allocvec(&head).unwrap_or_default();
+        // Shift the export right and put the head in front, within the export's spare
+        // capacity when there is enough (the export reserves some), instead of copying
+        // the data to a new buffer.
+        let len = out.len();
+        out.resize(len + head.len(), 0);
+        out.copy_within(..len, head.len());
+        out[..head.len()].copy_from_slice(&head);
+        bytes::Bytes::from(out)
     }
 
     /// Replaces the region by a snapshot.
