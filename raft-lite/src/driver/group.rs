@@ -8,8 +8,9 @@ use crossbeam_channel::Sender;
 use bytes::Bytes;
 
 use super::proposal::Proposal;
+use super::snapshot_writer::PendingSnapshot;
 use super::state_machine::StateMachine;
-use crate::{EntryKind, Error, RawNode, Ready, Role, Snapshot, SnapshotMeta};
+use crate::{EntryKind, Error, RawNode, Ready, Role, SnapshotMeta};
 
 pub(crate) struct Group {
     pub(crate) id: u64,
@@ -168,8 +169,8 @@ impl Group {
     }
 
     /// A snapshot of the state machine at the applied index, if the log grew enough and
-    /// none is in flight.
-    pub(crate) fn maybe_snapshot(&mut self) -> Option<Snapshot> {
+    /// none is in flight; its data is encoded later ([`StateMachine::snapshot_deferred`]).
+    pub(crate) fn maybe_snapshot(&mut self) -> Option<PendingSnapshot> {
         if self.snapshot_every == 0 || self.snapshot_in_flight.is_some() {
             return None;
         }
@@ -181,13 +182,13 @@ impl Group {
         }
         let term = self.raw.term_at(applied)?;
         let conf = self.raw.conf_state_at(applied)?;
-        Some(Snapshot {
+        Some(PendingSnapshot {
             meta: SnapshotMeta {
                 index: applied,
                 term,
                 conf,
             },
-            data: self.sm.snapshot(),
+            encode: self.sm.snapshot_deferred(),
         })
     }
 

@@ -1,21 +1,57 @@
-//! The node's background snapshot writer: persists the snapshots its groups take of
-//! themselves, so the file write and its fsync never stall the driver thread (and with it
-//! every other group of the node). TiKV likewise generates snapshots on a region worker,
-//! not on its raftstore thread.
+//! The node's background snapshot writer: encodes and persists the snapshots its groups
+//! take of themselves, so neither the encoding of the state machine's data
+//! ([`super::StateMachine::snapshot_deferred`]) nor the file write and its fsync stall the
+//! driver thread (and with it every other group of the node). TiKV likewise generates
+//! snapshots on a region worker, not on its raftstore thread.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+use bytes::Bytes;
 use crossbeam_channel::Sender;
 
 use super::node::Input;
-use crate::{Error, NodeId, Result, Snapshot, SnapshotPersister};
+use crate::{Error, NodeId, Result, Snapshot, SnapshotMeta, SnapshotPersister};
 
-/// A snapshot to persist.
+/// A snapshot taken at `meta.index` whose data is not encoded yet.
+pub(crate) struct PendingSnapshot {
+    pub(crate) meta: SnapshotMeta,
+    /// Encodes the state machine's view captured at `meta.index`.
+    pub(crate) encode: Box<dyn FnOnce() -> Bytes + Send>,
+}
+
+impl PendingSnapshot {
+    /// Runs the encoding.
+    ///
+    /// # Errors
+    /// [`Error::WriteTooLarge`] if the data exceeds [`crate::MAX_BYTES_LEN`] (followers
+    /// could not decode it, nor the store read it back), [`Error::StateMachine`] if the
+    /// encoding panicked. Either way nothing was written: the log stays as it is.
+    pub(crate) fn encode(self) -> Result<Snapshot> {
+        let data =
+            catch_unwind(AssertUnwindSafe(self.encode)).map_err(|_| Error::StateMachine {
+                message: "snapshot encoding panicked".to_owned(),
+            })?;
+        if data.len() > crate::MAX_BYTES_LEN {
+            return Err(Error::WriteTooLarge {
+                what: "snapshot data",
+                size: data.len(),
+                limit: crate::MAX_BYTES_LEN,
+            });
+        }
+        Ok(Snapshot {
+            meta: self.meta,
+            data,
+        })
+    }
+}
+
+/// A snapshot to encode and persist.
 struct Job {
     group: u64,
-    snapshot: Snapshot,
+    pending: PendingSnapshot,
 }
 
 /// One thread per node. Each finished job comes back to the driver as
@@ -49,13 +85,31 @@ impl SnapshotWriter {
                     if stop.load(Ordering::Acquire) {
                         continue;
                     }
-                    let r = persister.persist(job.group, &job.snapshot);
+                    let meta = job.pending.meta.clone();
+                    let (snapshot, r) = match job.pending.encode() {
+                        Ok(s) => {
+                            // The encoding may have taken a while: no file once stopping.
+                            if stop.load(Ordering::Acquire) {
+                                continue;
+                            }
+                            let r = persister.persist(job.group, &s);
+                            (s, r)
+                        }
+                        // Only the index is read back on failure: no data is carried.
+                        Err(e) => (
+                            Snapshot {
+                                meta,
+                                data: Bytes::new(),
+                            },
+                            Err(e),
+                        ),
+                    };
                     let abandoned = stop.load(Ordering::Acquire);
                     let sent = !abandoned
                         && done
                             .send(Input::SnapshotPersisted(
                                 job.group,
-                                job.snapshot,
+                                snapshot,
                                 r.as_ref().map_err(Error::duplicate).cloned(),
                             ))
                             .is_ok();
@@ -72,11 +126,11 @@ impl SnapshotWriter {
         })
     }
 
-    /// Queues `snapshot` of `group`; false if the writer is gone (stopped).
-    pub(crate) fn submit(&self, group: u64, snapshot: Snapshot) -> bool {
+    /// Queues `pending` of `group`; false if the writer is gone (stopped).
+    pub(crate) fn submit(&self, group: u64, pending: PendingSnapshot) -> bool {
         self.jobs
             .as_ref()
-            .is_some_and(|j| j.send(Job { group, snapshot }).is_ok())
+            .is_some_and(|j| j.send(Job { group, pending }).is_ok())
     }
 
     /// Stops the thread after the job it is writing, if any (so no file is written once

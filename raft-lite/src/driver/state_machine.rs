@@ -35,6 +35,27 @@ pub trait StateMachine: Send + 'static {
     /// Serializes the state as of the last applied entry.
     fn snapshot(&mut self) -> Bytes;
 
+    /// The state as of the last applied entry, encoded later: the node's driver thread
+    /// calls this and hands the returned closure to the node's background snapshot
+    /// writer, which runs it before writing the file, so the encoding does not stall the
+    /// other groups of the node (one driver thread serves them all). The default encodes
+    /// now with [`StateMachine::snapshot`].
+    ///
+    /// The closure must return exactly the bytes [`StateMachine::snapshot`] would have
+    /// returned when this method was called (the state at the applied index): it runs on
+    /// another thread while this state machine goes on applying entries, so it must
+    /// capture its own consistent view here (a copy-on-write clone, refcounted buffers)
+    /// and must not reach the live state machine (through shared interior mutability or
+    /// otherwise). It should not block on the driver thread: the driver never waits for
+    /// it, but the writer handles one snapshot at a time for all groups of the node.
+    /// A result above [`crate::MAX_BYTES_LEN`] is not written (the log is kept, and a
+    /// snapshot is tried again after another `snapshot_every` entries); if the closure
+    /// panics, the snapshot is likewise dropped and retried later.
+    fn snapshot_deferred(&mut self) -> Box<dyn FnOnce() -> Bytes + Send> {
+        let data = self.snapshot();
+        Box::new(move || data)
+    }
+
     /// Replaces the state by a snapshot taken at `index`.
     fn restore(&mut self, index: u64, data: &[u8]);
 

@@ -389,30 +389,27 @@ impl Worker {
             applied += rd.committed_entries.len() as u64;
             g.raw.advance();
             g.answer_reads(&rd);
-            if let Some(s) = g.maybe_snapshot() {
-                if s.data.len() > crate::MAX_BYTES_LEN {
-                    // Followers could not decode it, nor the store read it back (and a
-                    // refused write stops the node): keep the log instead and try again
-                    // after another `snapshot_every`.
-                    tracing::error!(
-                        group = id,
-                        bytes = s.data.len(),
-                        limit = crate::MAX_BYTES_LEN,
-                        "raft: state machine snapshot too large; log not compacted"
-                    );
-                    g.snapshot_skipped();
-                    continue;
-                }
+            if let Some(pending) = g.maybe_snapshot() {
                 match &self.snapshots {
-                    // Written off this thread; recorded when durable (`snapshot_persisted`).
+                    // Encoded and written off this thread; recorded when durable
+                    // (`snapshot_persisted`), skipped there if too large.
                     Some(w) => {
-                        g.snapshot_in_flight = Some(s.meta.index);
-                        if !w.submit(id, s) {
+                        g.snapshot_in_flight = Some(pending.meta.index);
+                        if !w.submit(id, pending) {
                             g.snapshot_in_flight = None;
                             g.snapshot_skipped();
                         }
                     }
-                    None => snaps.push((id, s)),
+                    None => match pending.encode() {
+                        Ok(s) => snaps.push((id, s)),
+                        Err(e) => {
+                            // Too large for followers to decode or the store to read
+                            // back (a refused write stops the node): keep the log
+                            // instead and try again after another `snapshot_every`.
+                            tracing::error!(group = id, error = %e, "raft: state machine snapshot not kept; log not compacted");
+                            g.snapshot_skipped();
+                        }
+                    },
                 }
             }
         }
