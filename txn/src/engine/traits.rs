@@ -47,6 +47,16 @@ pub trait Engine: Send + Sync + 'static {
     /// Serializes all data (for a Raft snapshot).
     fn export(&self) -> Vec<u8>;
 
+    /// A view of all data as of now, serialized when called: the closure returns exactly
+    /// what [`Engine::export`] returns now, whatever is written meanwhile. A region's Raft
+    /// snapshot takes the view on the node's Raft thread and runs it on another thread,
+    /// so taking it must be cheap (an engine with immutable or refcounted data clones
+    /// references, not data). The default exports now.
+    fn export_view(&self) -> Box<dyn FnOnce() -> Vec<u8> + Send> {
+        let data = self.export();
+        Box::new(move || data)
+    }
+
     /// Replaces all data by an export taken at `applied_index`.
     ///
     /// # Errors
