@@ -17,7 +17,7 @@ const SLOW: u64 = 1;
 const OTHER: u64 = 2;
 const SNAPSHOT_EVERY: u64 = 20;
 /// How long the slow group's encoding takes.
-const ENCODE_DELAY: Duration = Duration::from_millis(500);
+const ENCODE_DELAY: Duration = Duration::from_millis(1000);
 
 /// A restored snapshot's index and values.
 type Restored = (u64, Vec<u64>);
@@ -139,7 +139,7 @@ fn put(node: &Node, group: u64, value: u64) -> Duration {
 
 /// Regression: the driver thread encoded a group's snapshot itself
 /// (`StateMachine::snapshot`), so every group of the node stalled for the encoding (50-125
-/// ms for a 16 MiB region on a loaded machine). With an encoding that takes 500 ms, every
+/// ms for a 16 MiB region on a loaded machine). With an encoding that takes 1 s, every
 /// proposal (of the other group, and of the snapshotting group itself) must complete in
 /// well under that while it runs, nothing is recorded before it finished, and the recorded snapshot holds exactly the state at its index.
 #[test]
