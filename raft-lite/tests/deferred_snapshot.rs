@@ -13,6 +13,9 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use surge_raft_lite::*;
 
+mod snap_support;
+use snap_support::wait_until;
+
 const SLOW: u64 = 1;
 const OTHER: u64 = 2;
 const SNAPSHOT_EVERY: u64 = 20;
@@ -106,14 +109,6 @@ fn start(dir: &Path, groups: Vec<(u64, ListSm)>) -> Node {
         node.campaign(g).unwrap();
     }
     node
-}
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// Proposes `value` to `group` and waits until applied; returns how long that took.

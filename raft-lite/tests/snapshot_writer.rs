@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use surge_raft_lite::*;
 
 mod snap_support;
-use snap_support::{HookFs, Set, put, snapshot_files};
+use snap_support::{HookFs, Set, put, snapshot_files, wait_until};
 
 const BIG: u64 = 1;
 const SMALL: u64 = 2;
@@ -33,14 +33,6 @@ fn start(dir: &Path, fs: &HookFs, snapshot_every: u64, groups: &[(u64, &Set)]) -
         node.campaign(*g).unwrap();
     }
     node
-}
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 fn std_fs() -> HookFs {

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
@@ -179,4 +180,13 @@ pub fn snapshot_files(wal_dir: &Path) -> Vec<(u64, u64)> {
         .collect();
     v.sort_unstable();
     v
+}
+
+/// Waits (up to 30 s, polling every 2 ms) until `f` holds; fails the test naming `what`.
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
