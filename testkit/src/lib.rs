@@ -2,8 +2,9 @@
 //!
 //! - [`History`] records the operations of a per-key register workload (write, read,
 //!   compare-and-set) with invocation and completion times from many threads, and
-//!   [`check_registers`] decides whether such a history is linearizable (used by the txn
-//!   crate's register workloads and by `surgedb`'s process tests under faults);
+//!   [`check_registers`] decides whether such a history is linearizable (used by raft-lite's
+//!   simulation, the txn crate's register workloads and `surgedb`'s process tests under
+//!   faults);
 //! - [`SplitMix64`], the seeded generator of the randomized tests;
 //! - [`mariadb_server::MariadbServer`] starts a private `mariadbd` on a loopback port for the
 //!   tests that replay a binlog into a real server (the binlog and txn crates).

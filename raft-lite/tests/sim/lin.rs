@@ -1,24 +1,7 @@
-//! A linearizability checker for per-key registers whose writes put unique values.
-//!
-//! The search is G. Lowe's just-in-time linearization ("Testing for linearizability",
-//! Concurrency and Computation 2017) with the memoization of Porcupine (A. Athalye's
-//! checker, after P. Fonseca's): a depth-first search over the time-ordered list of call
-//! and return events that linearizes a call as soon as it is the earliest event left, and
-//! backtracks when it meets a return whose call is not yet linearized. A cache of
-//! (set of linearized operations, register value) prunes every state already explored,
-//! so a register history of thousands of operations with a handful in flight at a time
-//! is decided in milliseconds.
-//!
-//! Before the search the history is cut down, which is sound for registers with unique
-//! written values:
-//! - by key (linearizability is compositional: Herlihy & Wing, 1990);
-//! - a read whose outcome is unknown has no effect and is dropped;
-//! - a write whose outcome is unknown and whose value no read returned is dropped: any
-//!   linearization containing it stays valid without it (no read observed it);
-//! - a write whose outcome is unknown but whose value was read must take effect before
-//!   the first read that returned it completed: that is its return time.
-
-use std::collections::{BTreeMap, HashMap, HashSet};
+//! The simulation's history as per-key registers with unique written values, checked for
+//! linearizability by `surge-testkit`'s checker (G. Lowe's just-in-time linearization with
+//! Porcupine's memoization, after cutting the history by key and dropping operations of
+//! unknown outcome that nobody observed; see that crate).
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpKind {
@@ -38,177 +21,20 @@ pub struct Op {
 
 /// Checks every key's history; `Err` names the first key that has no linearization.
 pub fn check(ops: &[Op]) -> Result<(), String> {
-    let mut by_key: BTreeMap<u8, Vec<Op>> = BTreeMap::new();
-    for op in ops {
-        by_key.entry(op.key).or_default().push(*op);
-    }
-    for (key, h) in by_key {
-        let h = prune(&h)?;
-        if !linearizable(&h) {
-            return Err(format!(
-                "key {key} is not linearizable ({} operations): {h:?}",
-                h.len()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// One operation with a known window: it takes effect at some point in
-/// `[invoke, complete]`.
-#[derive(Debug, Clone, Copy)]
-struct Window {
-    kind: OpKind,
-    invoke: u64,
-    complete: u64,
-}
-
-/// Drops what cannot matter and bounds unknown writes (see the module docs).
-fn prune(h: &[Op]) -> Result<Vec<Window>, String> {
-    // Earliest completion of a read of each value.
-    let mut first_read: HashMap<u64, u64> = HashMap::new();
-    for op in h {
-        if let (OpKind::Get(v), Some(c)) = (op.kind, op.complete) {
-            let e = first_read.entry(v).or_insert(c);
-            *e = (*e).min(c);
-        }
-    }
-    let mut seen_puts = HashSet::new();
-    let mut out = Vec::with_capacity(h.len());
-    for op in h {
-        let complete = match (op.kind, op.complete) {
-            (_, Some(c)) => c,
-            (OpKind::Get(_), None) => continue,
-            (OpKind::Put(v), None) => match first_read.get(&v) {
-                Some(&c) => c,
-                None => continue,
+    let registers: Vec<surge_testkit::Op> = ops
+        .iter()
+        .map(|op| surge_testkit::Op {
+            key: u64::from(op.key),
+            kind: match op.kind {
+                OpKind::Put(v) => surge_testkit::OpKind::Write(v),
+                OpKind::Get(v) => surge_testkit::OpKind::Read(v),
             },
-        };
-        if let OpKind::Put(v) = op.kind
-            && (v == 0 || !seen_puts.insert(v))
-        {
-            return Err(format!("value {v} written twice: writes must be unique"));
-        }
-        out.push(Window {
-            kind: op.kind,
+            client: 0,
             invoke: op.invoke,
-            complete,
-        });
-    }
-    Ok(out)
-}
-
-/// An event of the doubly linked entry list: the call or the return of operation `op`.
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    op: usize,
-    call: bool,
-    prev: usize,
-    next: usize,
-}
-
-/// The register model: `Some(new value)` if `kind` may take effect on `value`.
-fn step(value: u64, kind: OpKind) -> Option<u64> {
-    match kind {
-        OpKind::Put(v) => Some(v),
-        OpKind::Get(v) => (v == value).then_some(value),
-    }
-}
-
-fn linearizable(h: &[Window]) -> bool {
-    let n = h.len();
-    if n == 0 {
-        return true;
-    }
-    // Events by time; at equal times calls come first, so operations that touch are
-    // concurrent (either order is allowed).
-    let mut order: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * n);
-    for (i, w) in h.iter().enumerate() {
-        order.push((w.invoke, true, i));
-        order.push((w.complete, false, i));
-    }
-    order.sort_by_key(|&(t, call, i)| (t, !call, i));
-    // Node 0 is the head sentinel; event k of `order` is node k + 1.
-    const NIL: usize = usize::MAX;
-    let mut ev = Vec::with_capacity(order.len() + 1);
-    ev.push(Event {
-        op: NIL,
-        call: false,
-        prev: NIL,
-        next: 1,
-    });
-    let mut ret_node = vec![0usize; n];
-    let mut call_node = vec![0usize; n];
-    for (k, &(_, call, i)) in order.iter().enumerate() {
-        let node = k + 1;
-        ev.push(Event {
-            op: i,
-            call,
-            prev: k,
-            next: if node == order.len() { NIL } else { node + 1 },
-        });
-        if call {
-            call_node[i] = node;
-        } else {
-            ret_node[i] = node;
-        }
-    }
-    let lift = |ev: &mut Vec<Event>, node: usize| {
-        let (p, x) = (ev[node].prev, ev[node].next);
-        ev[p].next = x;
-        if x != NIL {
-            ev[x].prev = p;
-        }
-    };
-    let unlift = |ev: &mut Vec<Event>, node: usize| {
-        let (p, x) = (ev[node].prev, ev[node].next);
-        ev[p].next = node;
-        if x != NIL {
-            ev[x].prev = node;
-        }
-    };
-    let words = n.div_ceil(64);
-    let mut linearized = vec![0u64; words];
-    let mut cache: HashSet<(Vec<u64>, u64)> = HashSet::new();
-    let mut calls: Vec<(usize, u64)> = Vec::new();
-    let mut value = 0u64;
-    let mut cur = ev[0].next;
-    while ev[0].next != NIL {
-        if cur == NIL {
-            // Only reachable if a return was lifted without its call: cannot happen.
-            return false;
-        }
-        let e = ev[cur];
-        if e.call {
-            let op = e.op;
-            if let Some(next_value) = step(value, h[op].kind) {
-                linearized[op / 64] |= 1 << (op % 64);
-                if cache.insert((linearized.clone(), next_value)) {
-                    calls.push((op, value));
-                    value = next_value;
-                    lift(&mut ev, call_node[op]);
-                    lift(&mut ev, ret_node[op]);
-                    cur = ev[0].next;
-                    continue;
-                }
-                linearized[op / 64] &= !(1 << (op % 64));
-            }
-            cur = e.next;
-        } else {
-            // The earliest pending return belongs to an operation not yet linearized:
-            // undo the last choice and try the next candidate after it.
-            let Some((op, prev_value)) = calls.pop() else {
-                return false;
-            };
-            value = prev_value;
-            linearized[op / 64] &= !(1 << (op % 64));
-            // Relink in the reverse order of lifting.
-            unlift(&mut ev, ret_node[op]);
-            unlift(&mut ev, call_node[op]);
-            cur = ev[call_node[op]].next;
-        }
-    }
-    true
+            complete: op.complete,
+        })
+        .collect();
+    surge_testkit::check_registers(&registers)
 }
 
 #[cfg(test)]
