@@ -134,7 +134,7 @@ fn put(node: &Node, group: u64, value: u64) -> Duration {
 
 /// Regression: the driver thread encoded a group's snapshot itself
 /// (`StateMachine::snapshot`), so every group of the node stalled for the encoding (50-125
-/// ms for a 16 MiB region on a loaded machine). With an encoding that takes 1 s, every
+/// ms for a 16 MiB region on a loaded machine, timed by hand). With an encoding that takes 1 s, every
 /// proposal (of the other group, and of the snapshotting group itself) must complete in
 /// well under that while it runs, nothing is recorded before it finished, and the recorded snapshot holds exactly the state at its index.
 #[test]

@@ -59,7 +59,8 @@ fn other_groups_commit_while_a_snapshot_file_is_written() {
         put(&node, SMALL, x);
     }
     let small_done = t0.elapsed();
-    // Still held: nothing recorded, nothing compacted, the file not there.
+    // Still held after the 50 commits (so they did not wait for it): nothing recorded,
+    // nothing compacted, the file not there.
     assert_eq!(fs.written(), 0);
     assert_eq!(node.stats().snapshots, 0);
     assert_eq!(snapshot_files(dir.path()), Vec::<(u64, u64)>::new());
@@ -68,8 +69,6 @@ fn other_groups_commit_while_a_snapshot_file_is_written() {
     wait_until("the snapshot is recorded", || {
         node.stats().snapshots >= 1 && snapshot_files(dir.path()).iter().any(|f| f.0 == BIG)
     });
-    let durable = t0.elapsed();
-    assert!(small_done < durable, "{small_done:?} vs {durable:?}");
     let files = snapshot_files(dir.path());
     assert!(files.iter().any(|&(g, i)| g == BIG && i >= 20), "{files:?}");
     println!("50 commits of another group in {small_done:?} while the snapshot was held");

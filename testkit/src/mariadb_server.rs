@@ -15,10 +15,6 @@
 //!
 //! Tests that need a server are expected to check their binlog with it: a test that finds
 //! no server and is not required to have one must say `SKIPPED` and pass, never pretend.
-#![allow(
-    dead_code,
-    reason = "a support module: not every test uses every helper"
-)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -130,11 +130,13 @@ impl Mailbox {
 /// iteration for all groups: group commit) and applies, for every group it hosts.
 ///
 /// Snapshots the groups take of themselves (every [`NodeOptions::snapshot_every`] applied
-/// entries) are serialized on the driver thread ([`StateMachine::snapshot`]), then, if the
-/// store has a [`crate::SnapshotPersister`] (a [`crate::Wal`] does), written to their own
-/// file by a second thread, one per node: the driver goes on with every group meanwhile,
+/// entries) are taken on the driver thread as a deferred encoding
+/// ([`StateMachine::snapshot_deferred`]: a cheap consistent view). If the store has a
+/// [`crate::SnapshotPersister`] (a [`crate::Wal`] does), a second thread, one per node,
+/// encodes it and writes it to its own file: the driver goes on with every group meanwhile,
 /// and records the snapshot and compacts the group's log only once the file is durable.
-/// One snapshot per group is in flight at a time.
+/// Otherwise the encoding runs on the driver thread. One snapshot per group is in flight at
+/// a time.
 pub struct Node {
     id: NodeId,
     tx: Sender<Input>,

@@ -733,8 +733,8 @@ fn in_flight_commit(c: InFlightCommit) -> CmdError {
 /// The [`PeerSnapshot`] encoding of `info`, `merge` and the engine export `export`, built
 /// in the export's own buffer: encoding the export a second time, one serializer call per
 /// byte, into a second buffer cost most of a snapshot's time (a region of 16 MiB took
-/// 190-350 ms; each 16 MiB buffer filled costs tens of milliseconds of page faults on a
-/// loaded machine).
+/// 190-350 ms, timed by hand with temporary instrumentation; each 16 MiB buffer filled
+/// costs tens of milliseconds of page faults on a loaded machine).
 fn encode_snapshot(info: RegionInfo, merge: MergeState, export: Vec<u8>) -> bytes::Bytes {
     /// What precedes the export in `PeerSnapshot`'s encoding: postcard writes a struct as
     /// its fields in order and a byte vector as its length (a varint, as it writes a
