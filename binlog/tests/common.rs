@@ -1,7 +1,6 @@
 //! Helpers shared by the integration tests.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use surge_binlog::{Binlog, BinlogConfig, Event, EventBody, LogReader, Position, Result};
 
@@ -80,34 +79,7 @@ pub fn binlog_files(dir: &Path) -> Vec<PathBuf> {
 /// `None` when the tool is not installed (after saying so). Fails when
 /// `SURGE_REQUIRE_MARIADB_BINLOG=1` and the tool is missing, or when it exits non-zero.
 pub fn mariadb_binlog(file: &Path) -> Option<String> {
-    let out = match Command::new("mariadb-binlog")
-        .arg("--verify-binlog-checksum")
-        .arg("-vv")
-        .arg(file)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() == Ok("1") {
-                panic!(
-                    "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
-                );
-            }
-            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
-            return None;
-        }
-        Err(e) => panic!("running mariadb-binlog: {e}"),
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "mariadb-binlog rejected {}: {}\nstderr: {}\nstdout tail: {}",
-        file.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        &stdout[stdout.len().saturating_sub(2000)..]
-    );
-    Some(stdout)
+    surge_testkit::mariadb_binlog::verify(&[file], "-vv")
 }
 
 /// The `# at N` offsets mariadb-binlog printed, deduplicated, in order.

@@ -96,33 +96,7 @@ fn mariadb_transactions(binlog_dir: &Path) -> Option<Vec<Logged>> {
     let mut out = Vec::new();
     for name in index.lines().filter(|l| !l.trim().is_empty()) {
         let file = binlog_dir.join(name.trim_start_matches("./"));
-        let run = Command::new("mariadb-binlog")
-            .arg("--verify-binlog-checksum")
-            .arg("-v")
-            .arg(&file)
-            .output();
-        let run = match run {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                assert!(
-                    std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
-                    "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
-                );
-                eprintln!(
-                    "SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)"
-                );
-                return None;
-            }
-            Err(e) => panic!("running mariadb-binlog: {e}"),
-        };
-        let text = String::from_utf8_lossy(&run.stdout);
-        assert!(
-            run.status.success(),
-            "mariadb-binlog refused {}: {}\n{}",
-            file.display(),
-            run.status,
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let text = surge_testkit::mariadb_binlog::verify(&[&file], "-v")?;
         let mut current: Option<Logged> = None;
         for line in text.lines() {
             if let Some((_, gtid)) = line.split_once("\tGTID ") {

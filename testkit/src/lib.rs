@@ -6,6 +6,7 @@
 //!   simulation, the txn crate's register workloads and `surgedb`'s process tests under
 //!   faults);
 //! - [`SplitMix64`], the seeded generator of the randomized tests;
+//! - [`mariadb_binlog::verify`] runs MariaDB's own binlog reader over a test's files;
 //! - [`mariadb_server::MariadbServer`] starts a private `mariadbd` on a loopback port for the
 //!   tests that replay a binlog into a real server (the binlog and txn crates).
 //!
@@ -27,6 +28,7 @@
 
 mod history;
 mod linearizability;
+pub mod mariadb_binlog;
 pub mod mariadb_server;
 mod rng;
 

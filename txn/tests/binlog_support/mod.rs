@@ -129,30 +129,7 @@ pub fn check_binlog(dir: &Path, acked: &BTreeSet<u64>, store: &Table) -> Vec<u64
 /// `mariadb-binlog --verify-binlog-checksum -v FILES`, or `None` when not installed (and not
 /// required by `SURGE_REQUIRE_MARIADB_BINLOG=1`).
 pub fn mariadb_binlog(files: &[std::path::PathBuf]) -> Option<String> {
-    let out = match std::process::Command::new("mariadb-binlog")
-        .arg("--verify-binlog-checksum")
-        .arg("-v")
-        .args(files)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            assert!(
-                std::env::var("SURGE_REQUIRE_MARIADB_BINLOG").as_deref() != Ok("1"),
-                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG=1) but not installed"
-            );
-            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
-            return None;
-        }
-        Err(e) => panic!("running mariadb-binlog: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "mariadb-binlog failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    surge_testkit::mariadb_binlog::verify(files, "-v")
 }
 
 /// A child process of this test binary; killed and reaped if the parent panics first.
