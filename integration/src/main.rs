@@ -364,23 +364,17 @@ enum BinlogCommand {
         dir: PathBuf,
         /// Also read each file with mariadb-binlog: auto (when installed), require, off.
         #[arg(long, value_enum, default_value = "auto")]
-        mariadb: MariadbArg,
+        mariadb: cli::MariadbCheck,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A node runs for its whole life in `node`: it must not hold the standard output lock
-    // (its other threads write there too: a crash point's `reached` line would block
-    // forever), so it gets the unlocked handle.
-    let command = match cli.command {
-        Command::Node(args) => {
-            return exit_with("surgedb node", or_ok(node(args, &mut std::io::stdout())));
-        }
-        other => other,
-    };
-    let mut stdout = std::io::stdout().lock();
-    let (context, failure) = match command {
+    // The unlocked handle, for every command: `node`, `demo` and `bench` run threads that
+    // print too (a crash point's `reached` line), which would block forever behind a lock
+    // held for the whole run.
+    let mut stdout = std::io::stdout();
+    let (context, failure) = match cli.command {
         Command::Demo => match surgedb::demo::run(&mut stdout) {
             Err(e) if !e.is_broken_pipe() => ("surgedb demo", e.to_string()),
             _ => return ExitCode::SUCCESS,
@@ -397,13 +391,12 @@ fn main() -> ExitCode {
             "surgedb binlog verify",
             or_ok(binlog_verify(&dir, mariadb, &mut stdout)),
         ),
-        Command::Node(_) => return ExitCode::SUCCESS, // run above
+        Command::Node(args) => ("surgedb node", or_ok(node(args, &mut stdout))),
         Command::Cluster { command } => ("surgedb cluster", or_ok(cluster(command, &mut stdout))),
         Command::Kv { command } => ("surgedb kv", or_ok(kv(command, &mut stdout))),
         Command::Txn { target, file } => ("surgedb txn", or_ok(txn(&target, &file, &mut stdout))),
         Command::Bench { command } => ("surgedb bench", or_ok(bench(command, &mut stdout))),
     };
-    drop(stdout);
     exit_with(context, failure)
 }
 
@@ -641,24 +634,12 @@ fn bench_target(cluster: &[String], cluster_dir: Option<&Path>) -> Result<BenchT
     .map_err(|e| e.to_string())
 }
 
-/// `--mariadb` of `binlog verify`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum MariadbArg {
-    /// When mariadb-binlog is installed.
-    Auto,
-    /// Always (fails if it is not installed).
-    Require,
-    /// Never.
-    Off,
-}
-
-fn binlog_verify(dir: &Path, mariadb: MariadbArg, out: &mut impl Write) -> Result<(), String> {
-    let check = match mariadb {
-        MariadbArg::Auto => cli::MariadbCheck::Auto,
-        MariadbArg::Require => cli::MariadbCheck::Require,
-        MariadbArg::Off => cli::MariadbCheck::Off,
-    };
-    let report = cli::verify(dir, check).map_err(|e| e.to_string())?;
+fn binlog_verify(
+    dir: &Path,
+    mariadb: cli::MariadbCheck,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    let report = cli::verify(dir, mariadb).map_err(|e| e.to_string())?;
     for f in &report.files {
         let _ = writeln!(
             out,
@@ -683,7 +664,7 @@ fn binlog_verify(dir: &Path, mariadb: MariadbArg, out: &mut impl Write) -> Resul
         report.kind.describe(),
         match (report.mariadb, mariadb) {
             (true, _) => " and mariadb-binlog --verify-binlog-checksum",
-            (false, MariadbArg::Off) => " (mariadb-binlog not run: --mariadb off)",
+            (false, cli::MariadbCheck::Off) => " (mariadb-binlog not run: --mariadb off)",
             (false, _) => " (mariadb-binlog not installed: not run)",
         }
     );

@@ -136,17 +136,20 @@ pub fn run_bigtxn(
     let config = opts.config();
     let mut points: Vec<Option<BigTxnPoint>> = vec![None; methods.len()];
     for round in 0..opts.rounds.max(1) {
-        for (slot, method) in points.iter_mut().zip(methods) {
+        for (index, (slot, method)) in points.iter_mut().zip(methods).enumerate() {
             progress.message(&format!("{} MiB by {}", opts.mib, method_name(method)));
             let r = match target {
                 Some(BenchTarget::Remote { client, .. }) => {
                     let sub = dir.join(format!("{}-{round}", method_name(method)));
                     let router: std::sync::Arc<dyn NodeRouter> = client.router();
                     // A tag per run keeps the runs' keys apart on the one cluster.
-                    let tag = round as u64 * 3 + slot_index(method);
+                    let tag = (round * methods.len() + index) as u64;
                     let r = run_big_txn_method_on(router, &sub, &config, method, tag);
-                    std::fs::remove_dir_all(&sub).map_err(crate::scenarios::ScenarioError::from)?;
-                    r?
+                    // The run's own error first: it says more than a failed clean-up.
+                    let cleanup = std::fs::remove_dir_all(&sub);
+                    let r = r?;
+                    cleanup.map_err(crate::scenarios::ScenarioError::from)?;
+                    r
                 }
                 _ => run_big_txn_method(dir, &config, method)?,
             };
@@ -156,12 +159,4 @@ pub fn run_bigtxn(
         }
     }
     Ok(points.into_iter().flatten().collect())
-}
-
-fn slot_index(method: Option<CommitMethod>) -> u64 {
-    match method {
-        None => 0,
-        Some(CommitMethod::Copied) => 1,
-        Some(_) => 2,
-    }
 }

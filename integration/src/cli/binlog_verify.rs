@@ -22,8 +22,8 @@ pub struct VerifiedFile {
     pub mariadb_checked: bool,
 }
 
-/// Whether `mariadb-binlog` reads the files too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Whether `mariadb-binlog` reads the files too (also `binlog verify --mariadb`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum MariadbCheck {
     /// When `mariadb-binlog` is installed (on `PATH`).
     #[default]
@@ -218,7 +218,8 @@ fn read_back(path: PathBuf) -> Result<VerifiedFile, VerifyError> {
     })
 }
 
-fn mariadb_read(path: &Path) -> Result<(), VerifyError> {
+/// Reads `path` with `mariadb-binlog --verify-binlog-checksum`.
+pub(crate) fn mariadb_read(path: &Path) -> Result<(), VerifyError> {
     let out = Command::new("mariadb-binlog")
         .arg("--verify-binlog-checksum")
         .arg(path)

@@ -9,6 +9,7 @@ mod status;
 mod txn_script;
 
 pub use bench_run::{BenchOutput, bench_bigtxn, bench_hotspot, bench_locks};
+pub(crate) use binlog_verify::mariadb_read;
 pub use binlog_verify::{
     DirKind, MariadbCheck, VerifiedFile, VerifyError, VerifyReport, mariadb_binlog_installed,
     verify, verify_dir,

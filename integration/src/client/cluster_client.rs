@@ -255,7 +255,7 @@ impl Client {
         let answer = remote
             .txn_call(&mut conn, op)
             .map_err(|source| ClientError::AnswerLost { node, source })?;
-        remote.close_session(conn, true);
+        remote.close_session(conn);
         answer.map_err(ClientError::from)
     }
 

@@ -281,15 +281,14 @@ impl RemoteService {
         Ok(conn)
     }
 
-    /// Hands a session's connection back: to the pool if it holds no open transaction
-    /// (`reusable`), else it is closed, and the node rolls back what it held.
-    pub(crate) fn close_session(&self, conn: Conn, reusable: bool) {
-        if reusable
-            && conn
-                .writer
-                .get_ref()
-                .set_read_timeout(Some(self.config.request_timeout))
-                .is_ok()
+    /// Hands a session's connection that holds no open transaction back to the pool (one
+    /// that does is dropped instead, and the node rolls back what it held).
+    pub(crate) fn close_session(&self, conn: Conn) {
+        if conn
+            .writer
+            .get_ref()
+            .set_read_timeout(Some(self.config.request_timeout))
+            .is_ok()
         {
             self.checkin(conn);
         }

@@ -58,7 +58,7 @@ impl RemoteTxn {
             Ok(other) => Err(unexpected(&remote, "begin", &other)),
             Err(failure) => {
                 // Nothing is open on the connection: it can serve the pool again.
-                remote.close_session(conn, true);
+                remote.close_session(conn);
                 Err(ClientError::from(failure))
             }
         }
@@ -238,7 +238,7 @@ impl RemoteTxn {
             return Err(ClientError::Txn(TxnError::TxnFinished));
         };
         let answer = self.remote.txn_call(&mut conn, op)?;
-        self.remote.close_session(conn, true);
+        self.remote.close_session(conn);
         answer.map_err(ClientError::from)
     }
 

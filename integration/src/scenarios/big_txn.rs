@@ -10,7 +10,6 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -152,8 +151,11 @@ pub fn run_method(
     let cluster = LocalCluster::start(cluster_config)?;
     let run = run_method_on(cluster.router(), &sub.join("binlog"), config, method, 0);
     drop(cluster);
-    std::fs::remove_dir_all(&sub)?;
-    run
+    // The run's own error first: it says more than a failed clean-up.
+    let cleanup = std::fs::remove_dir_all(&sub);
+    let run = run?;
+    cleanup?;
+    Ok(run)
 }
 
 /// One run against the cluster behind `router`, with the coordinator's binlog in
@@ -226,9 +228,13 @@ pub fn run_method_on(
     std::thread::sleep(config.lead);
     let window_start = Instant::now();
     let _ = go_tx.send(());
-    let acked = join_big(big)?.unwrap_or(window_start);
+    let big_result = join_big(big);
     let window_end = window_start + config.window;
-    std::thread::sleep(window_end.saturating_duration_since(Instant::now()));
+    if big_result.is_ok() {
+        std::thread::sleep(window_end.saturating_duration_since(Instant::now()));
+    }
+    // Stop the small clients before reporting anything, the big transaction's failure
+    // included: they would otherwise go on writing to the cluster.
     stop.store(true, Ordering::Relaxed);
     let mut samples = Vec::new();
     let mut failed = None;
@@ -239,6 +245,7 @@ pub fn run_method_on(
             Err(_) => failed = Some(ScenarioError::Unexpected("a small client panicked")),
         }
     }
+    let acked = big_result?.unwrap_or(window_start);
     if let Some(e) = failed {
         return Err(e);
     }
@@ -337,18 +344,8 @@ fn small_client(
 
 /// Runs MariaDB's own reader over `files`; `None` when it is not installed.
 pub fn verify_with_mariadb(files: &[PathBuf]) -> Option<bool> {
-    let mut ok = true;
-    for file in files {
-        let status = Command::new("mariadb-binlog")
-            .arg("--verify-binlog-checksum")
-            .arg(file)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .ok()?;
-        ok &= status.success();
-    }
-    Some(ok)
+    crate::cli::mariadb_binlog_installed()
+        .then(|| files.iter().all(|f| crate::cli::mariadb_read(f).is_ok()))
 }
 
 /// `none`, `copy` or `rename`.
