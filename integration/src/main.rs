@@ -140,11 +140,14 @@ enum ClusterCommand {
         #[arg(long, default_value_t = 60)]
         timeout: u64,
     },
-    /// Send SIGTERM to every node of DIR and wait for them to exit.
+    /// Send SIGTERM to every node of DIR (or to one, with --node) and wait for them to exit.
     Stop {
         /// Cluster directory.
         #[arg(long)]
         data: PathBuf,
+        /// Stop only this node (the others keep running; `cluster start` restarts it).
+        #[arg(long)]
+        node: Option<u64>,
         /// How long to wait before SIGKILL, in seconds.
         #[arg(long, default_value_t = 30)]
         timeout: u64,
@@ -476,9 +479,17 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             );
             Ok(())
         }
-        ClusterCommand::Stop { data, timeout } => {
-            let stopped = surgedb::local::stop(&data, Duration::from_secs(timeout))
-                .map_err(|e| e.to_string())?;
+        ClusterCommand::Stop {
+            data,
+            node,
+            timeout,
+        } => {
+            let timeout = Duration::from_secs(timeout);
+            let stopped = match node {
+                Some(id) => surgedb::local::stop_node(&data, id, timeout),
+                None => surgedb::local::stop(&data, timeout),
+            }
+            .map_err(|e| e.to_string())?;
             let _ = writeln!(out, "stopped nodes {stopped:?}");
             Ok(())
         }

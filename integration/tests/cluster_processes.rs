@@ -65,6 +65,20 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     let (ok, out, _) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
     assert!(ok && out.matches("already running").count() == 3, "{out}");
 
+    // One node stopped alone (the others serve on), then started again.
+    let (ok, out, err) = surgedb(&["cluster", "stop", "--data", d, "--node", "2"]);
+    assert!(ok && out.contains("stopped nodes [2]"), "{out}{err}");
+    assert!(c.log(2).contains("surgedb node 2: stopped"), "{}", c.log(2));
+    let (ok, out, _) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
+    assert!(ok && out == "90\n", "{out}");
+    let (ok, _, err) = surgedb(&["cluster", "stop", "--data", d, "--node", "9"]);
+    assert!(!ok && err.contains("has no node 9"), "{err}");
+    let (ok, out, err) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
+    assert!(
+        ok && out.matches("already running").count() == 2 && out.contains("node 2: started"),
+        "{out}{err}"
+    );
+
     let (ok, out, err) = surgedb(&["cluster", "stop", "--data", d]);
     assert!(ok, "{out}{err}");
     for node in 1..=3 {

@@ -59,6 +59,16 @@ pub enum LocalClusterError {
     /// The cluster did not answer in time.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The cluster has no node with this id.
+    #[error("{} has no node {node} (its nodes: {known:?})", dir.display())]
+    NoSuchNode {
+        /// The cluster directory.
+        dir: std::path::PathBuf,
+        /// The id asked for.
+        node: NodeId,
+        /// The ids it has.
+        known: Vec<NodeId>,
+    },
     /// Some node did not stop after SIGTERM and was killed.
     #[error("nodes {nodes:?} ignored SIGTERM for {waited_ms} ms and were killed")]
     Killed {
@@ -177,11 +187,40 @@ pub fn restart_node(dir: &Path, id: NodeId, opts: &StartOptions) -> Result<u32, 
 /// # Errors
 /// [`LocalClusterError::Manifest`], or [`LocalClusterError::Killed`].
 pub fn stop(dir: &Path, timeout: Duration) -> Result<Vec<NodeId>, LocalClusterError> {
+    stop_where(dir, timeout, |_| true)
+}
+
+/// As [`stop`], for node `id` only (the others keep running). Returns `[id]` if it was
+/// running, `[]` if not.
+///
+/// # Errors
+/// As [`stop`], and [`LocalClusterError::NoSuchNode`].
+pub fn stop_node(
+    dir: &Path,
+    id: NodeId,
+    timeout: Duration,
+) -> Result<Vec<NodeId>, LocalClusterError> {
+    let manifest = ClusterManifest::load(dir)?;
+    if manifest.node(id).is_none() {
+        return Err(LocalClusterError::NoSuchNode {
+            dir: dir.to_path_buf(),
+            node: id,
+            known: manifest.nodes.iter().map(|n| n.id).collect(),
+        });
+    }
+    stop_where(dir, timeout, |n| n.id == id)
+}
+
+fn stop_where(
+    dir: &Path,
+    timeout: Duration,
+    chosen: impl Fn(&ManifestNode) -> bool,
+) -> Result<Vec<NodeId>, LocalClusterError> {
     let manifest = ClusterManifest::load(dir)?;
     let running: Vec<&ManifestNode> = manifest
         .nodes
         .iter()
-        .filter(|n| is_alive(n.pid) && is_node_process(n.pid, &n.data))
+        .filter(|n| chosen(n) && is_alive(n.pid) && is_node_process(n.pid, &n.data))
         .collect();
     for n in &running {
         signal(n.pid, "TERM");

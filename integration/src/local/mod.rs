@@ -6,7 +6,7 @@ mod manifest;
 mod process;
 
 pub use local_cluster::{
-    LocalClusterError, NodeStart, StartOptions, log_tail, restart_node, start, stop,
+    LocalClusterError, NodeStart, StartOptions, log_tail, restart_node, start, stop, stop_node,
 };
 pub use manifest::{ClusterManifest, MANIFEST_FILE, ManifestError, ManifestNode};
 pub use process::{is_alive, is_node_process, signal};

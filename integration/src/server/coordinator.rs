@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
@@ -43,6 +44,8 @@ pub struct NodeCoordinator {
     binlog_dir: Option<PathBuf>,
     slot: Mutex<Slot>,
     stop: AtomicBool,
+    /// The background opener, awaited by [`NodeCoordinator::shutdown`].
+    opener: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for NodeCoordinator {
@@ -73,11 +76,13 @@ impl NodeCoordinator {
                 last_error: None,
             }),
             stop: AtomicBool::new(false),
+            opener: Mutex::new(None),
         });
         let opener = me.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("coordinator-open".into())
             .spawn(move || opener.open_until_ready(&router, &config))?;
+        *me.opener.lock() = Some(handle);
         Ok(me)
     }
 
@@ -120,7 +125,10 @@ impl NodeCoordinator {
                             last_error: Some(e.to_string()),
                         };
                     }
-                    std::thread::sleep(RETRY_PAUSE);
+                    let paused = Instant::now();
+                    while paused.elapsed() < RETRY_PAUSE && !self.stop.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
                 }
             }
         }
@@ -179,11 +187,37 @@ impl NodeCoordinator {
         }
     }
 
-    /// Stops taking transactions and closes the coordinator (its binlog is closed once the
-    /// last session holding a clone lets go). A background opening gives up.
-    pub fn shutdown(&self) {
+    /// Stops taking transactions, closes the binlog (its file fsynced and marked closed, so
+    /// the next start has nothing to recover), and waits up to `wait` for a background
+    /// opening to give up (one that is still inside an attempt then closes what it opened
+    /// when the attempt ends).
+    ///
+    /// Call it once no session runs a transaction any more ([`super::KvServer::shutdown`]
+    /// returned 0): a commit still running would find the binlog closed and fail, leaving
+    /// its transaction to the next start's recovery, as a crash would.
+    ///
+    /// # Errors
+    /// The binlog's close error; the next start then recovers it as after a crash.
+    pub fn shutdown(&self, wait: Duration) -> Result<(), surge_binlog::Error> {
         self.stop.store(true, Ordering::SeqCst);
-        *self.slot.lock() = Slot::Stopped;
+        let previous = std::mem::replace(&mut *self.slot.lock(), Slot::Stopped);
+        let closed = match &previous {
+            Slot::Ready(client) => client
+                .binlog()
+                .map_or(Ok(()), surge_binlog::Binlog::shutdown),
+            Slot::Recovering { .. } | Slot::Stopped => Ok(()),
+        };
+        drop(previous);
+        if let Some(opener) = self.opener.lock().take() {
+            let deadline = Instant::now() + wait;
+            while !opener.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if opener.is_finished() {
+                let _ = opener.join();
+            }
+        }
+        closed
     }
 }
 
@@ -243,7 +277,7 @@ mod tests {
                 ..
             }
         ));
-        coordinator.shutdown();
+        coordinator.shutdown(Duration::from_secs(5)).unwrap();
         assert!(coordinator.client().is_err());
     }
 }

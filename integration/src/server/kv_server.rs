@@ -4,7 +4,8 @@ use std::io::{BufReader, BufWriter};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
@@ -61,6 +62,11 @@ pub struct KvServer {
     next_conn: AtomicU64,
     /// The node's transaction coordinator, set by [`KvServer::serve`].
     coordinator: std::sync::OnceLock<Option<Arc<NodeCoordinator>>>,
+    /// The accept thread, joined by [`KvServer::shutdown`].
+    accept_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Connection threads that may still run (finished ones are pruned as new ones start),
+    /// awaited by [`KvServer::shutdown`].
+    conn_threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for KvServer {
@@ -89,6 +95,8 @@ impl KvServer {
             conns: Mutex::new(Vec::new()),
             next_conn: AtomicU64::new(0),
             coordinator: std::sync::OnceLock::new(),
+            accept_thread: Mutex::new(None),
+            conn_threads: Mutex::new(Vec::new()),
         }))
     }
 
@@ -114,9 +122,10 @@ impl KvServer {
             .ok_or_else(|| std::io::Error::other("KvServer::serve called twice"))?;
         let _ = self.coordinator.set(coordinator);
         let me = self.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("kv-accept".into())
             .spawn(move || me.accept_loop(listener, service))?;
+        *self.accept_thread.lock() = Some(handle);
         Ok(())
     }
 
@@ -135,14 +144,49 @@ impl KvServer {
         }
     }
 
-    /// Stops accepting and closes every connection (requests in flight lose their answer).
-    pub fn shutdown(&self) {
+    /// Stops accepting, closes every connection, and waits up to `wait` for the connection
+    /// threads to end. Returns how many were still running then (0 when all ended).
+    ///
+    /// A request in flight runs to its end but loses its answer; a session's open
+    /// transactions are rolled back by its thread. Waiting matters to the caller's shutdown
+    /// order: once this returns 0, no session uses the node's coordinator or storage, so
+    /// they can be closed without a commit running on behind them.
+    pub fn shutdown(&self, wait: Duration) -> usize {
         self.stopped.store(true, Ordering::SeqCst);
         for (_, c) in self.conns.lock().drain(..) {
             let _ = c.shutdown(Shutdown::Both);
         }
-        // Wake the accept loop so that it sees the flag.
+        // Wake the accept loop so that it sees the flag; once it has ended, no connection
+        // thread starts any more.
         let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(200));
+        let deadline = Instant::now() + wait;
+        if let Some(accept) = self.accept_thread.lock().take() {
+            while !accept.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // Not finished: the wake-up connection did not reach it. A connection it accepts
+            // later sees the flag and is closed unanswered, so it is left to end alone.
+            if accept.is_finished() {
+                let _ = accept.join();
+            }
+        }
+        let mut threads = std::mem::take(&mut *self.conn_threads.lock());
+        loop {
+            // A thread registers its stream after it started: close any registered since.
+            for (_, c) in self.conns.lock().drain(..) {
+                let _ = c.shutdown(Shutdown::Both);
+            }
+            let (done, running): (Vec<_>, Vec<_>) =
+                threads.into_iter().partition(JoinHandle::is_finished);
+            for t in done {
+                let _ = t.join();
+            }
+            threads = running;
+            if threads.is_empty() || Instant::now() >= deadline {
+                return threads.len();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     fn accept_loop(self: Arc<Self>, listener: TcpListener, service: Arc<dyn KvService>) {
@@ -174,10 +218,17 @@ impl KvServer {
                     me.serve_connection(stream, svc.as_ref());
                     me.counters.open_connections.fetch_sub(1, Ordering::SeqCst);
                 });
-            if spawned.is_err() {
-                self.counters
-                    .open_connections
-                    .fetch_sub(1, Ordering::SeqCst);
+            match spawned {
+                Ok(handle) => {
+                    let mut threads = self.conn_threads.lock();
+                    threads.retain(|t| !t.is_finished());
+                    threads.push(handle);
+                }
+                Err(_) => {
+                    self.counters
+                        .open_connections
+                        .fetch_sub(1, Ordering::SeqCst);
+                }
             }
         }
     }

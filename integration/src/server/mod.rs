@@ -12,7 +12,9 @@ mod txn_session;
 pub use coordinator::NodeCoordinator;
 pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_cluster_id};
 pub use kv_server::{KvServer, ServerConfig};
-pub use node_process::{BINLOG_SUBDIR, INITIAL_REGIONS, NodeConfig, NodeError, NodeProcess};
+pub use node_process::{
+    BINLOG_SUBDIR, INITIAL_REGIONS, NodeConfig, NodeError, NodeProcess, SHUTDOWN_WAIT,
+};
 pub use peer_spec::{PeerSpecError, parse_peers, raft_addr_of, resolve};
 pub use txn_session::MAX_OPEN_TXNS;
 

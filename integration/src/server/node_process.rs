@@ -25,6 +25,10 @@ pub const INITIAL_REGIONS: usize = 16;
 /// The coordinator's binlog directory inside a node's data directory.
 pub const BINLOG_SUBDIR: &str = "binlog";
 
+/// How long [`NodeProcess::shutdown`] waits for each of its steps that can block: the
+/// connection threads to end, and the coordinator's background opening to give up.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(8);
+
 /// How to run one node.
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -248,7 +252,14 @@ impl NodeProcess {
         // not up yet, and the node must serve them meanwhile (they may need it to elect).
         let coordinator_router = Arc::new(LocalFirstRouter::new(config.id, node.clone(), router));
         let started = NodeCoordinator::start(config.id, coordinator_router, coordinator_config)
-            .and_then(|c| server.serve(node.clone(), Some(c.clone())).map(|()| c));
+            .and_then(|c| match server.serve(node.clone(), Some(c.clone())) {
+                Ok(()) => Ok(c),
+                Err(e) => {
+                    // Its opener may have opened the binlog already: close it first.
+                    let _ = c.shutdown(SHUTDOWN_WAIT);
+                    Err(e)
+                }
+            });
         let coordinator = match started {
             Ok(c) => c,
             Err(e) => {
@@ -299,13 +310,25 @@ impl NodeProcess {
         self.shutdown();
     }
 
-    /// Stops cleanly: no new connections, connections closed (their sessions' open
-    /// transactions rolled back), the coordinator closed, the raft driver stopped after its
-    /// last write (everything acknowledged was fsynced before its answer), the Raft
-    /// connections closed, then the data directory unlocked.
+    /// Stops cleanly, in this order: no new connections; connections closed and their
+    /// threads awaited (a request in flight finishes, sessions' open transactions are rolled
+    /// back while the node still serves); the coordinator's binlog closed; the raft driver
+    /// stopped after its last write (everything acknowledged was fsynced before its answer);
+    /// the Raft connections closed; then the data directory unlocked.
+    ///
+    /// Each wait is bounded by [`SHUTDOWN_WAIT`] so that `surgedb cluster stop` (which kills
+    /// a node still running after 20 s) need not; what did not end in time is reported on
+    /// stderr and left to the next start's recovery, as after a crash.
     pub fn shutdown(self) {
-        self.server.shutdown();
-        self.coordinator.shutdown();
+        let still_running = self.server.shutdown(SHUTDOWN_WAIT);
+        if still_running > 0 {
+            eprintln!(
+                "surgedb node: {still_running} connection(s) still running after {SHUTDOWN_WAIT:?}; stopping anyway"
+            );
+        }
+        if let Err(e) = self.coordinator.shutdown(SHUTDOWN_WAIT) {
+            eprintln!("surgedb node: the coordinator's binlog did not close cleanly: {e}");
+        }
         self.node.shutdown();
         self.transport.shutdown();
         drop(self.dir);
