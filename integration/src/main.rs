@@ -459,6 +459,7 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             let opts = StartOptions {
                 exe,
                 node_args: vec!["--lock-mode".into(), mode.as_str().into()],
+                node_env: Vec::new(),
                 ready_timeout: Duration::from_secs(timeout),
             };
             let (manifest, outcome) =

@@ -103,6 +103,9 @@ pub struct StartOptions {
     pub exe: PathBuf,
     /// Extra arguments for every `surgedb node` (e.g. `--lock-mode sync`).
     pub node_args: Vec<String>,
+    /// Extra environment variables for every `surgedb node` (e.g. a test's crash point,
+    /// `SURGE_TXN_CRASH_AT`).
+    pub node_env: Vec<(String, String)>,
     /// How long to wait for the cluster to answer.
     pub ready_timeout: Duration,
 }
@@ -321,6 +324,7 @@ fn spawn_node(
         .arg("--cluster-id")
         .arg(&manifest.cluster_id)
         .args(&opts.node_args)
+        .envs(opts.node_env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2)

@@ -111,9 +111,19 @@ impl ProcCluster {
 
     /// Starts node `node` again from its data directory.
     pub fn restart(&self, node: u64) {
+        self.restart_with_env(node, &[]);
+    }
+
+    /// As [`ProcCluster::restart`], with `env` set in the node's environment (a crash
+    /// point, say).
+    pub fn restart_with_env(&self, node: u64, env: &[(&str, &str)]) {
         let opts = StartOptions {
             exe: exe(),
             node_args: Vec::new(),
+            node_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ready_timeout: Duration::from_secs(60),
         };
         surgedb::local::restart_node(&self.dir, node, &opts).unwrap();
