@@ -6,18 +6,16 @@
 //! `ML_` file is left, and mariadb-binlog accepts every file.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use surge_binlog::{Binlog, CACHE_DIR_NAME, CRASH_ENV, CRASH_SKIP_ENV, crash_points};
+use surge_testkit::CrashChild;
 
 use crate::common::{all_events, binlog_files, groups, test_config, verify_with_mariadb};
 
 const DIR_ENV: &str = "SURGE_BINLOG_CRASH_DIR";
-const KILL_AFTER_ENV: &str = "SURGE_BINLOG_KILL_AFTER";
 
 /// Child side: small commits, then a big one through the path the crash point is on.
 fn child_work(dir: &Path, point: &str) {
@@ -58,17 +56,6 @@ fn skip_for(point: &str) -> u64 {
     }
 }
 
-/// Kills and reaps the child if the parent's checks panic first (no orphan left waiting
-/// at its crash point).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Parent side: runs the child until `reached` (or, with `kill_after`, until that many
 /// commits returned), kills it and returns the acknowledged xids.
 fn run_child(test: &str, dir: &Path, point: &str, kill_after: Option<usize>) -> BTreeSet<u64> {
@@ -83,55 +70,29 @@ fn run_child_skipping(
     skip: u64,
     kill_after: Option<usize>,
 ) -> BTreeSet<u64> {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CRASH_ENV, point)
-        .env(CRASH_SKIP_ENV, skip.to_string())
-        .env(DIR_ENV, dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    if let Some(n) = kill_after {
-        cmd.env(KILL_AFTER_ENV, n.to_string());
-    }
-    let mut child = KillOnDrop(cmd.spawn().unwrap());
-    let out = BufReader::new(child.0.stdout.take().unwrap());
-    // Lines come through a thread so that a child that hangs silently fails the test at
-    // the deadline instead of blocking it forever.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in out.lines() {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let skip = skip.to_string();
+    let mut child = CrashChild::spawn(
+        test,
+        [
+            (CRASH_ENV, OsStr::new(point)),
+            (CRASH_SKIP_ENV, OsStr::new(&skip)),
+            (DIR_ENV, dir.as_os_str()),
+        ],
+    );
     let mut acked = BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut reached = false;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = match rx.recv_timeout(left) {
-            Ok(line) => line.unwrap(),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("child timed out"),
-        };
-        // libtest prints "test <name> ... " without a newline, so our lines may follow it.
-        if let Some(x) = line.find("committed ").map(|i| &line[i + 10..]) {
+    let mut track = |line: &str| {
+        if let Some(x) = line.strip_prefix("committed ") {
             acked.insert(x.trim().parse::<u64>().unwrap());
-            if kill_after.is_some_and(|n| acked.len() >= n) {
-                reached = true;
-                break;
-            }
         }
-        if line.contains("reached ") {
-            reached = true;
-            break;
-        }
+        acked.len()
+    };
+    match kill_after {
+        Some(n) => child.wait_until(&format!("{n} acknowledged commits"), |l| track(l) >= n),
+        None => child.wait_reached(|l| {
+            track(l);
+        }),
     }
-    // SIGKILL, then reap: once wait returns, every descriptor of the child is closed.
-    child.0.kill().unwrap();
-    child.0.wait().unwrap();
-    assert!(reached, "child never reached {point}");
+    child.kill();
     acked
 }
 

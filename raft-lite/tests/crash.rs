@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use surge_raft_lite::*;
-
-mod child;
-use child::CrashChild;
+use surge_testkit::CrashChild;
 
 const ROLE: &str = "RAFT_LITE_CRASH_CHILD_DIR";
 
@@ -74,7 +72,7 @@ fn sigkill_while_writing_loses_no_acknowledged_entry() {
     for round in 0..3u64 {
         let mut c = CrashChild::spawn(
             "sigkill_while_writing_loses_no_acknowledged_entry",
-            &[(ROLE, dir.path().display().to_string())],
+            [(ROLE, dir.path().display().to_string())],
         );
         let mut acked = 0;
         let mut track = |line: &str| {

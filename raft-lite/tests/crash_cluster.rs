@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use surge_raft_lite::*;
-
-mod child;
-use child::CrashChild;
+use surge_testkit::CrashChild;
 
 const ROLE: &str = "RAFT_LITE_CLUSTER_CHILD_DIR";
 
@@ -128,7 +126,7 @@ fn sigkill_of_the_whole_cluster_loses_no_acknowledged_proposal() {
         let first = round * 1_000_000;
         let mut c = CrashChild::spawn(
             "sigkill_of_the_whole_cluster_loses_no_acknowledged_proposal",
-            &[
+            [
                 (ROLE, dir.path().display().to_string()),
                 ("RAFT_LITE_CLUSTER_FIRST", first.to_string()),
             ],

@@ -14,10 +14,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use surge_raft_lite::*;
+use surge_testkit::CrashChild;
 
-mod child;
 mod snap_support;
-use child::CrashChild;
 use snap_support::{Set, is_snapshot_file, put, snapshot_files};
 
 const ROLE: &str = "RAFT_LITE_SNAP_CHILD_DIR";
@@ -167,7 +166,7 @@ fn crash_at(test: &str, point: &str) {
     let mut acked: Vec<(u64, u64)> = Vec::new();
     let mut c = CrashChild::spawn(
         test,
-        &[
+        [
             (ROLE, dir.path().display().to_string()),
             (POINT, point.to_string()),
         ],

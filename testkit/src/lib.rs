@@ -6,6 +6,9 @@
 //!   simulation, the txn crate's register workloads and `surgedb`'s process tests under
 //!   faults);
 //! - [`SplitMix64`], the seeded generator of the randomized tests;
+//! - [`CrashChild`] re-runs the test binary on one test as a child process, waits (bounded)
+//!   for it to reach its crash point, then kills it with SIGKILL and reaps it (the crash
+//!   tests of raft-lite, the binlog and the txn crate);
 //! - [`mariadb_binlog::verify`] runs MariaDB's own binlog reader over a test's files;
 //! - [`mariadb_server::MariadbServer`] starts a private `mariadbd` on a loopback port for the
 //!   tests that replay a binlog into a real server (the binlog and txn crates).
@@ -26,12 +29,14 @@
 //! What it is not: a test framework, or anything the published crates depend on (it is
 //! `publish = false`; only dev-dependencies name it).
 
+mod crash_child;
 mod history;
 mod linearizability;
 pub mod mariadb_binlog;
 pub mod mariadb_server;
 mod rng;
 
+pub use crash_child::{CrashChild, REACH_DEADLINE};
 pub use history::{History, Op, OpKind};
 pub use linearizability::check_registers;
 pub use rng::SplitMix64;

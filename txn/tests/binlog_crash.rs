@@ -13,11 +13,12 @@
 mod binlog_support;
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::Path;
-
 use std::time::{Duration, Instant};
 
-use binlog_support::{check_binlog, cluster, coordinator, key, replay, spawn_child, store_table};
+use binlog_support::{check_binlog, cluster, coordinator, key, replay, store_table};
+use surge_testkit::CrashChild;
 use surge_txn::{
     BinlogRecoveryReport, ClientConfig, TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, TxnClient, TxnError,
     TxnMode, txn_crash_points,
@@ -69,31 +70,27 @@ fn child_process() {
 /// Runs the child until it reaches `point` on its fourth commit; returns the acknowledged
 /// start timestamps and the transaction in flight (its number and start_ts).
 fn run_child(dir: &Path, point: &str) -> (BTreeSet<u64>, (u64, u64)) {
-    let (child, rx) = spawn_child(&[
-        (DIR_ENV, dir.as_os_str()),
-        (TXN_CRASH_ENV, std::ffi::OsStr::new(point)),
-        (TXN_CRASH_SKIP_ENV, std::ffi::OsStr::new("3")),
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut child = CrashChild::spawn(
+        "child_process",
+        [
+            (DIR_ENV, dir.as_os_str()),
+            (TXN_CRASH_ENV, OsStr::new(point)),
+            (TXN_CRASH_SKIP_ENV, OsStr::new("3")),
+        ],
+    );
     let mut acked = BTreeSet::new();
     let mut inflight = None;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("child output before the deadline");
-        if let Some(rest) = line.find("inflight ").map(|i| &line[i + 9..]) {
+    child.wait_reached(|line| {
+        if let Some(rest) = line.strip_prefix("inflight ") {
             let mut it = rest
                 .split_whitespace()
                 .map(|x| x.parse::<u64>().expect("number"));
             inflight = Some((it.next().expect("i"), it.next().expect("ts")));
-        } else if let Some(ts) = line.find("acked ").map(|i| &line[i + 6..]) {
+        } else if let Some(ts) = line.strip_prefix("acked ") {
             acked.insert(ts.trim().parse::<u64>().expect("start_ts"));
-        } else if line.contains("reached ") {
-            break;
         }
-    }
-    drop(child); // SIGKILL and reap
+    });
+    child.kill();
     (acked, inflight.expect("a transaction in flight"))
 }
 

@@ -9,15 +9,13 @@
 mod binlog_support;
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::Path;
-
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use binlog_support::{
-    check_binlog, cluster, coordinator, key, mariadb_binlog, spawn_child, store_table,
-};
+use binlog_support::{check_binlog, cluster, coordinator, key, mariadb_binlog, store_table};
 use surge_binlog::{CRASH_ENV, EventBody, LogReader, RowsKind, crash_points};
+use surge_testkit::CrashChild;
 use surge_txn::{HotGroupRecord, HotHints, HotOp, TxnError, TxnMode};
 
 /// Threads updating the hot key at once.
@@ -258,30 +256,23 @@ fn child_process() {
 #[test]
 fn a_crash_between_two_members_is_completed_by_recovery_exactly_once() {
     let dir = tempfile::tempdir().expect("dir");
-    let (child, rx) = spawn_child(&[
-        (DIR_ENV, dir.path().as_os_str()),
-        (
-            CRASH_ENV,
-            std::ffi::OsStr::new(crash_points::COPY_BETWEEN_TXNS),
-        ),
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut child = CrashChild::spawn(
+        "child_process",
+        [
+            (DIR_ENV, dir.path().as_os_str()),
+            (CRASH_ENV, OsStr::new(crash_points::COPY_BETWEEN_TXNS)),
+        ],
+    );
     let mut acked = Vec::new();
     let mut insert_ts = None;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("child output before the deadline");
-        if let Some(v) = line.find("acked ").map(|i| &line[i + 6..]) {
+    child.wait_reached(|line| {
+        if let Some(v) = line.strip_prefix("acked ") {
             acked.push(v.trim().parse::<i64>().expect("a value"));
-        } else if let Some(v) = line.find("ready ").map(|i| &line[i + 6..]) {
+        } else if let Some(v) = line.strip_prefix("ready ") {
             insert_ts = Some(v.trim().parse::<u64>().expect("a start_ts"));
-        } else if line.contains("reached ") {
-            break;
         }
-    }
-    drop(child); // SIGKILL and reap
+    });
+    child.kill();
     let insert_ts = insert_ts.expect("the row was inserted");
 
     let c = cluster(&dir.path().join("cluster"));
