@@ -16,9 +16,12 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// 1: [`ClientFrame::Request`] frames carrying the txn crate's `KvRequest` format 1.
 /// 2: adds the coordinator sessions ([`ClientFrame::Txn`] / [`ServerFrame::Txn`]).
 ///
-/// Bump it whenever these frames or the txn crate's request format change: the assertion
-/// below stops the build when the txn crate's `PROTOCOL_VERSION` moves, so the two cannot
-/// drift apart silently.
+/// Bump it whenever these frames or the txn crate's types they carry change encoding. Two
+/// checks keep them from drifting apart silently: the assertion below stops the build when
+/// the txn crate's `PROTOCOL_VERSION` (its `KvRequest`/`KvResponse` format) moves, and the
+/// golden test in `golden_encoding.rs` fails when the bytes of `TxnError` (inside
+/// [`super::TxnFailure`]), `TxnFailure` or [`super::TxnReply`] change, which the txn
+/// crate's version does not cover.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 const _: () = assert!(
@@ -197,14 +200,22 @@ pub fn encode_hello_with_version(hello: &Hello, version: u32) -> Vec<u8> {
 ///
 /// # Errors
 /// [`WireError::BadMagic`], [`WireError::VersionMismatch`], or [`WireError::BadFrame`] if
-/// the rest does not decode.
+/// the body ends inside the version or the rest does not decode.
 pub fn decode_hello(body: &[u8]) -> Result<Hello, WireError> {
-    if body.len() < 8 || body[..4] != MAGIC {
+    if !body.starts_with(&MAGIC) {
         return Err(WireError::BadMagic {
-            found: body.iter().take(4).copied().collect(),
+            found: body.iter().take(MAGIC.len()).copied().collect(),
         });
     }
-    let theirs = u32::from_le_bytes([body[4], body[5], body[6], body[7]]);
+    let theirs = match body.get(4..8) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        // The right magic: calling it bad would mislead whoever reads the refusal.
+        _ => {
+            return Err(WireError::BadFrame {
+                detail: format!("hello of {} bytes ends inside its version", body.len()),
+            });
+        }
+    };
     if theirs != PROTOCOL_VERSION {
         return Err(WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
@@ -215,6 +226,11 @@ pub fn decode_hello(body: &[u8]) -> Result<Hello, WireError> {
         detail: format!("hello: {e}"),
     })
 }
+
+// Beside the version it guards; a file of its own for the length of its table.
+#[cfg(test)]
+#[path = "golden_encoding.rs"]
+mod golden_encoding;
 
 #[cfg(test)]
 mod tests {
@@ -244,6 +260,13 @@ mod tests {
             decode_hello(&cut),
             Err(WireError::BadFrame { .. })
         ));
+        cut.truncate(6);
+        assert_eq!(
+            decode_hello(&cut),
+            Err(WireError::BadFrame {
+                detail: "hello of 6 bytes ends inside its version".into()
+            })
+        );
     }
 
     #[test]
