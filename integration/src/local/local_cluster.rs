@@ -190,7 +190,8 @@ pub fn restart_node(dir: &Path, id: NodeId, opts: &StartOptions) -> Result<u32, 
 /// # Errors
 /// [`LocalClusterError::Manifest`], or [`LocalClusterError::Killed`].
 pub fn stop(dir: &Path, timeout: Duration) -> Result<Vec<NodeId>, LocalClusterError> {
-    stop_where(dir, timeout, |_| true)
+    let manifest = ClusterManifest::load(dir)?;
+    stop_where(&manifest, timeout, |_| true)
 }
 
 /// As [`stop`], for node `id` only (the others keep running). Returns `[id]` if it was
@@ -211,15 +212,14 @@ pub fn stop_node(
             known: manifest.nodes.iter().map(|n| n.id).collect(),
         });
     }
-    stop_where(dir, timeout, |n| n.id == id)
+    stop_where(&manifest, timeout, |n| n.id == id)
 }
 
 fn stop_where(
-    dir: &Path,
+    manifest: &ClusterManifest,
     timeout: Duration,
     chosen: impl Fn(&ManifestNode) -> bool,
 ) -> Result<Vec<NodeId>, LocalClusterError> {
-    let manifest = ClusterManifest::load(dir)?;
     let running: Vec<&ManifestNode> = manifest
         .nodes
         .iter()

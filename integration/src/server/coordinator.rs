@@ -105,6 +105,15 @@ impl NodeCoordinator {
                     );
                     let mut slot = self.slot.lock();
                     if matches!(*slot, Slot::Stopped) {
+                        drop(slot);
+                        // Stopped while this attempt ran: close what it opened, as
+                        // `shutdown` does, and say if that failed.
+                        if let Some(Err(e)) = client.binlog().map(surge_binlog::Binlog::shutdown) {
+                            eprintln!(
+                                "surgedb node {}: the coordinator's binlog did not close cleanly: {e}",
+                                self.node
+                            );
+                        }
                         return;
                     }
                     *slot = Slot::Ready(client);
@@ -189,8 +198,9 @@ impl NodeCoordinator {
 
     /// Stops taking transactions, closes the binlog (its file fsynced and marked closed, so
     /// the next start has nothing to recover), and waits up to `wait` for a background
-    /// opening to give up (one that is still inside an attempt then closes what it opened
-    /// when the attempt ends).
+    /// opening to give up. An opening still inside an attempt after that closes what it
+    /// opened when the attempt ends, if the process lives that long; a node process exits
+    /// first, and its next start recovers the binlog as after a crash.
     ///
     /// Call it once no session runs a transaction any more ([`super::KvServer::shutdown`]
     /// returned 0): a commit still running would find the binlog closed and fail, leaving
@@ -208,7 +218,8 @@ impl NodeCoordinator {
             Slot::Recovering { .. } | Slot::Stopped => Ok(()),
         };
         drop(previous);
-        if let Some(opener) = self.opener.lock().take() {
+        let opener = self.opener.lock().take();
+        if let Some(opener) = opener {
             let deadline = Instant::now() + wait;
             while !opener.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));

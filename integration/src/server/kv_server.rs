@@ -18,6 +18,9 @@ use crate::wire::{
     read_frame, write_frame,
 };
 
+/// How long [`KvServer::shutdown`] waits for its accept thread, after the connections.
+const ACCEPT_WAIT: Duration = Duration::from_millis(500);
+
 /// Settings of a [`KvServer`].
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -156,21 +159,30 @@ impl KvServer {
         for (_, c) in self.conns.lock().drain(..) {
             let _ = c.shutdown(Shutdown::Both);
         }
-        // Wake the accept loop so that it sees the flag; once it has ended, no connection
-        // thread starts any more.
+        // Wake the accept loop so that it sees the flag. A connection accepted after the flag
+        // was set never gets a session (`serve_connection` checks it under the `conns` lock),
+        // so only the threads started before matter below.
         let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(200));
         let deadline = Instant::now() + wait;
-        if let Some(accept) = self.accept_thread.lock().take() {
-            while !accept.is_finished() && Instant::now() < deadline {
+        let threads = std::mem::take(&mut *self.conn_threads.lock());
+        let still_running = self.await_threads(threads, deadline);
+        // The accept thread gets a short wait of its own: when the wake-up connection could
+        // not reach it, it ends at the next connection, which it closes unanswered.
+        let accept = self.accept_thread.lock().take();
+        if let Some(accept) = accept {
+            let until = deadline.min(Instant::now() + ACCEPT_WAIT);
+            while !accept.is_finished() && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            // Not finished: the wake-up connection did not reach it. A connection it accepts
-            // later sees the flag and is closed unanswered, so it is left to end alone.
             if accept.is_finished() {
                 let _ = accept.join();
             }
         }
-        let mut threads = std::mem::take(&mut *self.conn_threads.lock());
+        still_running
+    }
+
+    /// Waits until `threads` have ended or `deadline` passed; returns how many still run.
+    fn await_threads(&self, mut threads: Vec<JoinHandle<()>>, deadline: Instant) -> usize {
         loop {
             // A thread registers its stream after it started: close any registered since.
             for (_, c) in self.conns.lock().drain(..) {
@@ -235,7 +247,13 @@ impl KvServer {
 
     fn serve_connection(&self, stream: TcpStream, service: &dyn KvService) {
         let conn_id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        if let Ok(c) = stream.try_clone() {
+        // A stream that cannot be registered could not be closed by `shutdown`, which would
+        // then wait for it in vain: refuse it.
+        let Ok(c) = stream.try_clone() else {
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        };
+        {
             let mut conns = self.conns.lock();
             if self.stopped.load(Ordering::SeqCst) {
                 return;

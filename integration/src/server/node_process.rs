@@ -25,9 +25,9 @@ pub const INITIAL_REGIONS: usize = 16;
 /// The coordinator's binlog directory inside a node's data directory.
 pub const BINLOG_SUBDIR: &str = "binlog";
 
-/// How long [`NodeProcess::shutdown`] waits for each of its steps that can block: the
-/// connection threads to end, and the coordinator's background opening to give up.
-pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(8);
+/// How long [`NodeProcess::shutdown`] waits in all for the steps that can block: the
+/// connection threads to end, then the coordinator's background opening to give up.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 /// How to run one node.
 #[derive(Debug, Clone)]
@@ -312,21 +312,31 @@ impl NodeProcess {
 
     /// Stops cleanly, in this order: no new connections; connections closed and their
     /// threads awaited (a request in flight finishes, sessions' open transactions are rolled
-    /// back while the node still serves); the coordinator's binlog closed; the raft driver
-    /// stopped after its last write (everything acknowledged was fsynced before its answer);
-    /// the Raft connections closed; then the data directory unlocked.
+    /// back); the coordinator's binlog closed; the raft driver stopped after its last write
+    /// (everything acknowledged was fsynced before its answer); the Raft connections closed;
+    /// then the data directory unlocked.
     ///
-    /// Each wait is bounded by [`SHUTDOWN_WAIT`] so that `surgedb cluster stop` (which kills
-    /// a node still running after 20 s) need not; what did not end in time is reported on
-    /// stderr and left to the next start's recovery, as after a crash.
+    /// The connection threads and the coordinator's background opening share one budget,
+    /// [`SHUTDOWN_WAIT`], so that `surgedb cluster stop` (which kills a node still running
+    /// after its `--timeout`, 30 s by default) rarely has to; what did not end in time is
+    /// reported on stderr and left to the next start's recovery, as after a crash. The raft
+    /// driver's stop is not bounded by it (it finishes the write in hand).
+    ///
+    /// A session's rollback needs the region leaders of its keys. When the whole cluster
+    /// stops at once, those on other nodes may be stopping too: what such a rollback cannot
+    /// reach is left to lock resolution (the locks' TTL), as after a crash.
     pub fn shutdown(self) {
+        let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
         let still_running = self.server.shutdown(SHUTDOWN_WAIT);
         if still_running > 0 {
             eprintln!(
                 "surgedb node: {still_running} connection(s) still running after {SHUTDOWN_WAIT:?}; stopping anyway"
             );
         }
-        if let Err(e) = self.coordinator.shutdown(SHUTDOWN_WAIT) {
+        let left = deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .max(Duration::from_millis(100));
+        if let Err(e) = self.coordinator.shutdown(left) {
             eprintln!("surgedb node: the coordinator's binlog did not close cleanly: {e}");
         }
         self.node.shutdown();

@@ -94,10 +94,16 @@ impl ProcCluster {
     pub fn kill9(&self, node: u64) {
         let pid = self.pid(node);
         assert!(signal(pid, "KILL"), "kill -9 {pid}");
-        wait_until(Duration::from_secs(10), || {
-            !surgedb::local::is_alive(pid)
-                && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count) <= 1
-        });
+        wait_gone(pid);
+    }
+
+    /// SIGTERM to node `node` alone (`surgedb cluster stop --node`), waiting until its
+    /// process is gone with all its threads (see [`ProcCluster::kill9`]).
+    pub fn stop_node(&self, node: u64) {
+        let pid = self.pid(node);
+        let stopped = surgedb::local::stop_node(&self.dir, node, Duration::from_secs(30)).unwrap();
+        assert_eq!(stopped, vec![node], "node {node} was not running");
+        wait_gone(pid);
     }
 
     /// SIGSTOP / SIGCONT of node `node`'s process.
@@ -144,6 +150,15 @@ impl Drop for ProcCluster {
         }
         let _ = surgedb::local::stop(&self.dir, Duration::from_secs(20));
     }
+}
+
+/// Waits until process `pid` has exited and its threads have closed their files (a zombie
+/// whose main thread is the only one listed in `/proc/PID/task`, or no process at all).
+pub fn wait_gone(pid: u32) {
+    wait_until(Duration::from_secs(10), || {
+        !surgedb::local::is_alive(pid)
+            && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count) <= 1
+    });
 }
 
 /// Polls `f` every 20 ms until it is true; panics after `timeout`.
