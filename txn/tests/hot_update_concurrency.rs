@@ -10,6 +10,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use support::{Layout, TestCluster, fault_tolerant_client, long_run};
@@ -114,10 +115,14 @@ impl Tally {
 
 /// Runs `hot_threads` hot updaters (`hot_ops` each, every 8th with a bound it cannot meet)
 /// and `ordinary_threads` ordinary writers until both are done, calling `during` meanwhile.
+/// With `hot_until`, each hot updater goes on past `hot_ops` until that flag is set, so that
+/// updates are in flight for as long as `during` needs them (a fault it injects must meet
+/// some, however fast the machine ran the first `hot_ops`).
 fn run_load(
     client: &TxnClient,
     hot_threads: usize,
     hot_ops: usize,
+    hot_until: Option<&AtomicBool>,
     ordinary_threads: usize,
     ordinary_ops: usize,
     during: impl FnOnce(),
@@ -127,7 +132,10 @@ fn run_load(
         for t in 0..hot_threads {
             let tally = &tally;
             s.spawn(move || {
-                for i in 0..hot_ops {
+                for i in 0.. {
+                    if i >= hot_ops && hot_until.is_none_or(|f| f.load(Ordering::SeqCst)) {
+                        break;
+                    }
                     // Every 8th update has a bound it cannot meet (the value only grows).
                     let op = if (t + i) % 8 == 0 {
                         HotOp::add(1).at_most(INITIAL)
@@ -176,7 +184,7 @@ fn no_lost_update_from_256_threads_beside_ordinary_transactions() {
     let rounds = if long_run() { 5 } else { 1 };
     let mut all = Tally::default();
     for _ in 0..rounds {
-        let t = run_load(&client, 256, 12, 4, 10, || {});
+        let t = run_load(&client, 256, 12, None, 4, 10, || {});
         all.hot_values.extend(t.hot_values);
         all.refused += t.refused;
         all.group_failed += t.group_failed;
@@ -212,7 +220,7 @@ fn a_leader_crash_mid_group_loses_and_doubles_nothing() {
     for cycle in 0..cycles {
         let before = client.hot_counters();
         let retries_before = client.counters().region_error_retries;
-        let tally = run_load(&client, 64, 40, 2, 15, || {
+        let tally = run_load(&client, 64, 40, None, 2, 15, || {
             // Let groups form, then stop the key's region leader while they commit.
             let t0 = Instant::now();
             while client.hot_counters().groups < before.groups + 5 {
@@ -250,7 +258,9 @@ fn a_quorum_loss_mid_group_fails_or_settles_members_and_the_value_agrees() {
         max_backoff: Duration::from_millis(1500),
         ..fault_tolerant_client()
     });
-    let tally = run_load(&client, 64, 30, 2, 10, || {
+    // The updaters run until the outage is over, so some are caught by it.
+    let outage_over = AtomicBool::new(false);
+    let tally = run_load(&client, 64, 30, Some(&outage_over), 2, 10, || {
         let t0 = Instant::now();
         while client.hot_counters().groups < 5 {
             assert!(t0.elapsed() < Duration::from_secs(60), "no groups ran");
@@ -269,10 +279,15 @@ fn a_quorum_loss_mid_group_fails_or_settles_members_and_the_value_agrees() {
         for id in &followers {
             tc.cluster.stop_node(*id).expect("stop a follower");
         }
-        std::thread::sleep(Duration::from_secs(3));
+        // Longer than a node's proposal timeout (5 s): a group whose proposal is pending
+        // when the outage starts times out instead of committing once the followers are
+        // back (with a 3 s outage, a run where every pending proposal just waited it out
+        // failed no update, and the assertion below with it).
+        std::thread::sleep(Duration::from_secs(6));
         for id in &followers {
             tc.cluster.restart_node(*id).expect("restart");
         }
+        outage_over.store(true, Ordering::SeqCst);
     });
     tc.cluster
         .wait_for_leaders(Duration::from_secs(30))

@@ -400,3 +400,96 @@ fn test_split_with_concurrent_pessimistic_locking_never_loses_a_lock() {
     );
     assert_eq!(lost(&c.counters()), 0);
 }
+
+/// A one-phase commit retried at a merge's target must not land below a read the merge's
+/// source served. The client fetches a commit_ts hint before it sends a one-phase prewrite,
+/// and keeps it when an epoch error sends the prewrite on to the merged region; the target's
+/// `max_ts` never saw the source's reads. Here: the hint `h`, then a read of the key at the
+/// source at `t > h`, the merge, and the prewrite at the target with hint `h`: its commit_ts
+/// must be above `t`, or a snapshot at `t` that read the key before the write would see the
+/// write afterwards (the bank workload's "a snapshot saw the total change").
+#[test]
+fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
+    let (_d, c) = cluster(2);
+    let ts = || {
+        for id in c.node_ids() {
+            if let Ok(KvResponse::Timestamp { ts }) =
+                c.call(*id, KvRequest::GetTimestamp { count: 1 })
+            {
+                return ts;
+            }
+        }
+        panic!("no timestamp oracle answered");
+    };
+    let ctx_of = |key: &[u8]| {
+        let r = c.region_of(key).expect("region");
+        let leader = c.leader_of_group(r.id).expect("leader");
+        let ctx = surge_txn::Context {
+            region_id: r.id,
+            epoch: r.epoch,
+        };
+        (leader, ctx)
+    };
+    let key = b"\x10hot".to_vec();
+    // The target serves a one-phase commit first, so its `max_ts` is synced (low).
+    client(&c)
+        .begin(TxnMode::Optimistic)
+        .and_then(|mut t| t.put(b"\x90warm", b"1").map(|()| t))
+        .and_then(|mut t| t.commit())
+        .expect("warm-up commit at the target");
+
+    let start_ts = ts();
+    let hint = ts();
+    let read_ts = ts();
+    let (leader, ctx) = ctx_of(&key);
+    let read = c
+        .call(
+            leader,
+            KvRequest::Get {
+                ctx,
+                key: key.clone(),
+                version: read_ts,
+                bypass_locks: Vec::new(),
+            },
+        )
+        .expect("read at the source");
+    assert!(matches!(read, KvResponse::Get { value: None }), "{read:?}");
+
+    let source = c.region_of(&key).expect("source").id;
+    let target = c.region_of(b"\x90warm").expect("target").id;
+    c.merge_regions(source, target).expect("merge");
+
+    let (leader, ctx) = ctx_of(&key);
+    assert_eq!(ctx.region_id, target);
+    let reply = c
+        .call(
+            leader,
+            KvRequest::Prewrite {
+                ctx,
+                mutations: vec![(
+                    surge_txn::Mutation::Put {
+                        key: key.clone(),
+                        value: b"late".to_vec(),
+                    },
+                    surge_txn::PessimisticAction::SkipPessimisticCheck,
+                )],
+                props: surge_txn::TxnProps {
+                    start_ts,
+                    primary: key.clone(),
+                    lock_ttl: 3000,
+                    for_update_ts: 0,
+                    txn_size: 1,
+                    min_commit_ts: 0,
+                    commit_kind: surge_txn::CommitKind::OnePc { commit_ts: hint },
+                },
+            },
+        )
+        .expect("one-phase prewrite at the target");
+    let KvResponse::Prewrite { one_pc_commit_ts } = reply else {
+        panic!("prewrite: {reply:?}");
+    };
+    assert!(
+        one_pc_commit_ts > read_ts,
+        "the one-phase commit landed at {one_pc_commit_ts}, at or below the source's read at {read_ts} (hint {hint})"
+    );
+}

@@ -90,6 +90,14 @@ impl ConcurrencyManager {
         s.guards.clear();
     }
 
+    /// The region took over keys whose reads another region's leader served (a merge
+    /// absorbed its source): `max_ts` no longer covers them, so it must be synced from a
+    /// fresh timestamp before the next one-phase commit. Unlike [`Self::unsync`], the guards
+    /// stay: this region's own one-phase commits in flight are still proposed and will apply.
+    pub(crate) fn absorbed_foreign_reads(&self) {
+        self.state.lock().synced = false;
+    }
+
     /// Registers `keys` of a one-phase commit and chooses its commit_ts: at least `floor`
     /// and above every read served so far.
     pub(crate) fn begin_one_pc(&self, keys: &[Vec<u8>], start_ts: u64, floor: u64) -> u64 {
@@ -140,5 +148,21 @@ mod tests {
         assert!(cm.read(ts + 5, b"a", Some(b"k"), false).is_ok());
         cm.end_one_pc(&[b"k".to_vec()], 50);
         assert!(cm.read(ts + 5, b"k", None, true).is_ok());
+    }
+
+    /// A merge: the target's `max_ts` knows nothing of the reads its source's leader
+    /// served, so it is synced again (from a timestamp taken after them) before a one-phase
+    /// commit may choose a commit_ts; its own in-flight commits stay guarded meanwhile.
+    #[test]
+    fn absorbing_a_merge_source_needs_a_fresh_sync_and_keeps_guards() {
+        let cm = ConcurrencyManager::default();
+        cm.sync(10);
+        let ts = cm.begin_one_pc(&[b"own".to_vec()], 5, 6);
+        cm.absorbed_foreign_reads();
+        assert!(!cm.is_synced());
+        assert!(cm.read(ts, b"own", None, true).is_err(), "guard kept");
+        // The source served a read at 500; the fresh timestamp is above it.
+        cm.sync(501);
+        assert!(cm.begin_one_pc(&[b"from-source".to_vec()], 400, 401) > 500);
     }
 }

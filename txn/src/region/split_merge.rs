@@ -147,6 +147,11 @@ impl RegionPeer {
             info.epoch.version = info.epoch.version.max(source.epoch.version) + 1;
             info.epoch.version
         };
+        // The source's leader served reads of these keys that this region's `max_ts` never
+        // saw: a one-phase commit on them must not choose a commit_ts below those reads (a
+        // snapshot that read one side of a transfer at the source and the other here saw
+        // the total change), so `max_ts` is synced from a fresh timestamp first.
+        self.concurrency.absorbed_foreign_reads();
         let term = self.leader_term();
         if term != 0 {
             // The target's own memory locks stay; the source's arrived as lock-CF records.
