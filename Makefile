@@ -6,17 +6,26 @@
 
 check: fmt clippy test doc
 
+# testkit/ (test support for the crates' tests) is a workspace of its own, so that the
+# workspace holds exactly the crates a user depends on; each step covers it too, building into
+# the same target directory.
+TESTKIT = --manifest-path testkit/Cargo.toml --target-dir $${CARGO_TARGET_DIR:-target}
+
 fmt:
 	cargo fmt --all -- --check
+	cargo fmt --manifest-path testkit/Cargo.toml -- --check
 
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy $(TESTKIT) --all-targets -- -D warnings
 
 test:
 	cargo test --workspace
+	cargo test $(TESTKIT)
 
 doc:
 	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+	RUSTDOCFLAGS="-D warnings" cargo doc $(TESTKIT) --no-deps
 
 package:
 	cargo package --workspace --no-verify
