@@ -493,3 +493,73 @@ fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
         "the one-phase commit landed at {one_pc_commit_ts}, at or below the source's read at {read_ts} (hint {hint})"
     );
 }
+
+/// A transaction the client believes is in one region (its cache predates a split) starts as a
+/// one-phase commit; the region refuses it (epoch), and the keys turn out to be in two. It must
+/// not commit each region's part as its own one-phase commit (two commit timestamps: a
+/// snapshot between them sees half of it): it finishes as one two-phase commit, so at
+/// `commit_ts - 1` neither write is visible and at `commit_ts` both are.
+#[test]
+fn a_one_phase_commit_that_meets_a_split_commits_both_sides_at_one_timestamp() {
+    let (_d, c) = cluster(1);
+    let cl = client(&c);
+    let (left, right) = (b"\x10left".to_vec(), b"\x90right".to_vec());
+    let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&left, b"0").expect("put");
+    t.put(&right, b"0").expect("put");
+    t.commit()
+        .expect("load: one region, the client's cache learns it");
+    let region = c.region_of(&left).expect("region");
+    assert!(
+        region.contains(&right),
+        "both keys in one region before the split"
+    );
+    let one_pc_before = cl.counters().one_pc_commits;
+
+    let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&left, b"1").expect("put");
+    t.put(&right, b"1").expect("put");
+    c.split_region(region.id, Some(b"\x80".to_vec()))
+        .expect("split between the keys, behind the client's back");
+    let commit_ts = t.commit().expect("commit across the split");
+    assert_ne!(
+        c.region_of(&left).expect("left").id,
+        c.region_of(&right).expect("right").id
+    );
+    assert_eq!(
+        cl.counters().one_pc_commits,
+        one_pc_before,
+        "committed as one-phase commits"
+    );
+
+    let read_at = |key: &[u8], version: u64| {
+        let r = c.region_of(key).expect("region");
+        let leader = c.leader_of_group(r.id).expect("leader");
+        let ctx = surge_txn::Context {
+            region_id: r.id,
+            epoch: r.epoch,
+        };
+        match c
+            .call(
+                leader,
+                KvRequest::Get {
+                    ctx,
+                    key: key.to_vec(),
+                    version,
+                    bypass_locks: Vec::new(),
+                },
+            )
+            .expect("get")
+        {
+            KvResponse::Get { value } => value,
+            other => panic!("get: {other:?}"),
+        }
+    };
+    for (ts, want) in [(commit_ts - 1, b"0"), (commit_ts, b"1")] {
+        assert_eq!(
+            (read_at(&left, ts), read_at(&right, ts)),
+            (Some(want.to_vec()), Some(want.to_vec())),
+            "both sides at ts {ts} (commit_ts {commit_ts})"
+        );
+    }
+}

@@ -43,6 +43,12 @@ pub(crate) trait RegionBatch {
         reply: KvResponse,
         bo: &mut Backoff,
     ) -> Result<Reply, TxnError>;
+
+    /// The items span more than one region (a split the caller's grouping did not know
+    /// of), so they go out as several requests from now on. Called before the first of
+    /// them is sent. An operation that must be one request (a one-phase commit) changes
+    /// what it sends here.
+    fn on_split(&mut self) {}
 }
 
 /// The outcome of one attempt at a region request.
@@ -219,6 +225,9 @@ impl ClientCore {
             .into_iter()
             .map(|(_, batch)| batch)
             .collect();
+        if queue.len() > 1 {
+            op.on_split();
+        }
         while let Some(batch) = queue.pop_front() {
             let Some(first) = batch.first() else { continue };
             let region = self.locate(B::key_of(first), bo)?;
@@ -228,6 +237,9 @@ impl ClientCore {
             {
                 // The region split or moved since grouping: regroup this batch.
                 let regrouped = self.group_by_region(batch, B::key_of, bo)?;
+                if regrouped.len() > 1 {
+                    op.on_split();
+                }
                 for (_, part) in regrouped.into_iter().rev() {
                     queue.push_front(part);
                 }

@@ -430,6 +430,19 @@ impl RegionBatch for Prewrite<'_> {
             other => Err(TxnError::unexpected("prewrite", &other)),
         }
     }
+
+    /// A one-phase commit whose keys turn out to span regions becomes a two-phase
+    /// prewrite: each region would otherwise commit its part at its own commit_ts (a
+    /// snapshot between the two would see half the transaction, and a part that failed
+    /// could not undo a part that committed). Nothing was committed yet: the one request
+    /// sent as one-phase was refused whole by its region (or its answer was lost, which
+    /// `one_pc` settles from the primary). `one_pc` then finishes with 2PC, as when a
+    /// region declines one-phase commit.
+    fn on_split(&mut self) {
+        if matches!(self.props.commit_kind, CommitKind::OnePc { .. }) {
+            self.props.commit_kind = CommitKind::TwoPc;
+        }
+    }
 }
 
 /// What a [`KeysOp`] does to its keys.

@@ -11,6 +11,9 @@ struct State {
     /// Whether `max_ts` covers every read a former leader may have served (set from a fresh
     /// timestamp after this node became leader).
     synced: bool,
+    /// Bumped by every event that unsyncs: a sync from a timestamp taken before the latest
+    /// such event must not mark `max_ts` synced.
+    generation: u64,
     /// Keys of one-phase commits between choosing their commit_ts and applying:
     /// key -> (start_ts, commit_ts; `u64::MAX` while not chosen yet).
     guards: BTreeMap<Vec<u8>, (u64, u64)>,
@@ -70,23 +73,30 @@ impl ConcurrencyManager {
         Ok(())
     }
 
-    /// Whether `max_ts` was synced since this node became leader.
-    pub(crate) fn is_synced(&self) -> bool {
-        self.state.lock().synced
+    /// `None` when `max_ts` is synced; otherwise the generation to hand to
+    /// [`Self::sync`] with a timestamp taken after this call.
+    pub(crate) fn sync_needed(&self) -> Option<u64> {
+        let s = self.state.lock();
+        (!s.synced).then_some(s.generation)
     }
 
-    /// Raises `max_ts` to a fresh timestamp (taken after this node became leader) and marks
-    /// it synced.
-    pub(crate) fn sync(&self, fresh_ts: u64) {
+    /// Raises `max_ts` to `fresh_ts`, a timestamp taken after [`Self::sync_needed`]
+    /// returned `generation`, and marks it synced unless it was unsynced again since (the
+    /// leadership or the range changed while the timestamp was fetched: it may not cover
+    /// reads served since, and the next one-phase commit syncs again).
+    pub(crate) fn sync(&self, fresh_ts: u64, generation: u64) {
         let mut s = self.state.lock();
         s.max_ts = s.max_ts.max(fresh_ts);
-        s.synced = true;
+        if s.generation == generation {
+            s.synced = true;
+        }
     }
 
     /// Leadership changed: `max_ts` no longer covers reads other leaders served.
     pub(crate) fn unsync(&self) {
         let mut s = self.state.lock();
         s.synced = false;
+        s.generation += 1;
         s.guards.clear();
     }
 
@@ -95,18 +105,25 @@ impl ConcurrencyManager {
     /// fresh timestamp before the next one-phase commit. Unlike [`Self::unsync`], the guards
     /// stay: this region's own one-phase commits in flight are still proposed and will apply.
     pub(crate) fn absorbed_foreign_reads(&self) {
-        self.state.lock().synced = false;
+        let mut s = self.state.lock();
+        s.synced = false;
+        s.generation += 1;
     }
 
     /// Registers `keys` of a one-phase commit and chooses its commit_ts: at least `floor`
-    /// and above every read served so far.
-    pub(crate) fn begin_one_pc(&self, keys: &[Vec<u8>], start_ts: u64, floor: u64) -> u64 {
+    /// and above every read served so far. `None` (nothing registered) while `max_ts` is
+    /// not synced: the caller syncs and retries. Checking here, under the same lock that
+    /// chooses the commit_ts, closes the window between a caller's sync and this call.
+    pub(crate) fn begin_one_pc(&self, keys: &[Vec<u8>], start_ts: u64, floor: u64) -> Option<u64> {
         let mut s = self.state.lock();
+        if !s.synced {
+            return None;
+        }
         let commit_ts = floor.max(s.max_ts.saturating_add(1));
         for k in keys {
             s.guards.insert(k.clone(), (start_ts, commit_ts));
         }
-        commit_ts
+        Some(commit_ts)
     }
 
     /// The one-phase commit of `start_ts` on `keys` applied or failed.
@@ -124,18 +141,53 @@ impl ConcurrencyManager {
 mod tests {
     use super::*;
 
+    /// A manager synced at `ts` (as a leader's is after its first one-phase commit).
+    fn synced_at(ts: u64) -> ConcurrencyManager {
+        let cm = ConcurrencyManager::default();
+        let generation = cm.sync_needed().expect("a new manager is not synced");
+        cm.sync(ts, generation);
+        cm
+    }
+
     #[test]
     fn one_pc_commit_ts_is_above_every_served_read() {
-        let cm = ConcurrencyManager::default();
+        let cm = synced_at(1);
         cm.read(100, b"a", None, true).expect("no guard");
         let ts = cm.begin_one_pc(&[b"k".to_vec()], 50, 60);
-        assert_eq!(ts, 101);
+        assert_eq!(ts, Some(101));
+    }
+
+    #[test]
+    fn no_one_pc_is_registered_before_a_sync() {
+        let cm = ConcurrencyManager::default();
+        assert_eq!(cm.begin_one_pc(&[b"k".to_vec()], 50, 60), None);
+        assert!(
+            cm.read(1000, b"k", None, true).is_ok(),
+            "nothing registered"
+        );
+    }
+
+    /// A sync whose timestamp was fetched before the leadership (or the range) changed again
+    /// raises `max_ts` but does not mark it synced: that timestamp may be below reads
+    /// served after the change.
+    #[test]
+    fn a_sync_from_before_an_unsync_does_not_count() {
+        let cm = ConcurrencyManager::default();
+        let generation = cm.sync_needed().expect("not synced");
+        cm.absorbed_foreign_reads();
+        cm.sync(70, generation);
+        assert!(cm.sync_needed().is_some());
+        assert_eq!(cm.begin_one_pc(&[b"k".to_vec()], 50, 60), None);
+        let generation = cm.sync_needed().expect("still not synced");
+        cm.unsync();
+        cm.sync(80, generation);
+        assert!(cm.sync_needed().is_some());
     }
 
     #[test]
     fn a_read_at_or_after_an_in_flight_commit_is_refused_until_it_ends() {
-        let cm = ConcurrencyManager::default();
-        let ts = cm.begin_one_pc(&[b"k".to_vec()], 50, 60);
+        let cm = synced_at(1);
+        let ts = cm.begin_one_pc(&[b"k".to_vec()], 50, 60).expect("synced");
         assert!(cm.read(ts - 1, b"k", None, true).is_ok());
         assert_eq!(
             cm.read(ts, b"k", None, true),
@@ -155,14 +207,15 @@ mod tests {
     /// commit may choose a commit_ts; its own in-flight commits stay guarded meanwhile.
     #[test]
     fn absorbing_a_merge_source_needs_a_fresh_sync_and_keeps_guards() {
-        let cm = ConcurrencyManager::default();
-        cm.sync(10);
-        let ts = cm.begin_one_pc(&[b"own".to_vec()], 5, 6);
+        let cm = synced_at(10);
+        let ts = cm.begin_one_pc(&[b"own".to_vec()], 5, 6).expect("synced");
         cm.absorbed_foreign_reads();
-        assert!(!cm.is_synced());
+        assert!(cm.sync_needed().is_some());
         assert!(cm.read(ts, b"own", None, true).is_err(), "guard kept");
+        assert_eq!(cm.begin_one_pc(&[b"from-source".to_vec()], 400, 401), None);
         // The source served a read at 500; the fresh timestamp is above it.
-        cm.sync(501);
-        assert!(cm.begin_one_pc(&[b"from-source".to_vec()], 400, 401) > 500);
+        let generation = cm.sync_needed().expect("unsynced by the merge");
+        cm.sync(501, generation);
+        assert!(cm.begin_one_pc(&[b"from-source".to_vec()], 400, 401) > Some(500));
     }
 }

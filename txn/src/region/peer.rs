@@ -355,7 +355,21 @@ impl RegionPeer {
             }
             .into());
         }
-        let commit_ts = one_pc.map(|o| self.concurrency.begin_one_pc(keys, start_ts, o.floor));
+        let commit_ts = match one_pc {
+            None => None,
+            Some(o) => match self.concurrency.begin_one_pc(keys, start_ts, o.floor) {
+                Some(ts) => Some(ts),
+                // Unsynced since the handler's sync (leadership or range changed while
+                // it fetched the timestamp): retryable; the retry syncs again.
+                None => {
+                    return Err(RegionError::ServerIsBusy {
+                        region_id: ctx.region_id,
+                        reason: "max_ts changed owner during a one-phase commit; retry".into(),
+                    }
+                    .into());
+                }
+            },
+        };
         let end_one_pc = || {
             if one_pc.is_some() {
                 self.concurrency.end_one_pc(keys, start_ts);

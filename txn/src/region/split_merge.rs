@@ -129,6 +129,13 @@ impl RegionPeer {
     }
 
     pub(super) fn apply_commit_merge(&self, index: u64, source: &RegionInfo, data: &[u8]) {
+        // The source's leader served reads of these keys that this region's `max_ts` never
+        // saw: a one-phase commit on them must not choose a commit_ts below those reads (a
+        // snapshot that read one side of a transfer at the source and the other here saw
+        // the total change), so `max_ts` is synced from a fresh timestamp first. Before the
+        // range widens: no request for a source key may pass the range check while this
+        // region still counts as synced.
+        self.concurrency.absorbed_foreign_reads();
         // The data first, the range after: a read admitted by the widened range must find
         // the source's data (the other order let a read of a source key see nothing).
         if let Err(e) = self.engine().ingest(data) {
@@ -147,11 +154,6 @@ impl RegionPeer {
             info.epoch.version = info.epoch.version.max(source.epoch.version) + 1;
             info.epoch.version
         };
-        // The source's leader served reads of these keys that this region's `max_ts` never
-        // saw: a one-phase commit on them must not choose a commit_ts below those reads (a
-        // snapshot that read one side of a transfer at the source and the other here saw
-        // the total change), so `max_ts` is synced from a fresh timestamp first.
-        self.concurrency.absorbed_foreign_reads();
         let term = self.leader_term();
         if term != 0 {
             // The target's own memory locks stay; the source's arrived as lock-CF records.

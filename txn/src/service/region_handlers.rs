@@ -182,12 +182,12 @@ impl KvNode {
                 let keys: Vec<Vec<u8>> = mutations.iter().map(|(m, _)| m.key().to_vec()).collect();
                 let one_pc = match props.commit_kind {
                     CommitKind::OnePc { commit_ts } => {
-                        if !peer.concurrency.is_synced() {
+                        if let Some(generation) = peer.concurrency.sync_needed() {
                             let ts = self.fresh_ts().ok_or(RegionError::ServerIsBusy {
                                 region_id: ctx.region_id,
                                 reason: "cannot reach the timestamp oracle".into(),
                             })?;
-                            peer.concurrency.sync(ts);
+                            peer.concurrency.sync(ts, generation);
                         }
                         let floor = commit_ts
                             .max(props.start_ts + 1)
