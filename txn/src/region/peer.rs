@@ -258,6 +258,7 @@ impl RegionPeer {
         point: bool,
         f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
     ) -> Result<T, CmdError> {
+        let term = self.leader_term();
         self.concurrency
             .read(ts, start, end, point)
             .map_err(in_flight_commit)?;
@@ -266,8 +267,24 @@ impl RegionPeer {
         // this snapshot; the range shrinks before the data moves, so checking it again now
         // tells whether the snapshot still holds everything the read may need.
         self.still_holds(start, end, point, None)?;
+        self.still_leads(term)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
+    }
+
+    /// The read that began in `term` may be served: this replica still leads in it. A
+    /// leadership lost meanwhile cleared the one-phase guards (`on_follower` zeroes the term
+    /// first, then clears them), so the read may have passed a one-phase commit that
+    /// another leader will apply at or below its timestamp: it is refused instead.
+    fn still_leads(&self, term: u64) -> Result<(), CmdError> {
+        if term == 0 || self.leader_term() != term {
+            return Err(RegionError::NotLeader {
+                region_id: self.id(),
+                leader: None,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// As [`RegionPeer::read`] for several point reads on one snapshot.
@@ -277,6 +294,7 @@ impl RegionPeer {
         keys: &[Vec<u8>],
         f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
     ) -> Result<T, CmdError> {
+        let term = self.leader_term();
         for k in keys {
             self.concurrency
                 .read(ts, k, None, true)
@@ -286,6 +304,7 @@ impl RegionPeer {
         for k in keys {
             self.still_holds(k, None, true, None)?;
         }
+        self.still_leads(term)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
     }
@@ -533,9 +552,16 @@ impl RegionPeer {
                 }
                 .into())
             }
+            // In the log but not known to be committed (a quorum lost for longer than the
+            // timeout, say): it may still apply. Its latches and one-phase guards stay until
+            // it does (the apply releases them) or this node stops leading (`on_follower`
+            // clears them): released now, a read at or above its commit_ts could be served
+            // before it applies and miss it (TiKV holds the key guards until the callback).
+            Err(e @ (surge_raft_lite::Error::Timeout | surge_raft_lite::Error::OutcomeUnknown)) => {
+                Err(raft_error(region_id, e).into())
+            }
             Err(e) => {
-                // The write may or may not apply later; its latches and guards go now (a
-                // later apply finds nothing pending, which is fine).
+                // Refused, so it will not apply here: its latches and guards go now.
                 if let Some(p) = self.pending.lock().remove(&(term, cmd_id)) {
                     self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
                 }
