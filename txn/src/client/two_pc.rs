@@ -441,6 +441,12 @@ impl RegionBatch for Prewrite<'_> {
     fn on_split(&mut self) {
         if matches!(self.props.commit_kind, CommitKind::OnePc { .. }) {
             self.props.commit_kind = CommitKind::TwoPc;
+            // Two-phase locks from now on, written region after region: heartbeat them
+            // from the first (as `commit_plan` does for 2PC) so that none outlives its TTL
+            // before the commit.
+            self.core
+                .heartbeats
+                .register(self.props.start_ts, &self.props.primary);
         }
     }
 }

@@ -55,6 +55,9 @@ struct Pending {
     _latches: LatchGuard,
     one_pc_keys: Vec<Vec<u8>>,
     start_ts: u64,
+    /// The Raft proposal, once made. Done but still here means refused: an applied write
+    /// leaves `pending` in its apply, before raft-lite marks the proposal done.
+    proposal: Option<surge_raft_lite::Proposal>,
 }
 
 /// One replica of a data region.
@@ -365,7 +368,9 @@ impl RegionPeer {
     ) -> Result<T, CmdError> {
         let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let (term, version) = self.check(ctx, &key_refs)?;
-        let latch = self.latches.acquire(keys);
+        let latch = self
+            .latches
+            .acquire_while(keys, Duration::from_millis(50), || self.prune_pending(None));
         // Leadership may have moved while we waited for the latches.
         let (term2, _) = self.check(ctx, &key_refs)?;
         if term2 != term {
@@ -528,17 +533,25 @@ impl RegionPeer {
                 _latches: latch,
                 one_pc_keys,
                 start_ts,
+                proposal: None,
             },
         );
         let p = raft.propose(region_id, bytes::Bytes::from(bytes));
+        if let Some(entry) = self.pending.lock().get_mut(&(term, cmd_id)) {
+            entry.proposal = Some(p.clone());
+        }
         let r = if reply_on_accept {
             p.wait_accepted(timeout).map(|_| ())
         } else {
             p.wait_applied(timeout).and_then(|result| {
                 if result.as_ref() == EPOCH_CHANGED {
                     Err(surge_raft_lite::Error::ProposalDropped)
-                } else {
+                } else if result.is_empty() {
                     Ok(())
+                } else {
+                    // Committed but not applied here ("bad command", "engine error"): not
+                    // a success; what the other replicas did is unknown.
+                    Err(surge_raft_lite::Error::OutcomeUnknown)
                 }
             })
         };
@@ -552,11 +565,12 @@ impl RegionPeer {
                 }
                 .into())
             }
-            // In the log but not known to be committed (a quorum lost for longer than the
-            // timeout, say): it may still apply. Its latches and one-phase guards stay until
-            // it does (the apply releases them) or this node stops leading (`on_follower`
-            // clears them): released now, a read at or above its commit_ts could be served
-            // before it applies and miss it (TiKV holds the key guards until the callback).
+            // Perhaps in the log and not known to be committed (a quorum lost for longer than
+            // the timeout, say): it may still apply. Its latches and one-phase guards stay
+            // until it applies (the apply releases them), is refused (`prune_pending`), or
+            // this node stops leading (`on_follower` clears them): released now, a read at or
+            // above its commit_ts could be served before it applies and miss it (TiKV holds
+            // the key guards until the proposal's callback).
             Err(e @ (surge_raft_lite::Error::Timeout | surge_raft_lite::Error::OutcomeUnknown)) => {
                 Err(raft_error(region_id, e).into())
             }
@@ -648,8 +662,36 @@ impl RegionPeer {
         }
     }
 
+    /// Drops the pending writes whose proposals ended without applying here (refused by the
+    /// Raft thread after their proposer stopped waiting: a transfer in progress, a proposal
+    /// too large) or, with `term`, that belong to another term: they will never apply, and
+    /// their latches would block their keys for good.
+    fn prune_pending(&self, term: Option<u64>) {
+        let mut pending = self.pending.lock();
+        let before = pending.len();
+        let mut ended = Vec::new();
+        pending.retain(|(t, _), p| {
+            let refused = p
+                .proposal
+                .as_ref()
+                .is_some_and(surge_raft_lite::Proposal::is_done);
+            let stale = term.is_some_and(|term| *t != term);
+            if refused || stale {
+                ended.push((std::mem::take(&mut p.one_pc_keys), p.start_ts));
+            }
+            !(refused || stale)
+        });
+        if pending.len() != before {
+            drop(pending);
+            for (keys, start_ts) in ended {
+                self.concurrency.end_one_pc(&keys, start_ts);
+            }
+        }
+    }
+
     pub(crate) fn on_leader(&self, term: u64) {
         self.lease.invalidate();
+        self.prune_pending(Some(term));
         let version = self.info.read().epoch.version;
         self.concurrency.unsync();
         self.lock_table.become_leader(term, version);
@@ -732,7 +774,9 @@ impl RegionPeer {
     /// Waits (up to `timeout`) until every write this leader proposed has applied.
     pub(super) fn wait_no_pending(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
+        self.prune_pending(None);
         while !self.pending.lock().is_empty() {
+            self.prune_pending(None);
             if std::time::Instant::now() >= deadline {
                 return false;
             }
