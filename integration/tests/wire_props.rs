@@ -422,6 +422,25 @@ fn stream_of<T: Serialize>(frames: &[T]) -> (Vec<u8>, Vec<usize>) {
     (wire, ends)
 }
 
+/// `frames` written back to back are read back equal and in order, then the stream is closed.
+fn read_back_in_order<T>(frames: &[T]) -> Result<(), TestCaseError>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Debug,
+{
+    let (wire, _) = stream_of(frames);
+    let mut stream = wire.as_slice();
+    let mut body = Vec::new();
+    for frame in frames {
+        read_frame(&mut stream, &mut body).unwrap();
+        prop_assert_eq!(&postcard::from_bytes::<T>(&body).unwrap(), frame);
+    }
+    prop_assert!(matches!(
+        read_frame(&mut stream, &mut body),
+        Err(FrameError::Closed)
+    ));
+    Ok(())
+}
+
 /// Decodes `body` as a `T`; what decodes must survive a round trip.
 fn check_decoded<T>(body: &[u8]) -> Result<(), TestCaseError>
 where
@@ -537,26 +556,12 @@ proptest! {
 
     #[test]
     fn client_frames_are_read_back_equal_and_in_order(frames in vec(client_frame(), 1..6)) {
-        let (wire, _) = stream_of(&frames);
-        let mut stream = wire.as_slice();
-        let mut body = Vec::new();
-        for frame in &frames {
-            read_frame(&mut stream, &mut body).unwrap();
-            prop_assert_eq!(&postcard::from_bytes::<ClientFrame>(&body).unwrap(), frame);
-        }
-        prop_assert!(matches!(read_frame(&mut stream, &mut body), Err(FrameError::Closed)));
+        read_back_in_order(&frames)?;
     }
 
     #[test]
     fn server_frames_are_read_back_equal_and_in_order(frames in vec(server_frame(), 1..6)) {
-        let (wire, _) = stream_of(&frames);
-        let mut stream = wire.as_slice();
-        let mut body = Vec::new();
-        for frame in &frames {
-            read_frame(&mut stream, &mut body).unwrap();
-            prop_assert_eq!(&postcard::from_bytes::<ServerFrame>(&body).unwrap(), frame);
-        }
-        prop_assert!(matches!(read_frame(&mut stream, &mut body), Err(FrameError::Closed)));
+        read_back_in_order(&frames)?;
     }
 
     /// The frames wholly before the cut are read as sent; the one it falls in is `Closed`.

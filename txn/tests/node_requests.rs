@@ -3,32 +3,14 @@
 
 use std::time::Duration;
 
+mod support;
+
 use surge_txn::{
-    ClusterConfig, CommitKind, Context, KvRequest, KvResponse, LocalCluster, LockKey, LockMode,
-    Mutation, PessimisticAction, TxnProps,
+    ClusterConfig, CommitKind, KvRequest, KvResponse, LocalCluster, LockKey, LockMode, Mutation,
+    PessimisticAction, TxnProps,
 };
 
-fn ts(c: &LocalCluster) -> u64 {
-    for id in c.node_ids() {
-        if let Ok(KvResponse::Timestamp { ts }) = c.call(*id, KvRequest::GetTimestamp { count: 1 })
-        {
-            return ts;
-        }
-    }
-    panic!("no timestamp oracle answered");
-}
-
-fn ctx_of(c: &LocalCluster, key: &[u8]) -> (u64, Context) {
-    let r = c.region_of(key).expect("region").clone();
-    let leader = c.leader_of_group(r.id).expect("leader");
-    (
-        leader,
-        Context {
-            region_id: r.id,
-            epoch: r.epoch,
-        },
-    )
-}
+use support::{leader_and_ctx as ctx_of, timestamp as ts};
 
 fn lock(c: &LocalCluster, key: &[u8], start_ts: u64) -> KvResponse {
     let (leader, ctx) = ctx_of(c, key);
@@ -100,24 +82,9 @@ fn put_commit(c: &LocalCluster, key: &[u8], value: &[u8], start_ts: u64, pessimi
     assert_eq!(r, KvResponse::Done);
 }
 
+/// The value of `key` at a fresh timestamp.
 fn get(c: &LocalCluster, key: &[u8]) -> Option<Vec<u8>> {
-    let (leader, ctx) = ctx_of(c, key);
-    let version = ts(c);
-    match c
-        .call(
-            leader,
-            KvRequest::Get {
-                ctx,
-                key: key.to_vec(),
-                version,
-                bypass_locks: vec![],
-            },
-        )
-        .expect("get call")
-    {
-        KvResponse::Get { value } => value,
-        other => panic!("get: {other:?}"),
-    }
+    support::get_at(c, key, ts(c))
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+mod support;
+
 use surge_txn::{
     ClientConfig, ClusterConfig, KvRequest, KvResponse, LocalCluster, LockMode, NodeCounters,
     TxnClient, TxnError, TxnMode,
@@ -411,25 +413,7 @@ fn test_split_with_concurrent_pessimistic_locking_never_loses_a_lock() {
 #[test]
 fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
     let (_d, c) = cluster(2);
-    let ts = || {
-        for id in c.node_ids() {
-            if let Ok(KvResponse::Timestamp { ts }) =
-                c.call(*id, KvRequest::GetTimestamp { count: 1 })
-            {
-                return ts;
-            }
-        }
-        panic!("no timestamp oracle answered");
-    };
-    let ctx_of = |key: &[u8]| {
-        let r = c.region_of(key).expect("region");
-        let leader = c.leader_of_group(r.id).expect("leader");
-        let ctx = surge_txn::Context {
-            region_id: r.id,
-            epoch: r.epoch,
-        };
-        (leader, ctx)
-    };
+    let ts = || support::timestamp(&c);
     let key = b"\x10hot".to_vec();
     // The target serves a one-phase commit first, so its `max_ts` is synced (low).
     client(&c)
@@ -441,25 +425,17 @@ fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
     let start_ts = ts();
     let hint = ts();
     let read_ts = ts();
-    let (leader, ctx) = ctx_of(&key);
-    let read = c
-        .call(
-            leader,
-            KvRequest::Get {
-                ctx,
-                key: key.clone(),
-                version: read_ts,
-                bypass_locks: Vec::new(),
-            },
-        )
-        .expect("read at the source");
-    assert!(matches!(read, KvResponse::Get { value: None }), "{read:?}");
+    assert_eq!(
+        support::get_at(&c, &key, read_ts),
+        None,
+        "read at the source"
+    );
 
     let source = c.region_of(&key).expect("source").id;
     let target = c.region_of(b"\x90warm").expect("target").id;
     c.merge_regions(source, target).expect("merge");
 
-    let (leader, ctx) = ctx_of(&key);
+    let (leader, ctx) = support::leader_and_ctx(&c, &key);
     assert_eq!(ctx.region_id, target);
     let reply = c
         .call(
@@ -532,29 +508,7 @@ fn a_one_phase_commit_that_meets_a_split_commits_both_sides_at_one_timestamp() {
         "committed as one-phase commits"
     );
 
-    let read_at = |key: &[u8], version: u64| {
-        let r = c.region_of(key).expect("region");
-        let leader = c.leader_of_group(r.id).expect("leader");
-        let ctx = surge_txn::Context {
-            region_id: r.id,
-            epoch: r.epoch,
-        };
-        match c
-            .call(
-                leader,
-                KvRequest::Get {
-                    ctx,
-                    key: key.to_vec(),
-                    version,
-                    bypass_locks: Vec::new(),
-                },
-            )
-            .expect("get")
-        {
-            KvResponse::Get { value } => value,
-            other => panic!("get: {other:?}"),
-        }
-    };
+    let read_at = |key: &[u8], version: u64| support::get_at(&c, key, version);
     for (ts, want) in [(commit_ts - 1, b"0"), (commit_ts, b"1")] {
         assert_eq!(
             (read_at(&left, ts), read_at(&right, ts)),

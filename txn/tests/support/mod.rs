@@ -7,9 +7,11 @@
 
 mod cluster_env;
 mod fault_schedule;
+mod raw_requests;
 mod rng;
 
 pub use cluster_env::{Layout, TestCluster, fault_tolerant_client};
 pub use fault_schedule::{Fault, FaultSchedule};
+pub use raw_requests::{get_at, leader_and_ctx, timestamp};
 pub use rng::{SplitMix64, long_run, seed_for};
 pub use surge_testkit::{History, Op, OpKind, check_registers};
