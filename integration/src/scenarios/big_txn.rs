@@ -344,8 +344,14 @@ fn small_client(
 
 /// Runs MariaDB's own reader over `files`; `None` when it is not installed.
 pub fn verify_with_mariadb(files: &[PathBuf]) -> Option<bool> {
-    crate::cli::mariadb_binlog_installed()
-        .then(|| files.iter().all(|f| crate::cli::mariadb_read(f).is_ok()))
+    for f in files {
+        match crate::cli::mariadb_read(f) {
+            Ok(()) => {}
+            Err(crate::cli::VerifyError::MariadbMissing { .. }) => return None,
+            Err(_) => return Some(false),
+        }
+    }
+    Some(true)
 }
 
 /// `none`, `copy` or `rename`.

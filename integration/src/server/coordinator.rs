@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
 use surge_txn::{ClientConfig, NodeRouter, TxnClient};
 
+use super::join_by::join_by;
 use crate::wire::{CoordinatorState, TxnFailure};
 
 /// How long the opener waits between two failed attempts.
@@ -108,7 +109,7 @@ impl NodeCoordinator {
                         drop(slot);
                         // Stopped while this attempt ran: close what it opened, as
                         // `shutdown` does, and say if that failed.
-                        if let Some(Err(e)) = client.binlog().map(surge_binlog::Binlog::shutdown) {
+                        if let Err(e) = close_binlog(&client) {
                             eprintln!(
                                 "surgedb node {}: the coordinator's binlog did not close cleanly: {e}",
                                 self.node
@@ -197,7 +198,7 @@ impl NodeCoordinator {
     }
 
     /// Stops taking transactions, closes the binlog (its file fsynced and marked closed, so
-    /// the next start has nothing to recover), and waits up to `wait` for a background
+    /// the next start has nothing to recover), and waits until `deadline` for a background
     /// opening to give up. An opening still inside an attempt after that closes what it
     /// opened when the attempt ends, if the process lives that long; a node process exits
     /// first, and its next start recovers the binlog as after a crash.
@@ -208,28 +209,27 @@ impl NodeCoordinator {
     ///
     /// # Errors
     /// The binlog's close error; the next start then recovers it as after a crash.
-    pub fn shutdown(&self, wait: Duration) -> Result<(), surge_binlog::Error> {
+    pub fn shutdown(&self, deadline: Instant) -> Result<(), surge_binlog::Error> {
         self.stop.store(true, Ordering::SeqCst);
         let previous = std::mem::replace(&mut *self.slot.lock(), Slot::Stopped);
         let closed = match &previous {
-            Slot::Ready(client) => client
-                .binlog()
-                .map_or(Ok(()), surge_binlog::Binlog::shutdown),
+            Slot::Ready(client) => close_binlog(client),
             Slot::Recovering { .. } | Slot::Stopped => Ok(()),
         };
         drop(previous);
         let opener = self.opener.lock().take();
         if let Some(opener) = opener {
-            let deadline = Instant::now() + wait;
-            while !opener.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if opener.is_finished() {
-                let _ = opener.join();
-            }
+            join_by(opener, deadline);
         }
         closed
     }
+}
+
+/// Closes `client`'s binlog, if it has one (see [`NodeCoordinator::shutdown`]).
+fn close_binlog(client: &TxnClient) -> Result<(), surge_binlog::Error> {
+    client
+        .binlog()
+        .map_or(Ok(()), surge_binlog::Binlog::shutdown)
 }
 
 #[cfg(test)]
@@ -288,7 +288,9 @@ mod tests {
                 ..
             }
         ));
-        coordinator.shutdown(Duration::from_secs(5)).unwrap();
+        coordinator
+            .shutdown(Instant::now() + Duration::from_secs(5))
+            .unwrap();
         assert!(coordinator.client().is_err());
     }
 }

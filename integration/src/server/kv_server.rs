@@ -12,6 +12,7 @@ use surge_raft_lite::NodeId;
 use surge_txn::KvService;
 
 use super::coordinator::NodeCoordinator;
+use super::join_by::join_by;
 use super::txn_session::TxnSession;
 use crate::wire::{
     ClientFrame, FrameError, MAX_FRAME, ServerFrame, ServerStats, WireError, decode_hello,
@@ -147,58 +148,37 @@ impl KvServer {
         }
     }
 
-    /// Stops accepting, closes every connection, and waits up to `wait` for the connection
-    /// threads to end. Returns how many were still running then (0 when all ended).
+    /// Stops accepting, closes every connection, and waits until `deadline` for the
+    /// connection threads to end. Returns how many were still running then (0 when all
+    /// ended).
     ///
     /// A request in flight runs to its end but loses its answer; a session's open
     /// transactions are rolled back by its thread. Waiting matters to the caller's shutdown
     /// order: once this returns 0, no session uses the node's coordinator or storage, so
     /// they can be closed without a commit running on behind them.
-    pub fn shutdown(&self, wait: Duration) -> usize {
+    pub fn shutdown(&self, deadline: Instant) -> usize {
         self.stopped.store(true, Ordering::SeqCst);
+        // Every stream registered so far. One registered later cannot exist:
+        // `serve_connection` registers under the `conns` lock only while the flag is unset.
         for (_, c) in self.conns.lock().drain(..) {
             let _ = c.shutdown(Shutdown::Both);
         }
         // Wake the accept loop so that it sees the flag. A connection accepted after the flag
-        // was set never gets a session (`serve_connection` checks it under the `conns` lock),
-        // so only the threads started before matter below.
+        // was set never gets a session, so only the threads started before matter below.
         let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(200));
-        let deadline = Instant::now() + wait;
         let threads = std::mem::take(&mut *self.conn_threads.lock());
-        let still_running = self.await_threads(threads, deadline);
+        let still_running = threads
+            .into_iter()
+            .map(|t| join_by(t, deadline))
+            .filter(|ended| !ended)
+            .count();
         // The accept thread gets a short wait of its own: when the wake-up connection could
         // not reach it, it ends at the next connection, which it closes unanswered.
         let accept = self.accept_thread.lock().take();
         if let Some(accept) = accept {
-            let until = deadline.min(Instant::now() + ACCEPT_WAIT);
-            while !accept.is_finished() && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if accept.is_finished() {
-                let _ = accept.join();
-            }
+            join_by(accept, deadline.min(Instant::now() + ACCEPT_WAIT));
         }
         still_running
-    }
-
-    /// Waits until `threads` have ended or `deadline` passed; returns how many still run.
-    fn await_threads(&self, mut threads: Vec<JoinHandle<()>>, deadline: Instant) -> usize {
-        loop {
-            // A thread registers its stream after it started: close any registered since.
-            for (_, c) in self.conns.lock().drain(..) {
-                let _ = c.shutdown(Shutdown::Both);
-            }
-            let (done, running): (Vec<_>, Vec<_>) =
-                threads.into_iter().partition(JoinHandle::is_finished);
-            for t in done {
-                let _ = t.join();
-            }
-            threads = running;
-            if threads.is_empty() || Instant::now() >= deadline {
-                return threads.len();
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
     }
 
     fn accept_loop(self: Arc<Self>, listener: TcpListener, service: Arc<dyn KvService>) {

@@ -3,6 +3,7 @@
 
 mod coordinator;
 mod data_dir;
+mod join_by;
 mod kv_server;
 mod local_first_router;
 mod node_process;

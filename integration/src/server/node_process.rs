@@ -256,7 +256,7 @@ impl NodeProcess {
                 Ok(()) => Ok(c),
                 Err(e) => {
                     // Its opener may have opened the binlog already: close it first.
-                    let _ = c.shutdown(SHUTDOWN_WAIT);
+                    let _ = c.shutdown(std::time::Instant::now() + SHUTDOWN_WAIT);
                     Err(e)
                 }
             });
@@ -327,16 +327,14 @@ impl NodeProcess {
     /// reach is left to lock resolution (the locks' TTL), as after a crash.
     pub fn shutdown(self) {
         let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
-        let still_running = self.server.shutdown(SHUTDOWN_WAIT);
+        let still_running = self.server.shutdown(deadline);
         if still_running > 0 {
             eprintln!(
                 "surgedb node: {still_running} connection(s) still running after {SHUTDOWN_WAIT:?}; stopping anyway"
             );
         }
-        let left = deadline
-            .saturating_duration_since(std::time::Instant::now())
-            .max(Duration::from_millis(100));
-        if let Err(e) = self.coordinator.shutdown(left) {
+        let opener_deadline = deadline.max(std::time::Instant::now() + Duration::from_millis(100));
+        if let Err(e) = self.coordinator.shutdown(opener_deadline) {
             eprintln!("surgedb node: the coordinator's binlog did not close cleanly: {e}");
         }
         self.node.shutdown();
