@@ -3,10 +3,7 @@
 //! it (SIGKILL) mid-run, restarts the cluster from the same directory in process, and finds
 //! every acknowledged transaction, whole.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
+use surge_testkit::CrashChild;
 use surge_txn::{ClientConfig, ClusterConfig, LocalCluster, LockMode, TxnClient, TxnMode};
 
 const CHILD_ENV: &str = "SURGE_TXN_CRASH_CHILD_DIR";
@@ -48,36 +45,18 @@ fn every_acknowledged_commit_survives_kill_9_of_the_whole_store() {
         return;
     }
     let dir = tempfile::tempdir().expect("dir");
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "every_acknowledged_commit_survives_kill_9_of_the_whole_store",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("child stdout");
+    let mut child = CrashChild::spawn(
+        "every_acknowledged_commit_survives_kill_9_of_the_whole_store",
+        [(CHILD_ENV, dir.path())],
+    );
     let mut acked = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("child output");
+    child.wait_until("40 acknowledged commits", |line| {
         if let Some(i) = line.strip_prefix("acked ") {
             acked.push(i.parse::<u32>().expect("number"));
-            if acked.len() >= 40 {
-                break;
-            }
         }
-        assert!(
-            Instant::now() < deadline,
-            "child too slow: {} acked",
-            acked.len()
-        );
-    }
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+        acked.len() >= 40
+    });
+    child.kill();
     assert!(
         acked.len() >= 40,
         "the child acknowledged only {}",

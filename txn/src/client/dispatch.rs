@@ -45,9 +45,9 @@ pub(crate) trait RegionBatch {
     ) -> Result<Reply, TxnError>;
 
     /// The items span more than one region (a split the caller's grouping did not know
-    /// of), so they go out as several requests from now on. Called before the first of
-    /// them is sent. An operation that must be one request (a one-phase commit) changes
-    /// what it sends here.
+    /// of), so they go out as several requests from now on. Called before any of the parts
+    /// is sent (at most one request holding all the items went out before). An operation
+    /// that must be one request (a one-phase commit) changes what it sends here.
     fn on_split(&mut self) {}
 }
 

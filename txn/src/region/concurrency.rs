@@ -19,6 +19,14 @@ struct State {
     guards: BTreeMap<Vec<u8>, (u64, u64)>,
 }
 
+impl State {
+    /// `max_ts` must be synced again; a sync fetched before this does not count.
+    fn unsynced(&mut self) {
+        self.synced = false;
+        self.generation += 1;
+    }
+}
+
 /// TiKV's concurrency manager, reduced to what one-phase commit needs.
 ///
 /// # Invariants
@@ -92,11 +100,11 @@ impl ConcurrencyManager {
         }
     }
 
-    /// Leadership changed: `max_ts` no longer covers reads other leaders served.
+    /// Leadership changed: `max_ts` no longer covers reads other leaders served, and the
+    /// one-phase commits this node had in flight will not apply under it.
     pub(crate) fn unsync(&self) {
         let mut s = self.state.lock();
-        s.synced = false;
-        s.generation += 1;
+        s.unsynced();
         s.guards.clear();
     }
 
@@ -105,9 +113,7 @@ impl ConcurrencyManager {
     /// fresh timestamp before the next one-phase commit. Unlike [`Self::unsync`], the guards
     /// stay: this region's own one-phase commits in flight are still proposed and will apply.
     pub(crate) fn absorbed_foreign_reads(&self) {
-        let mut s = self.state.lock();
-        s.synced = false;
-        s.generation += 1;
+        self.state.lock().unsynced();
     }
 
     /// Registers `keys` of a one-phase commit and chooses its commit_ts: at least `floor`

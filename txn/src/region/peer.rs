@@ -55,8 +55,9 @@ struct Pending {
     _latches: LatchGuard,
     one_pc_keys: Vec<Vec<u8>>,
     start_ts: u64,
-    /// The Raft proposal, once made. Done but still here means refused: an applied write
-    /// leaves `pending` in its apply, before raft-lite marks the proposal done.
+    /// The Raft proposal, once made. Done but still here means it will not apply here: a
+    /// write that applies leaves `pending` in its apply, before raft-lite marks the proposal
+    /// done; one refused, or whose apply failed ("engine error"), stays until pruned.
     proposal: Option<surge_raft_lite::Proposal>,
 }
 
@@ -667,25 +668,20 @@ impl RegionPeer {
     /// too large) or, with `term`, that belong to another term: they will never apply, and
     /// their latches would block their keys for good.
     fn prune_pending(&self, term: Option<u64>) {
-        let mut pending = self.pending.lock();
-        let before = pending.len();
         let mut ended = Vec::new();
-        pending.retain(|(t, _), p| {
+        self.pending.lock().retain(|(t, _), p| {
             let refused = p
                 .proposal
                 .as_ref()
                 .is_some_and(surge_raft_lite::Proposal::is_done);
-            let stale = term.is_some_and(|term| *t != term);
-            if refused || stale {
+            let keep = !refused && term.is_none_or(|term| *t == term);
+            if !keep {
                 ended.push((std::mem::take(&mut p.one_pc_keys), p.start_ts));
             }
-            !(refused || stale)
+            keep
         });
-        if pending.len() != before {
-            drop(pending);
-            for (keys, start_ts) in ended {
-                self.concurrency.end_one_pc(&keys, start_ts);
-            }
+        for (keys, start_ts) in ended {
+            self.concurrency.end_one_pc(&keys, start_ts);
         }
     }
 
@@ -774,15 +770,16 @@ impl RegionPeer {
     /// Waits (up to `timeout`) until every write this leader proposed has applied.
     pub(super) fn wait_no_pending(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
-        self.prune_pending(None);
-        while !self.pending.lock().is_empty() {
+        loop {
             self.prune_pending(None);
+            if self.pending.lock().is_empty() {
+                return true;
+            }
             if std::time::Instant::now() >= deadline {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        true
     }
 
     /// In-memory locks and their charged bytes.
