@@ -92,6 +92,8 @@ pub use surge_hotspot::Hints as HotHints;
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
 pub use placement::{META_REGION_ID, even_split_keys, initial_regions};
 pub use region::{Context, LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
+#[doc(hidden)]
+pub use region::{PausePoints, region_pause_points};
 pub use service::{
     KeyError, KvNode, KvNodeConfig, KvRequest, KvResponse, KvService, LockKey, NodeRouter,
     NodeStatusReport, PROTOCOL_VERSION, RegionStatus, ServiceError, WaitForEdge,

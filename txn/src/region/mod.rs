@@ -7,6 +7,7 @@ mod counters;
 mod host;
 mod latches;
 mod lease;
+mod pause_points;
 mod peer;
 mod region_error;
 mod region_info;
@@ -14,6 +15,7 @@ mod split_merge;
 mod state_machine;
 
 pub use counters::NodeCounters;
+pub use pause_points::{PausePoints, region_pause_points};
 pub use region_error::RegionError;
 pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
 

@@ -17,6 +17,7 @@ use super::concurrency::{ConcurrencyManager, InFlightCommit};
 use super::counters::Counters;
 use super::host::RegionHost;
 use super::latches::{LatchGuard, Latches};
+use super::pause_points::{PausePoints, region_pause_points};
 use super::region_error::RegionError;
 use super::region_info::{LockMode, RegionInfo};
 use crate::{Engine, Lock, MvccError, MvccReader, MvccTxn, TxnWrites};
@@ -83,6 +84,8 @@ pub(crate) struct RegionPeer {
     counters: Arc<Counters>,
     pub(super) budget: MemoryBudget,
     pub(super) host: Arc<dyn RegionHost>,
+    /// The node's test pause points (inert unless a test arms one).
+    pub(super) pause: Arc<PausePoints>,
     /// Where the region is in a merge (as source).
     pub(super) merge: Mutex<MergeState>,
     /// Set while the leader waits for its pending writes to apply before a merge: new
@@ -130,6 +133,7 @@ impl RegionPeer {
         waiters: LockWaitManager,
         counters: Arc<Counters>,
         host: Arc<dyn RegionHost>,
+        pause: Arc<PausePoints>,
         lease: Duration,
     ) -> Arc<RegionPeer> {
         Arc::new(RegionPeer {
@@ -146,6 +150,7 @@ impl RegionPeer {
             counters,
             budget: budget.clone(),
             host,
+            pause,
             merge: Mutex::new(MergeState::None),
             fenced: AtomicBool::new(false),
             lease: super::lease::Lease::new(lease),
@@ -163,6 +168,7 @@ impl RegionPeer {
             self.waiters.clone(),
             self.counters.clone(),
             self.host.clone(),
+            self.pause.clone(),
             self.lease.duration(),
         )
     }
@@ -501,6 +507,7 @@ impl RegionPeer {
         timeout: Duration,
     ) -> Result<(), CmdError> {
         let region_id = self.id();
+        self.pause.reach(region_pause_points::WRITE_BEFORE_PROPOSE);
         // Every memory lock this write replaces or removes is marked deleted now and removed
         // when the write applies (TiKV); a pessimistic lock falling back to Raft marks the
         // old memory entry too, so it cannot shadow the replicated one (tikv#19864).

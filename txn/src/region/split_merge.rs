@@ -11,6 +11,7 @@ use surge_raft_lite::{Node as RaftNode, NodeId};
 
 use super::command::{RegionCommand, WriteCommand};
 use super::counters::Counters;
+use super::pause_points::region_pause_points;
 use super::peer::{MergeState, RegionPeer, raft_error};
 use super::region_error::RegionError;
 use super::region_info::{RegionEpoch, RegionInfo};
@@ -277,6 +278,7 @@ impl RegionPeer {
                 region_id,
                 leader: None,
             })?;
+        self.pause.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
         let result = (|| {
             self.propose_locks(raft, &locks, timeout, false)?;
             self.propose_admin(raft, &RegionCommand::TransferLeader { to }, timeout)?;
@@ -384,6 +386,7 @@ impl RegionPeer {
                 .table()
                 .start_merge(max_lock_bytes)
                 .map_err(|e| busy(region_id, format!("merge refused: {e}")))?;
+            self.pause.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
             let proposed = self.propose_locks(raft, &locks, timeout, true);
             if let Err(e) = proposed {
                 self.table().abort_merge();

@@ -114,6 +114,7 @@ mod tests {
             LockWaitManager::new(WaitConfig::default()),
             Arc::new(Counters::default()),
             Arc::new(NoHost),
+            Arc::default(),
             Duration::from_secs(1),
         );
         let mut sm = RegionStateMachine::new(peer);

@@ -15,8 +15,8 @@ use super::request::KvRequest;
 use super::response::{KvResponse, NodeStatusReport, RegionStatus};
 use crate::placement::{META_REGION_ID, MetaPeer, MetaStateMachine};
 use crate::region::{
-    Counters, LockMode, RegionError, RegionHost, RegionInfo, RegionPeer, RegionStateMachine,
-    SPLIT_CHILD_INIT_INDEX,
+    Counters, LockMode, PausePoints, RegionError, RegionHost, RegionInfo, RegionPeer,
+    RegionStateMachine, SPLIT_CHILD_INIT_INDEX,
 };
 use crate::{Engine, MemEngine};
 
@@ -103,6 +103,7 @@ pub struct KvNode {
     pub(super) detector: Mutex<DeadlockDetector>,
     pub(super) budget: MemoryBudget,
     pub(super) counters: Arc<Counters>,
+    pause: Arc<PausePoints>,
     lock_mode: AtomicU8,
     stopped: AtomicBool,
 }
@@ -141,6 +142,7 @@ impl KvNode {
         let counters = Arc::new(Counters::default());
         let meta = MetaPeer::new(regions.clone(), config.tso_window_ms, config.read_lease);
         let host = Arc::new(NodeHost::default());
+        let pause = Arc::new(PausePoints::default());
         let mut peers = BTreeMap::new();
         let mut hosted: Vec<RegionInfo> = regions
             .iter()
@@ -171,6 +173,7 @@ impl KvNode {
                     waiters.clone(),
                     counters.clone(),
                     host.clone(),
+                    pause.clone(),
                     config.read_lease,
                 ),
             );
@@ -208,6 +211,7 @@ impl KvNode {
             detector,
             budget,
             counters,
+            pause,
             lock_mode,
             stopped: AtomicBool::new(false),
         });
@@ -241,6 +245,13 @@ impl KvNode {
         c.locks_migrated_on_split = t.migrated_on_split;
         c.locks_migrated_on_merge = t.migrated_on_merge;
         c
+    }
+
+    /// Test support: the points in this node's region code where a test may park a thread
+    /// (see [`PausePoints`]); inert unless armed.
+    #[doc(hidden)]
+    pub fn pause_points(&self) -> &PausePoints {
+        &self.pause
     }
 
     /// The raft status of `group` on this node.

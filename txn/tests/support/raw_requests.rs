@@ -1,7 +1,11 @@
 //! Raw `KvRequest`s to a `LocalCluster`'s nodes, without the client: a timestamp, a region's
-//! leader and context, and a read at a chosen version.
+//! leader and context, a read at a chosen version, and the writes of one transaction
+//! (pessimistic lock, prewrite, commit).
 
-use surge_txn::{Context, KvRequest, KvResponse, LocalCluster};
+use surge_txn::{
+    CommitKind, Context, KvRequest, KvResponse, LocalCluster, LockKey, Mutation, PessimisticAction,
+    TxnProps,
+};
 
 /// A fresh timestamp from whichever node's oracle answers (the meta leader).
 pub fn timestamp(c: &LocalCluster) -> u64 {
@@ -46,4 +50,95 @@ pub fn get_at(c: &LocalCluster, key: &[u8], version: u64) -> Option<Vec<u8>> {
         KvResponse::Get { value } => value,
         other => panic!("get: {other:?}"),
     }
+}
+
+/// A prewrite of `puts` (one region's keys) for the transaction `props`, every key checked
+/// for its pessimistic lock when `props.for_update_ts` is set.
+pub fn prewrite_request(ctx: Context, puts: &[(&[u8], &[u8])], props: TxnProps) -> KvRequest {
+    let action = if props.for_update_ts != 0 {
+        PessimisticAction::DoPessimisticCheck
+    } else {
+        PessimisticAction::SkipPessimisticCheck
+    };
+    KvRequest::Prewrite {
+        ctx,
+        mutations: puts
+            .iter()
+            .map(|(key, value)| {
+                (
+                    Mutation::Put {
+                        key: key.to_vec(),
+                        value: value.to_vec(),
+                    },
+                    action,
+                )
+            })
+            .collect(),
+        props,
+    }
+}
+
+/// The properties of a transaction started at `start_ts` with `primary`: pessimistic at
+/// `for_update_ts` (0: optimistic), TTL 3 s, committed as `commit_kind`.
+pub fn txn_props(
+    primary: &[u8],
+    start_ts: u64,
+    for_update_ts: u64,
+    commit_kind: CommitKind,
+) -> TxnProps {
+    TxnProps {
+        start_ts,
+        primary: primary.to_vec(),
+        lock_ttl: 3000,
+        for_update_ts,
+        txn_size: 1,
+        min_commit_ts: 0,
+        commit_kind,
+    }
+}
+
+/// Locks `key` pessimistically for `start_ts` at `for_update_ts` (primary `primary`) on its
+/// region's leader, and returns the reply.
+pub fn lock_pessimistic(
+    c: &LocalCluster,
+    key: &[u8],
+    primary: &[u8],
+    start_ts: u64,
+    for_update_ts: u64,
+) -> KvResponse {
+    let (leader, ctx) = leader_and_ctx(c, key);
+    c.call(
+        leader,
+        KvRequest::AcquirePessimisticLock {
+            ctx,
+            keys: vec![LockKey {
+                key: key.to_vec(),
+                should_not_exist: false,
+            }],
+            primary: primary.to_vec(),
+            start_ts,
+            lock_ttl: 3000,
+            for_update_ts,
+            wait_timeout_ms: None,
+            need_value: false,
+            min_commit_ts: 0,
+        },
+    )
+    .expect("pessimistic lock call")
+}
+
+/// Commits `keys` (all in `key`'s region) of `start_ts` at `commit_ts` on the region's
+/// leader, and returns the reply.
+pub fn commit_keys(c: &LocalCluster, keys: &[&[u8]], start_ts: u64, commit_ts: u64) -> KvResponse {
+    let (leader, ctx) = leader_and_ctx(c, keys[0]);
+    c.call(
+        leader,
+        KvRequest::Commit {
+            ctx,
+            keys: keys.iter().map(|k| k.to_vec()).collect(),
+            start_ts,
+            commit_ts,
+        },
+    )
+    .expect("commit call")
 }
