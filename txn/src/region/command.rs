@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::region_info::RegionInfo;
-use crate::WriteBatch;
+use crate::{Lock, WriteBatch};
 
 /// One entry of a data region's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +31,14 @@ pub(crate) enum RegionCommand {
     /// This region (the target) absorbs `source` with its data (taken after the source's
     /// `PrepareMerge` applied, so it holds the source's locks as lock-CF records).
     CommitMerge { source: RegionInfo, data: Vec<u8> },
+    /// A leader transfer's or a merge's in-memory pessimistic locks, to become lock-CF
+    /// records, each only where the key holds nothing newer (see `lock_migration`). Refused,
+    /// as a write is, when the region's version is no longer `version`. (Added last: the
+    /// earlier variants keep their encoding.)
+    MigrateLocks {
+        version: u64,
+        locks: Vec<(Vec<u8>, Lock)>,
+    },
 }
 
 /// A leader's write.

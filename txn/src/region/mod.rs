@@ -7,6 +7,7 @@ mod counters;
 mod host;
 mod latches;
 mod lease;
+mod lock_migration;
 mod pause_points;
 mod peer;
 mod region_error;

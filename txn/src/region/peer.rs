@@ -173,10 +173,6 @@ impl RegionPeer {
         )
     }
 
-    pub(crate) fn node_id(&self) -> NodeId {
-        self.node_id
-    }
-
     pub(crate) fn counters(&self) -> &Counters {
         &self.counters
     }
@@ -355,6 +351,13 @@ impl RegionPeer {
         Ok(f(&reader)?)
     }
 
+    /// Takes the latches of `keys`, pruning (every 50 ms while it waits) the pending writes
+    /// that will never apply, whose latches would otherwise be held for good.
+    pub(super) fn latch_keys(&self, keys: &[Vec<u8>]) -> LatchGuard {
+        self.latches
+            .acquire_while(keys, Duration::from_millis(50), || self.prune_pending(None))
+    }
+
     /// Runs an action under the latches of `keys` and makes its writes durable.
     ///
     /// - `lock_mode`: `Some` for a pessimistic lock request: `InMemory` tries the lock table
@@ -375,9 +378,7 @@ impl RegionPeer {
     ) -> Result<T, CmdError> {
         let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let (term, version) = self.check(ctx, &key_refs)?;
-        let latch = self
-            .latches
-            .acquire_while(keys, Duration::from_millis(50), || self.prune_pending(None));
+        let latch = self.latch_keys(keys);
         // Leadership may have moved while we waited for the latches.
         let (term2, _) = self.check(ctx, &key_refs)?;
         if term2 != term {
@@ -634,6 +635,9 @@ impl RegionPeer {
                     self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
                 }
                 bytes::Bytes::new()
+            }
+            RegionCommand::MigrateLocks { version, locks } => {
+                self.apply_migrated_locks(index, version, &locks)
             }
             RegionCommand::TransferLeader { .. } => bytes::Bytes::new(),
             RegionCommand::Split {

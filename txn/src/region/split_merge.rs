@@ -9,13 +9,14 @@ use bytes::Bytes;
 use surge_lock_table::{KeyRange, LockStatus, RegionLockTable};
 use surge_raft_lite::{Node as RaftNode, NodeId};
 
-use super::command::{RegionCommand, WriteCommand};
+use super::command::{EPOCH_CHANGED, RegionCommand};
 use super::counters::Counters;
+use super::lock_migration::migrated_lock_puts;
 use super::pause_points::region_pause_points;
 use super::peer::{MergeState, RegionPeer, raft_error};
 use super::region_error::RegionError;
 use super::region_info::{RegionEpoch, RegionInfo};
-use crate::{Cf, Engine, Lock, MemEngine, Modify, WriteBatch, encode_key};
+use crate::{Engine, Lock, MemEngine, MvccReader, WriteBatch, encode_key};
 
 /// Raft index and term a split child's group starts at (TiKV's `RAFT_INIT_LOG_INDEX`).
 pub(crate) const SPLIT_CHILD_INIT_INDEX: u64 = 5;
@@ -119,6 +120,42 @@ impl RegionPeer {
         *self.merge.lock() = MergeState::Merging { target };
     }
 
+    /// Applies a transfer's or merge's migrated locks: each becomes a lock-CF record unless
+    /// the log applied something newer for its key since the copy was taken (see
+    /// `lock_migration`). Refused like a write when the region's version moved.
+    pub(super) fn apply_migrated_locks(
+        &self,
+        index: u64,
+        version: u64,
+        locks: &[(Vec<u8>, Lock)],
+    ) -> Bytes {
+        if version != self.info().epoch.version {
+            return Bytes::from_static(EPOCH_CHANGED);
+        }
+        let modifies = {
+            let snap = self.engine().snapshot();
+            let reader = MvccReader::new(&*snap, None);
+            migrated_lock_puts(&reader, self.id(), locks)
+        };
+        if modifies.len() < locks.len() {
+            tracing::info!(
+                region = self.id(),
+                index,
+                skipped = locks.len() - modifies.len(),
+                "migrated locks older than their keys' state were skipped"
+            );
+        }
+        let batch = WriteBatch {
+            modifies,
+            applied_index: index,
+        };
+        if let Err(e) = self.engine().write(&batch) {
+            tracing::error!(region = self.id(), index, error = %e, "engine write failed");
+            return Bytes::from_static(b"engine error");
+        }
+        Bytes::new()
+    }
+
     pub(super) fn apply_rollback_merge(&self, new_version: u64) {
         self.info_mut().epoch.version = new_version;
         *self.merge.lock() = MergeState::None;
@@ -205,56 +242,71 @@ impl RegionPeer {
             .map_err(|e| raft_error(self.id(), e))
     }
 
-    /// Proposes `locks` as lock-CF records (what a transfer or merge does with the in-memory
-    /// locks) without releasing them from memory.
+    /// Proposes the locks a transfer or merge took from the table (`taken`) as one
+    /// `MigrateLocks` entry, without releasing them from memory; returns how many.
+    ///
+    /// The copy is made again under the latches of the taken keys, and proposed before the
+    /// latches go: a write of one of those keys then either was proposed before (its entry is
+    /// marked deleted or gone, and a transfer skips it) or is proposed after this entry, so a
+    /// stale copy never follows a newer write of its key in the log (TiKV does both steps on
+    /// the peer's one thread). The table's status already refuses new memory locks, so no
+    /// other key can gain one meanwhile. A merge (`deleted_too`) migrates deleted-marked
+    /// locks as well; it first waits, under the latches, for the writes still pending, so
+    /// that a deleted-marked lock left is one whose write will not apply.
     fn propose_locks(
         &self,
         raft: &RaftNode,
-        locks: &[(Vec<u8>, Lock)],
+        taken: Vec<(Vec<u8>, Lock)>,
+        deleted_too: bool,
         timeout: Duration,
-        wait: bool,
-    ) -> Result<(), RegionError> {
-        if locks.is_empty() {
-            return Ok(());
+    ) -> Result<usize, RegionError> {
+        if taken.is_empty() {
+            return Ok(0);
         }
-        let cmd = RegionCommand::Write(WriteCommand {
-            proposer: self.node_id(),
-            term: self.leader_term(),
-            cmd_id: 0,
+        let keys: Vec<Vec<u8>> = taken.into_iter().map(|(k, _)| k).collect();
+        let _latches = self.latch_keys(&keys);
+        if deleted_too && !self.wait_no_pending(timeout) {
+            return Err(busy(self.id(), "pending writes did not apply in time"));
+        }
+        let locks: Vec<(Vec<u8>, Lock)> = {
+            let table = self.table().read();
+            keys.into_iter()
+                .filter_map(|k| {
+                    let lock = table
+                        .get(&k)
+                        .filter(|e| deleted_too || !e.is_deleted())
+                        .map(|e| e.lock().clone())?;
+                    Some((k, lock))
+                })
+                .collect()
+        };
+        if locks.is_empty() {
+            return Ok(0);
+        }
+        let count = locks.len();
+        let cmd = RegionCommand::MigrateLocks {
             version: self.info().epoch.version,
-            batch: WriteBatch {
-                modifies: locks
-                    .iter()
-                    .map(|(k, l)| Modify::Put {
-                        cf: Cf::Lock,
-                        key: encode_key(k),
-                        value: l.to_bytes(),
-                    })
-                    .collect(),
-                applied_index: 0,
-            },
-            lock_cf_keys: Vec::new(),
-            released: Vec::new(),
-            lock_only: true,
-        });
+            locks,
+        };
         let bytes = cmd.encode();
         Counters::add(&self.counters().proposals, 1);
         Counters::add(&self.counters().raft_bytes, bytes.len() as u64);
         let p = raft.propose(self.id(), Bytes::from(bytes));
-        if wait {
-            p.wait_applied(timeout)
-                .map(|_| ())
-                .map_err(|e| raft_error(self.id(), e))
+        // A transfer needs the entry in the log before its TransferLeader command (which
+        // applies after it); a merge needs it applied before its data is exported.
+        let proposed = if deleted_too {
+            p.wait_applied(timeout).map(|_| ())
         } else {
-            p.wait_accepted(timeout)
-                .map(|_| ())
-                .map_err(|e| raft_error(self.id(), e))
-        }
+            p.wait_accepted(timeout).map(|_| ())
+        };
+        proposed.map_err(|e| raft_error(self.id(), e))?;
+        Ok(count)
     }
 
     /// A voluntary leader transfer to `to` with TiKV's protocol: the table goes
-    /// `TransferringLeader` (new locks take the Raft path), its non-deleted locks are proposed,
-    /// then a transfer command; the Raft transfer starts once that applied, so the transferee
+    /// `TransferringLeader` (new locks take the Raft path), its non-deleted locks are proposed
+    /// (copied again under their keys' latches, see [`RegionPeer::propose_locks`]), then a
+    /// transfer command; the Raft transfer starts once that applied, so the transferee
     /// has every lock. If leadership did not move within `transfer_timeout` the table returns
     /// to `Normal`. Returns how many locks were proposed.
     pub(crate) fn transfer_leader(
@@ -280,7 +332,7 @@ impl RegionPeer {
             })?;
         self.pause.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
         let result = (|| {
-            self.propose_locks(raft, &locks, timeout, false)?;
+            let proposed = self.propose_locks(raft, locks, false, timeout)?;
             self.propose_admin(raft, &RegionCommand::TransferLeader { to }, timeout)?;
             // The transferee campaigns at once, without an election timeout: no lease.
             self.lease.invalidate();
@@ -296,7 +348,7 @@ impl RegionPeer {
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Ok(locks.len())
+            Ok(proposed)
         })();
         if result.is_err() {
             // Still leader: writable again (TiKV's reactivate tick).
@@ -351,8 +403,8 @@ impl RegionPeer {
     }
 
     /// The source side of a merge into `target`: fence new commands until every pending
-    /// write applied, propose the in-memory locks (all of them, deleted-marked ones too) into
-    /// this region's log, then `PrepareMerge`. Returns the region and its data (locks
+    /// write applied, propose the in-memory locks (all of them, deleted-marked ones too,
+    /// copied again under their keys' latches) into this region's log, then `PrepareMerge`. Returns the region and its data (locks
     /// included as lock-CF records) for the target to absorb.
     ///
     /// Refused, with the table back to `Normal`, when the locks take more than
@@ -387,7 +439,7 @@ impl RegionPeer {
                 .start_merge(max_lock_bytes)
                 .map_err(|e| busy(region_id, format!("merge refused: {e}")))?;
             self.pause.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
-            let proposed = self.propose_locks(raft, &locks, timeout, true);
+            let proposed = self.propose_locks(raft, locks, true, timeout);
             if let Err(e) = proposed {
                 self.table().abort_merge();
                 return Err(e);

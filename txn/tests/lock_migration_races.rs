@@ -1,0 +1,194 @@
+//! A leader transfer or a merge migrates the in-memory pessimistic locks by proposing them as
+//! lock-CF records. A write of one of those keys that runs between the table handing out its
+//! locks and their proposal (a prewrite that had already read the memory lock, say) must not
+//! be overwritten by the stale copy: the log would hold the prewrite and then the old
+//! pessimistic lock, the commit would find a pessimistic lock and write no record, and an
+//! acknowledged prewrite would be lost (the transaction's atomicity with it, on a primary).
+//!
+//! Each test parks the two threads at named points (`surge_txn::region_pause_points`) to put
+//! them in exactly that order: the prewrite has run its action, the migration has taken its
+//! locks; the prewrite is proposed and applied first, then the migration goes on.
+
+use std::time::{Duration, Instant};
+
+mod support;
+
+use support::{
+    commit_keys, get_at, leader_and_ctx, lock_pessimistic, prewrite_request, timestamp, txn_props,
+};
+use surge_txn::region_pause_points::{MIGRATION_LOCKS_TAKEN, WRITE_BEFORE_PROPOSE};
+use surge_txn::{
+    ClusterConfig, CommitKind, KvNode, KvRequest, KvResponse, LocalCluster, LockInfo, LockMode,
+    LockType,
+};
+
+/// Longest a test waits for a thread to reach its pause point.
+const PARK: Duration = Duration::from_secs(10);
+
+fn cluster(regions: usize) -> (tempfile::TempDir, LocalCluster) {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = LocalCluster::start(
+        ClusterConfig::new(dir.path())
+            .with_regions(regions)
+            .with_lock_mode(LockMode::InMemory),
+    )
+    .expect("cluster");
+    (dir, c)
+}
+
+/// A transaction with primary `key` locks it in memory; returns its start_ts and
+/// for_update_ts.
+fn lock_in_memory(c: &LocalCluster, key: &[u8]) -> (u64, u64) {
+    let start_ts = timestamp(c);
+    let for_update_ts = timestamp(c);
+    let before = c.counters().in_memory_success;
+    let r = lock_pessimistic(c, key, key, start_ts, for_update_ts);
+    assert!(
+        matches!(r, KvResponse::PessimisticLock { .. }),
+        "lock: {r:?}"
+    );
+    assert_eq!(
+        c.counters().in_memory_success,
+        before + 1,
+        "lock is in memory"
+    );
+    (start_ts, for_update_ts)
+}
+
+/// Every lock of `key`'s region as its leader's `ScanLock` reports them.
+fn locks_of_region(c: &LocalCluster, key: &[u8]) -> Vec<LockInfo> {
+    let (leader, ctx) = leader_and_ctx(c, key);
+    let r = c
+        .call(
+            leader,
+            KvRequest::ScanLock {
+                ctx,
+                max_ts: u64::MAX,
+                start: Vec::new(),
+                end: None,
+                limit: 0,
+            },
+        )
+        .expect("scan lock call");
+    match r {
+        KvResponse::Locks { locks } => locks,
+        other => panic!("scan lock: {other:?}"),
+    }
+}
+
+/// Runs `migrate` (a transfer or a merge, on `node`) and a two-phase prewrite of `key` by
+/// the transaction `(start_ts, for_update_ts)` so that the prewrite runs its action first,
+/// the migration then takes its locks, and the prewrite is proposed and applied before the
+/// migration proposes them. Returns the migration's reply.
+fn race_prewrite_with_migration(
+    node: &KvNode,
+    prewrite: KvRequest,
+    migrate: KvRequest,
+) -> KvResponse {
+    let pause = node.pause_points();
+    pause.arm(WRITE_BEFORE_PROPOSE);
+    std::thread::scope(|s| {
+        let prewriter = s.spawn(|| node.handle(prewrite));
+        assert!(
+            pause.wait_parked(WRITE_BEFORE_PROPOSE, PARK),
+            "the prewrite never reached its proposal"
+        );
+        pause.arm(MIGRATION_LOCKS_TAKEN);
+        let migrator = s.spawn(|| node.handle(migrate));
+        assert!(
+            pause.wait_parked(MIGRATION_LOCKS_TAKEN, PARK),
+            "the migration never took its locks"
+        );
+        pause.release(WRITE_BEFORE_PROPOSE);
+        let r = prewriter.join().expect("prewrite thread");
+        assert!(matches!(r, KvResponse::Prewrite { .. }), "prewrite: {r:?}");
+        pause.release(MIGRATION_LOCKS_TAKEN);
+        migrator.join().expect("migration thread")
+    })
+}
+
+/// Commits `key` of `start_ts` wherever its region now is, and checks that the prewritten
+/// value is what a read at the commit timestamp sees.
+fn commit_and_check(c: &LocalCluster, key: &[u8], start_ts: u64, value: &[u8]) {
+    let locks = locks_of_region(c, key);
+    let lock = locks
+        .iter()
+        .find(|l| l.key == key)
+        .expect("the prewrite's lock");
+    assert_eq!(
+        lock.lock_type,
+        LockType::Put,
+        "the migrated pessimistic lock replaced the prewrite's lock: {lock:?}"
+    );
+    let commit_ts = timestamp(c);
+    let r = commit_keys(c, &[key], start_ts, commit_ts);
+    assert!(matches!(r, KvResponse::Done), "commit: {r:?}");
+    assert_eq!(
+        get_at(c, key, commit_ts),
+        Some(value.to_vec()),
+        "the acknowledged prewrite is lost: its commit wrote no record"
+    );
+}
+
+#[test]
+fn a_prewrite_racing_a_leader_transfer_is_not_overwritten_by_the_migrated_lock() {
+    let (_d, c) = cluster(2);
+    let key: &[u8] = b"\x10k";
+    let (start_ts, for_update_ts) = lock_in_memory(&c, key);
+    let (from, ctx) = leader_and_ctx(&c, key);
+    let to = c
+        .node_ids()
+        .iter()
+        .copied()
+        .find(|n| *n != from)
+        .expect("another node");
+    let node = c.node(from).expect("leader node");
+    let prewrite = prewrite_request(
+        ctx,
+        &[(key, b"v1")],
+        txn_props(key, start_ts, for_update_ts, CommitKind::TwoPc),
+    );
+    let r = race_prewrite_with_migration(
+        &node,
+        prewrite,
+        KvRequest::TransferLeader {
+            region_id: ctx.region_id,
+            to,
+        },
+    );
+    assert!(
+        matches!(r, KvResponse::RegionsChanged { .. }),
+        "transfer: {r:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.leader_of_group(ctx.region_id) != Some(to) {
+        assert!(Instant::now() < deadline, "node {to} never took over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    commit_and_check(&c, key, start_ts, b"v1");
+}
+
+#[test]
+fn a_prewrite_racing_a_merge_is_not_overwritten_by_the_migrated_lock() {
+    let (_d, c) = cluster(2);
+    let key: &[u8] = b"\x10k";
+    let source = c.region_of(key).expect("source").id;
+    let target = c.region_of(b"\x90").expect("target").id;
+    assert_ne!(source, target);
+    let (start_ts, for_update_ts) = lock_in_memory(&c, key);
+    let (leader, ctx) = leader_and_ctx(&c, key);
+    let node = c.node(leader).expect("leader node");
+    let prewrite = prewrite_request(
+        ctx,
+        &[(key, b"v1")],
+        txn_props(key, start_ts, for_update_ts, CommitKind::TwoPc),
+    );
+    let r =
+        race_prewrite_with_migration(&node, prewrite, KvRequest::MergeRegions { source, target });
+    assert!(
+        matches!(r, KvResponse::RegionsChanged { .. }),
+        "merge: {r:?}"
+    );
+    assert_eq!(c.region_of(key).expect("merged").id, target);
+    commit_and_check(&c, key, start_ts, b"v1");
+}
