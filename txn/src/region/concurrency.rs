@@ -14,8 +14,11 @@ struct State {
     /// Bumped by every event that unsyncs: a sync from a timestamp taken before the latest
     /// such event must not mark `max_ts` synced.
     generation: u64,
-    /// Keys of one-phase commits between choosing their commit_ts and applying:
-    /// key -> (start_ts, commit_ts; `u64::MAX` while not chosen yet).
+    /// Keys of one-phase commits between choosing their commit_ts and applying (or being
+    /// refused): key -> (start_ts, commit_ts). A guard always holds its commit's chosen
+    /// commit_ts: `begin_one_pc` chooses it and registers the keys in one critical section,
+    /// so no read sees a guard without it (a read below it passes, one at or above it is
+    /// refused).
     guards: BTreeMap<Vec<u8>, (u64, u64)>,
 }
 

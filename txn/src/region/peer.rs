@@ -57,8 +57,10 @@ struct Pending {
     one_pc_keys: Vec<Vec<u8>>,
     start_ts: u64,
     /// The Raft proposal, once made. Done but still here means it will not apply here: a
-    /// write that applies leaves `pending` in its apply, before raft-lite marks the proposal
-    /// done; one refused, or whose apply failed ("engine error"), stays until pruned.
+    /// write that applies, or that apply refuses (its region's version moved), leaves
+    /// `pending` in its apply, before raft-lite marks the proposal done; one refused by Raft
+    /// after its proposer stopped waiting, or whose apply failed ("engine error"), stays
+    /// until pruned.
     proposal: Option<surge_raft_lite::Proposal>,
 }
 
@@ -567,6 +569,9 @@ impl RegionPeer {
         match r {
             Ok(()) => Ok(()),
             Err(surge_raft_lite::Error::ProposalDropped) if !reply_on_accept => {
+                // Refused at apply (the apply released it already) or overwritten: it will
+                // not apply, and nothing of it may stay behind.
+                self.finish_pending(term, cmd_id);
                 let info = self.info();
                 Err(RegionError::EpochNotMatch {
                     region_id: info.id,
@@ -585,11 +590,19 @@ impl RegionPeer {
             }
             Err(e) => {
                 // Refused, so it will not apply here: its latches and guards go now.
-                if let Some(p) = self.pending.lock().remove(&(term, cmd_id)) {
-                    self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
-                }
+                self.finish_pending(term, cmd_id);
                 Err(raft_error(region_id, e).into())
             }
+        }
+    }
+
+    /// The pending write `(term, cmd_id)` applied or will never apply: its latches go and
+    /// its one-phase guards end. Every way a pending write leaves `pending` but `on_follower`
+    /// (which drops every guard at once) goes through here or `prune_pending`.
+    fn finish_pending(&self, term: u64, cmd_id: u64) {
+        let finished = self.pending.lock().remove(&(term, cmd_id));
+        if let Some(p) = finished {
+            self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
         }
     }
 
@@ -606,9 +619,11 @@ impl RegionPeer {
             RegionCommand::Write(mut w) => {
                 if w.version != self.info.read().epoch.version {
                     // Raced a split or merge: refused as TiKV does at apply; the proposer
-                    // answers EpochNotMatch and releases its latches.
+                    // answers EpochNotMatch. It will never be written anywhere, so its
+                    // latches and one-phase guards go now (a guard left would refuse every
+                    // read of its keys at or above its commit_ts until a leader change).
                     if w.proposer == self.node_id {
-                        self.pending.lock().remove(&(w.term, w.cmd_id));
+                        self.finish_pending(w.term, w.cmd_id);
                     }
                     return bytes::Bytes::from_static(EPOCH_CHANGED);
                 }
@@ -628,11 +643,8 @@ impl RegionPeer {
                 for (k, lock_ts) in &w.released {
                     self.waiters.wake_up(k, *lock_ts);
                 }
-                let mine = (w.proposer == self.node_id)
-                    .then(|| self.pending.lock().remove(&(w.term, w.cmd_id)))
-                    .flatten();
-                if let Some(p) = mine {
-                    self.concurrency.end_one_pc(&p.one_pc_keys, p.start_ts);
+                if w.proposer == self.node_id {
+                    self.finish_pending(w.term, w.cmd_id);
                 }
                 bytes::Bytes::new()
             }
@@ -808,7 +820,11 @@ impl RegionPeer {
     }
 }
 
-/// A read that met a one-phase commit in flight, as the lock it stands for.
+/// A read that met a one-phase commit in flight, as the lock it stands for. The guard does
+/// not know the commit's primary, so the lock names the key itself: a reader's
+/// `CheckTxnStatus` on it waits for the commit's latches, then finds its record; and, if the
+/// transaction left a lock there naming another primary, is answered `PrimaryMismatch` and
+/// asks that one instead.
 fn in_flight_commit(c: InFlightCommit) -> CmdError {
     CmdError::Mvcc(MvccError::KeyIsLocked(Box::new(crate::LockInfo {
         key: c.key.clone(),
