@@ -438,6 +438,59 @@ fn test_check_txn_status() {
     assert!(must_written(&env, b"p", start, start, WriteType::Rollback).protected);
 }
 
+/// `check_txn_status` asked on a secondary (TiKV's `PrimaryMismatch`): refused with the
+/// lock, which is neither pushed (alive) nor rolled back (expired), in memory or not.
+#[test]
+fn test_check_txn_status_on_a_secondary_is_a_primary_mismatch() {
+    let start = ts(100);
+    let cases: Vec<(&str, fn() -> Env, bool, u64)> = vec![
+        ("prewritten, alive", Env::new, false, ts(150)),
+        ("prewritten, expired", Env::new, false, ts(9000)),
+        (
+            "pessimistic in memory, alive",
+            Env::with_memory_locks,
+            true,
+            ts(150),
+        ),
+        (
+            "pessimistic in memory, expired",
+            Env::with_memory_locks,
+            true,
+            ts(9000),
+        ),
+    ];
+    for (name, env, pessimistic, current) in cases {
+        let mut env = env();
+        if pessimistic {
+            must_acquire(&mut env, b"s", b"p", start, start);
+        } else {
+            must_prewrite_put(&mut env, b"s", b"v", b"p", start);
+        }
+        let before = must_locked(&env, b"s", start);
+        let got = env.run(start, |txn, r| {
+            check_txn_status(txn, r, b"s", ts(200), current, true, pessimistic)
+        });
+        match got {
+            Err(MvccError::PrimaryMismatch { key, lock }) => {
+                assert_eq!(key, b"s", "case: {name}");
+                assert_eq!(lock.primary, b"p", "case: {name}");
+                assert_eq!(lock.lock_ts, start, "case: {name}");
+            }
+            other => panic!("case {name}: {other:?}"),
+        }
+        assert_eq!(
+            must_locked(&env, b"s", start),
+            before,
+            "case {name}: lock changed"
+        );
+        assert_eq!(
+            env.write_at(b"s", start),
+            None,
+            "case {name}: a record was written"
+        );
+    }
+}
+
 #[test]
 fn test_min_commit_ts() {
     let mut env = Env::new();

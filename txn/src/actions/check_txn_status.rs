@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rollback::{MissingLock, rollback_lock, rollback_missing_lock};
-use crate::mvcc::{Lock, MvccError, MvccReader, MvccTxn};
+use crate::mvcc::{Lock, LockInfo, MvccError, MvccReader, MvccTxn};
 
 /// The state of a transaction as its primary key tells it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +37,8 @@ pub enum TxnStatus {
 
 /// Checks the transaction `txn.start_ts()` on its `primary_key`.
 ///
+/// - Its lock, naming another key as the primary: [`MvccError::PrimaryMismatch`] with the
+///   lock, and nothing changed (the caller asks the real primary).
 /// - Its lock, expired at `current_ts`: rolled back with a protected record
 ///   ([`TxnStatus::TtlExpire`]); but when both the lock and the lock being resolved are
 ///   pessimistic (`resolving_pessimistic_lock`), only removed
@@ -54,6 +56,9 @@ pub enum TxnStatus {
 /// Unlike TiKV, a `min_commit_ts` of 0 is pushed too: TiKV skips it only to stay compatible
 /// with old TiDB versions during rolling upgrades.
 ///
+/// TiKV checks the primary only when the request asks (`verify_is_primary`, which its
+/// clients always set); here it is always checked.
+///
 /// # Errors
 /// As above, and [`MvccError::Corrupt`] for damaged data.
 #[allow(clippy::too_many_arguments)] // TiKV's request fields, one each
@@ -68,6 +73,16 @@ pub fn check_txn_status(
 ) -> Result<TxnStatus, MvccError> {
     let start_ts = txn.start_ts();
     match reader.load_lock(primary_key)? {
+        // A reader that met the key through a lock naming the key itself (a one-phase
+        // commit's guard does) may take a secondary for the primary: deciding there would
+        // push or roll back a secondary alone, and the primary could then commit below the
+        // reader while the secondary's commit fails (TiKV's `verify_is_primary`).
+        Some(lock) if lock.start_ts == start_ts && lock.primary != primary_key => {
+            Err(MvccError::PrimaryMismatch {
+                key: primary_key.to_vec(),
+                lock: Box::new(LockInfo::new(primary_key, &lock)),
+            })
+        }
         Some(lock) if lock.start_ts == start_ts => lock_exists(
             txn,
             reader,

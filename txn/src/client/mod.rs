@@ -53,4 +53,6 @@ mod dispatch_test;
 #[cfg(test)]
 mod fake_router;
 #[cfg(test)]
+mod resolver_test;
+#[cfg(test)]
 mod two_pc_test;

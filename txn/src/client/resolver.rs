@@ -28,6 +28,10 @@ impl ClientCore {
     /// coordinator died is rolled back once its primary's TTL has run out, so resolution never
     /// waits longer than that TTL plus one backoff step.
     ///
+    /// A lock that names the wrong primary (a one-phase commit's guard names the key it
+    /// guards) is answered `PrimaryMismatch` by its key's region, with the transaction's
+    /// real lock there: that lock is resolved instead, through its own primary (once).
+    ///
     /// # Errors
     /// Region errors or unreachable nodes after `bo` is spent; key errors the resolution
     /// requests return.
@@ -43,7 +47,21 @@ impl ClientCore {
             caller = caller_start_ts
         )
         .entered();
-        let Some(status) = self.txn_status(lock, caller_start_ts, bo)? else {
+        let real;
+        let (lock, status) = match self.txn_status(lock, caller_start_ts, bo) {
+            Err(TxnError::Key(KeyError::Mvcc(MvccError::PrimaryMismatch {
+                lock: found, ..
+            }))) if found.primary != lock.primary && found.lock_ts == lock.lock_ts => {
+                tracing::debug!(
+                    lock_ts = lock.lock_ts,
+                    "primary mismatch: asking the real one"
+                );
+                real = *found;
+                (&real, self.txn_status(&real, caller_start_ts, bo)?)
+            }
+            status => (lock, status?),
+        };
+        let Some(status) = status else {
             return Ok(Resolution::Alive);
         };
         tracing::debug!(lock_ts = lock.lock_ts, ?status, "txn status");

@@ -181,6 +181,22 @@ pub enum MvccError {
         /// The decoder's message.
         detail: String,
     },
+    /// `check_txn_status` was asked about `key` as a transaction's primary, but the
+    /// transaction's lock on it names another primary (TiKV's `PrimaryMismatch`): the caller
+    /// took a secondary for the primary. Nothing was changed; the transaction's fate is
+    /// decided on `lock.primary`.
+    #[error(
+        "key {:?} is not the primary of txn {}: its lock names {:?}",
+        String::from_utf8_lossy(key),
+        lock.lock_ts,
+        String::from_utf8_lossy(&lock.primary)
+    )]
+    PrimaryMismatch {
+        /// The key asked about.
+        key: Vec<u8>,
+        /// The transaction's lock on it, naming the real primary.
+        lock: Box<LockInfo>,
+    },
 }
 
 /// `&'static str` under another name: serde's derive borrows a field spelled `&str` from the
