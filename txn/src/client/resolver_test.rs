@@ -12,6 +12,9 @@ use crate::{
     TxnStatus,
 };
 
+/// A `ResolveLock` seen: its keys and commit_ts.
+type Resolved = (Vec<Vec<u8>>, u64);
+
 fn lock_on_s(primary: &[u8], ttl: u64) -> LockInfo {
     LockInfo {
         key: b"s".to_vec(),
@@ -32,7 +35,7 @@ fn lock_on_s(primary: &[u8], ttl: u64) -> LockInfo {
 #[test]
 fn a_primary_mismatch_is_resolved_through_the_real_primary() {
     let checked: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
-    let resolved: Arc<Mutex<Vec<(Vec<Vec<u8>>, u64)>>> = Arc::default();
+    let resolved: Arc<Mutex<Vec<Resolved>>> = Arc::default();
     let (seen_checks, seen_resolves) = (Arc::clone(&checked), Arc::clone(&resolved));
     let router = FakeRouter::new(move |_, req| match req {
         KvRequest::Get { .. } if seen_resolves.lock().is_empty() => Ok(KvResponse::KeyError(
@@ -64,8 +67,10 @@ fn a_primary_mismatch_is_resolved_through_the_real_primary() {
         }
         _ => Ok(KvResponse::Done),
     });
-    let mut config = ClientConfig::default();
-    config.max_backoff = Duration::from_millis(100);
+    let config = ClientConfig {
+        max_backoff: Duration::from_millis(100),
+        ..ClientConfig::default()
+    };
     let client = TxnClient::new(Arc::new(router), config);
     assert_eq!(client.get(b"s"), Ok(Some(b"new".to_vec())));
     assert_eq!(*checked.lock(), vec![b"s".to_vec(), b"p".to_vec()]);
