@@ -8,16 +8,16 @@
 //! newest state of its key, after TiKV's rule that a lock migration never replaces a lock of
 //! another kind or a newer one:
 //!
-//! | the key holds                                              | migrated lock           |
-//! |------------------------------------------------------------|-------------------------|
-//! | its transaction's pessimistic lock, same or older `for_update_ts` | put (the copy is newer) |
-//! | its transaction's prewrite lock, or a newer pessimistic lock | skipped                 |
-//! | another transaction's lock                                  | skipped                 |
-//! | no lock, the transaction's commit or rollback record       | skipped (it finished)   |
-//! | no lock, another transaction's write committed after `for_update_ts` | skipped (released and written since) |
-//! | no lock, none of those                                      | put                     |
+//! | the key holds                                                   | the migrated lock   |
+//! |-----------------------------------------------------------------|---------------------|
+//! | its transaction's pessimistic lock, same or older for_update_ts | put (copy is newer) |
+//! | its transaction's prewrite lock, or a newer pessimistic lock    | skipped             |
+//! | another transaction's lock                                      | skipped             |
+//! | no lock; the transaction's commit or rollback record            | skipped (finished)  |
+//! | no lock; another's write committed after its for_update_ts      | skipped (released)  |
+//! | no lock, none of those                                          | put                 |
 
-use super::super::{Cf, Lock, Modify, MvccError, MvccReader, WriteType, encode_key};
+use crate::{Cf, Lock, Modify, MvccError, MvccReader, WriteType, encode_key};
 
 /// What apply does with one migrated lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,11 @@ pub(crate) fn migrated_lock_puts(
                 );
             }
             Err(e) => {
-                tracing::error!(region = region_id, error = %e, "migrated lock skipped: unreadable key");
+                tracing::error!(
+                    region = region_id,
+                    error = %e,
+                    "migrated lock skipped: key unreadable"
+                );
             }
         }
     }

@@ -404,8 +404,9 @@ impl RegionPeer {
 
     /// The source side of a merge into `target`: fence new commands until every pending
     /// write applied, propose the in-memory locks (all of them, deleted-marked ones too,
-    /// copied again under their keys' latches) into this region's log, then `PrepareMerge`. Returns the region and its data (locks
-    /// included as lock-CF records) for the target to absorb.
+    /// copied again under their keys' latches) into this region's log, then `PrepareMerge`.
+    /// Returns the region and its data (locks included as lock-CF records) for the target to
+    /// absorb.
     ///
     /// Refused, with the table back to `Normal`, when the locks take more than
     /// `max_lock_bytes` (they would not fit one Raft entry).
