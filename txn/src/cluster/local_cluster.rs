@@ -341,6 +341,26 @@ impl LocalCluster {
         self.net.set_faults(faults);
     }
 
+    /// A fault of the request layer (the network only carries Raft messages): from now on
+    /// requests of kind `kind` ([`KvRequest::name`], e.g. `"commit_merge"`) sent through the
+    /// router, by clients or by one node to another, are kept undelivered and their callers
+    /// get [`crate::ServiceError::Timeout`], as over TCP when a reply never comes. A node's
+    /// calls to itself are not held. [`LocalCluster::deliver_held_requests`] ends it.
+    pub fn hold_requests(&self, kind: &'static str) {
+        self.router.hold(kind);
+    }
+
+    /// How many requests [`LocalCluster::hold_requests`] is holding now.
+    pub fn held_requests(&self) -> usize {
+        self.router.held()
+    }
+
+    /// Stops holding requests and delivers the held ones, late, in the order they were sent
+    /// (to nodes still running; their replies are dropped). Returns how many were delivered.
+    pub fn deliver_held_requests(&self) -> usize {
+        self.router.deliver_held()
+    }
+
     /// Stops node `id` as a crash would: its raft driver stops, its memory (regions' data,
     /// in-memory locks, waiters) is dropped; its WAL stays on disk.
     ///
