@@ -298,8 +298,10 @@ impl LocalCluster {
     /// Merges region `source` into the adjacent region `target`; returns the merged region.
     ///
     /// # Errors
-    /// [`ClusterError::Admin`] when the merge is refused (e.g. too many in-memory locks) or a
-    /// leader cannot be found; the source is then back to normal.
+    /// [`ClusterError::Admin`] when the merge is refused (too many in-memory locks, the target
+    /// does not border the source or moved on before absorbing it) or a leader cannot be
+    /// found; the source is then back to normal. The call waits while the target's answer is
+    /// unknown (the source refusing commands), however long that takes.
     pub fn merge_regions(&self, source: u64, target: u64) -> Result<RegionInfo, ClusterError> {
         match self.call_leader(
             source,

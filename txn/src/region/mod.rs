@@ -11,6 +11,8 @@ mod peer;
 mod region_error;
 mod region_info;
 mod split_merge;
+#[cfg(test)]
+mod split_merge_test;
 mod state_machine;
 
 pub use counters::NodeCounters;
@@ -20,6 +22,6 @@ pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
 pub(crate) use counters::Counters;
 pub(crate) use host::RegionHost;
 pub(crate) use lease::Lease;
-pub(crate) use peer::{CmdError, OnePc, RegionPeer, raft_error};
+pub(crate) use peer::{CmdError, MergeState, OnePc, RegionPeer, raft_error};
 pub(crate) use split_merge::SPLIT_CHILD_INIT_INDEX;
 pub(crate) use state_machine::RegionStateMachine;
