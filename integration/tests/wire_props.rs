@@ -209,13 +209,14 @@ fn kv_request() -> impl Strategy<Value = KvRequest> {
                 split_key,
             }
         }),
-        (any::<u64>(), region_info(), value()).prop_map(|(target, source, data)| {
-            KvRequest::CommitMerge {
+        (any::<u64>(), region_info(), value(), any::<u64>()).prop_map(
+            |(target, source, data, target_version)| KvRequest::CommitMerge {
                 target,
                 source,
                 data,
+                target_version,
             }
-        }),
+        ),
         (vec(region_info(), 0..3), vec(any::<u64>(), 0..3))
             .prop_map(|(put, remove)| KvRequest::ReportRegions { put, remove }),
         prop_oneof![

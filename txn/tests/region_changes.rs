@@ -517,3 +517,239 @@ fn a_one_phase_commit_that_meets_a_split_commits_both_sides_at_one_timestamp() {
         );
     }
 }
+
+/// The region `region_id` as its leader has it now (its range and epoch), from the leader's
+/// status: the meta group may not have been told of a change.
+fn region_at_leader(c: &LocalCluster, region_id: u64) -> surge_txn::RegionInfo {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(leader) = c.leader_of_group(region_id)
+            && let Ok(KvResponse::Status(s)) = c.call(leader, KvRequest::NodeStatus)
+            && let Some(r) = s.regions.iter().find(|r| r.region.id == region_id)
+        {
+            return r.region.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "region {region_id} has no leader"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Moves the leadership of `region_id` to a node other than `not`; returns that node.
+fn lead_elsewhere(c: &LocalCluster, region_id: u64, not: u64) -> u64 {
+    let to = c
+        .node_ids()
+        .iter()
+        .copied()
+        .find(|n| *n != not)
+        .expect("another node");
+    c.transfer_leader(region_id, to, Duration::from_secs(20))
+        .expect("transfer");
+    to
+}
+
+/// A merge whose `CommitMerge` gets no answer (the reply lost, as over TCP when a request
+/// times out after it was delivered) must not roll back: the target may still apply it, and a
+/// source that took writes after a rollback would lose them to that late apply. Here every
+/// `CommitMerge` sent through the router is held, undelivered, for longer than the merge's
+/// old deadline (the proposal timeout, 5 s); meanwhile a client writes a key of the source;
+/// then the held requests are delivered, late. An acknowledged write must be visible in the
+/// region that holds its key afterwards, and the merge must finish (the source kept refusing
+/// writes until it knew the outcome).
+#[test]
+// `ClientConfig` is becoming `#[non_exhaustive]`: set fields on a default, no struct literal.
+#[allow(clippy::field_reassign_with_default)]
+fn a_merge_whose_commit_gets_no_answer_neither_rolls_back_nor_loses_a_write() {
+    let (_d, c) = cluster(2);
+    let key = b"\x10late".to_vec();
+    let cl = client(&c);
+    let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key, b"v0").expect("put");
+    t.commit().expect("load");
+    let source = c.region_of(&key).expect("source").id;
+    let target = c.region_of(b"\x90").expect("target").id;
+    assert_ne!(source, target);
+    // The target's leader on another node than the source's, so the source's leader (the
+    // merge's coordinator) reaches it through the router.
+    let coordinator = c.leader_of_group(source).expect("source leader");
+    lead_elsewhere(&c, target, coordinator);
+
+    c.hold_requests("commit_merge");
+    std::thread::scope(|s| {
+        // Straight to the coordinator: `LocalCluster::merge_regions` would retry a merge
+        // that answered `NotLeader` (the target's last answer) and so hide the window.
+        let node = c.node(coordinator).expect("coordinator node");
+        let merge = s.spawn(move || node.handle(KvRequest::MergeRegions { source, target }));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while c.held_requests() == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no CommitMerge was sent"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Longer than the merge used to wait for an answer before rolling back.
+        let waited = std::time::Instant::now();
+        while !merge.is_finished() && waited.elapsed() < Duration::from_secs(6) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut cfg = ClientConfig::default();
+        cfg.max_backoff = Duration::from_secs(1);
+        let writer = TxnClient::new(c.router(), cfg);
+        let mut t = writer.begin(TxnMode::Optimistic).expect("begin");
+        t.put(&key, b"v1").expect("put");
+        let acked = t.commit().is_ok();
+        if !acked {
+            let _ = t.rollback();
+        }
+        let delivered = c.deliver_held_requests();
+        assert!(delivered > 0, "the held CommitMerge was not delivered");
+        let merged = merge.join().expect("merge thread");
+
+        let holder = region_at_leader(&c, target);
+        assert!(
+            holder.contains(&key),
+            "the late CommitMerge applied: the target holds the key ({holder:?})"
+        );
+        let leader = c.leader_of_group(target).expect("target leader");
+        let read = c
+            .call(
+                leader,
+                KvRequest::Get {
+                    ctx: surge_txn::Context {
+                        region_id: holder.id,
+                        epoch: holder.epoch,
+                    },
+                    key: key.clone(),
+                    version: support::timestamp(&c),
+                    bypass_locks: vec![],
+                },
+            )
+            .expect("get");
+        let KvResponse::Get { value } = read else {
+            panic!("get: {read:?}");
+        };
+        if acked {
+            assert_eq!(
+                value.as_deref(),
+                Some(&b"v1"[..]),
+                "an acknowledged write is lost: the merge rolled back ({merged:?}), the source \
+                 took the write, and the late CommitMerge applied the source's older data"
+            );
+        }
+        assert!(
+            matches!(merged, KvResponse::RegionsChanged { .. }),
+            "the merge did not finish once the target answered: {merged:?}"
+        );
+        assert!(
+            !acked,
+            "the source took a write while its merge's outcome was unknown"
+        );
+        assert_eq!(value.as_deref(), Some(&b"v0"[..]));
+    });
+    assert_eq!(c.region_of(&key).expect("region").id, target);
+    assert_eq!(cl.get(&key).expect("get"), Some(b"v0".to_vec()));
+}
+
+/// A `CommitMerge` sent again after the target applied it (its first answer lost) is
+/// answered as applied, not refused as "not adjacent": the coordinator must not take the
+/// refusal for a merge that did not happen. Raw requests: a merge, then the same
+/// `CommitMerge` again to the target's leader; the target's epoch stays (not applied twice).
+#[test]
+fn a_commit_merge_sent_again_after_it_applied_is_answered_as_applied() {
+    let (_d, c) = cluster(2);
+    let source = c.region_of(b"\x10").expect("source");
+    let target = c.region_of(b"\x90").expect("target");
+    let merged = c.merge_regions(source.id, target.id).expect("merge");
+    // The source as the coordinator sent it: its epoch moved at PrepareMerge.
+    let mut sent = source.clone();
+    sent.epoch.version += 1;
+    let leader = c.leader_of_group(target.id).expect("target leader");
+    let reply = c
+        .call(
+            leader,
+            KvRequest::CommitMerge {
+                target: target.id,
+                source: sent,
+                data: Vec::new(),
+                target_version: target.epoch.version,
+            },
+        )
+        .expect("commit merge again");
+    match reply {
+        KvResponse::RegionsChanged { regions, .. } => {
+            assert_eq!(regions.len(), 1, "{regions:?}");
+            assert!(
+                regions[0].contains(b"\x10") && regions[0].contains(b"\x90"),
+                "{regions:?}"
+            );
+        }
+        other => panic!("a CommitMerge that already applied was refused: {other:?}"),
+    }
+    assert_eq!(
+        region_at_leader(&c, target.id).epoch,
+        merged.epoch,
+        "applied twice"
+    );
+}
+
+/// The other way a merge with no answer ends: the target moves on without the source (here
+/// it splits, on its far side, so it still borders the source). This node's replica of the
+/// target shows it, so the merge is rolled back at once; the source takes writes again, and
+/// the `CommitMerge` still undelivered, delivered late, must not apply (it was proposed for a
+/// version the target left) and discard them.
+#[test]
+fn a_merge_whose_target_moved_on_rolls_back_and_its_late_commit_never_applies() {
+    let (_d, c) = cluster(2);
+    let key = b"\x10moved".to_vec();
+    let cl = client(&c);
+    let source = c.region_of(&key).expect("source").id;
+    let target = c.region_of(b"\x90").expect("target").id;
+    let coordinator = c.leader_of_group(source).expect("source leader");
+    lead_elsewhere(&c, target, coordinator);
+
+    c.hold_requests("commit_merge");
+    let node = c.node(coordinator).expect("coordinator node");
+    let merge = std::thread::spawn(move || node.handle(KvRequest::MergeRegions { source, target }));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while c.held_requests() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no CommitMerge was sent"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let split = c
+        .split_region(target, Some(b"\xc0".to_vec()))
+        .expect("split the target");
+    let merged = merge.join().expect("merge thread");
+    assert!(
+        matches!(merged, KvResponse::RegionError(_)),
+        "the merge did not fail: {merged:?}"
+    );
+    let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key, b"after the rollback").expect("put");
+    t.commit().expect("the source takes writes again");
+
+    assert!(c.deliver_held_requests() > 0, "nothing was held");
+    assert_eq!(
+        region_at_leader(&c, target),
+        split[0],
+        "the late CommitMerge changed the target"
+    );
+    assert_eq!(c.region_of(&key).expect("region").id, source);
+    assert_eq!(
+        cl.get(&key).expect("get"),
+        Some(b"after the rollback".to_vec())
+    );
+    // Rolled back because the target's replica here showed it moved on, not for want of
+    // an answer.
+    match &merged {
+        KvResponse::RegionError(surge_txn::RegionError::ServerIsBusy { reason, .. }) => {
+            assert!(reason.contains("merge refused"), "{reason}");
+        }
+        other => panic!("the merge was not refused: {other:?}"),
+    }
+}

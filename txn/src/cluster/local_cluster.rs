@@ -298,8 +298,10 @@ impl LocalCluster {
     /// Merges region `source` into the adjacent region `target`; returns the merged region.
     ///
     /// # Errors
-    /// [`ClusterError::Admin`] when the merge is refused (e.g. too many in-memory locks) or a
-    /// leader cannot be found; the source is then back to normal.
+    /// [`ClusterError::Admin`] when the merge is refused (too many in-memory locks, the target
+    /// does not border the source or moved on before absorbing it) or a leader cannot be
+    /// found; the source is then back to normal. The call waits while the target's answer is
+    /// unknown (the source refusing commands), however long that takes.
     pub fn merge_regions(&self, source: u64, target: u64) -> Result<RegionInfo, ClusterError> {
         match self.call_leader(
             source,
@@ -339,6 +341,26 @@ impl LocalCluster {
     /// Sets the network's random faults.
     pub fn set_faults(&self, faults: NetFaults) {
         self.net.set_faults(faults);
+    }
+
+    /// A fault of the request layer (the network only carries Raft messages): from now on
+    /// requests of kind `kind` ([`KvRequest::name`], e.g. `"commit_merge"`) sent through the
+    /// router, by clients or by one node to another, are kept undelivered and their callers
+    /// get [`crate::ServiceError::Timeout`], as over TCP when a reply never comes. A node's
+    /// calls to itself are not held. [`LocalCluster::deliver_held_requests`] ends it.
+    pub fn hold_requests(&self, kind: &'static str) {
+        self.router.hold(kind);
+    }
+
+    /// How many requests [`LocalCluster::hold_requests`] is holding now.
+    pub fn held_requests(&self) -> usize {
+        self.router.held()
+    }
+
+    /// Stops holding requests and delivers the held ones, late, in the order they were sent
+    /// (to nodes still running; their replies are dropped). Returns how many were delivered.
+    pub fn deliver_held_requests(&self) -> usize {
+        self.router.deliver_held()
     }
 
     /// Stops node `id` as a crash would: its raft driver stops, its memory (regions' data,

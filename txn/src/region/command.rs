@@ -26,11 +26,21 @@ pub(crate) enum RegionCommand {
     /// This region (the source) is being merged into `target`: it refuses commands from now
     /// on and its version becomes `new_version`.
     PrepareMerge { target: u64, new_version: u64 },
-    /// The merge did not happen: back to normal at `new_version`.
+    /// The merge did not happen and never will: back to normal at `new_version`, one above
+    /// the version `PrepareMerge` gave (applied only then, so it ends that merge alone).
     RollbackMerge { new_version: u64 },
     /// This region (the target) absorbs `source` with its data (taken after the source's
-    /// `PrepareMerge` applied, so it holds the source's locks as lock-CF records).
-    CommitMerge { source: RegionInfo, data: Vec<u8> },
+    /// `PrepareMerge` applied, so it holds the source's locks as lock-CF records). Applies
+    /// only if the target is still at `target_version`, its version when the command was
+    /// proposed, and borders the source: a copy proposed again after a lost answer, or one
+    /// that raced a change of the target, is skipped (answered [`EPOCH_CHANGED`]). So a
+    /// merge applies at most once, and a target past `target_version` never applies one
+    /// still in its log.
+    CommitMerge {
+        source: RegionInfo,
+        data: Vec<u8>,
+        target_version: u64,
+    },
     /// A leader transfer's or a merge's in-memory pessimistic locks, to become lock-CF
     /// records, each only where the key holds nothing newer (see `lock_migration`). Refused,
     /// as a write is, when the region's version is no longer `version`. (Added last: the
@@ -63,7 +73,8 @@ pub(crate) struct WriteCommand {
     pub(crate) lock_only: bool,
 }
 
-/// What apply answers a proposer whose write was refused because the region's version moved.
+/// What apply answers a proposer whose write (or merge) was refused because the region's
+/// version moved.
 pub(crate) const EPOCH_CHANGED: &[u8] = b"epoch changed";
 
 impl RegionCommand {

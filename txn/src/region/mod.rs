@@ -13,6 +13,8 @@ mod peer;
 mod region_error;
 mod region_info;
 mod split_merge;
+#[cfg(test)]
+mod split_merge_test;
 mod state_machine;
 
 pub use counters::NodeCounters;
@@ -23,6 +25,6 @@ pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
 pub(crate) use counters::Counters;
 pub(crate) use host::RegionHost;
 pub(crate) use lease::Lease;
-pub(crate) use peer::{CmdError, OnePc, RegionPeer, raft_error};
+pub(crate) use peer::{CmdError, MergeState, OnePc, RegionPeer, raft_error};
 pub(crate) use split_merge::SPLIT_CHILD_INIT_INDEX;
 pub(crate) use state_machine::RegionStateMachine;

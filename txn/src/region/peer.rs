@@ -668,12 +668,19 @@ impl RegionPeer {
                 bytes::Bytes::new()
             }
             RegionCommand::RollbackMerge { new_version } => {
-                self.apply_rollback_merge(new_version);
+                self.apply_rollback_merge(index, new_version);
                 bytes::Bytes::new()
             }
-            RegionCommand::CommitMerge { source, data } => {
-                self.apply_commit_merge(index, &source, &data);
-                bytes::Bytes::new()
+            RegionCommand::CommitMerge {
+                source,
+                data,
+                target_version,
+            } => {
+                if self.apply_commit_merge(index, &source, &data, target_version) {
+                    bytes::Bytes::new()
+                } else {
+                    bytes::Bytes::from_static(EPOCH_CHANGED)
+                }
             }
         }
     }

@@ -39,6 +39,20 @@ impl RegionInfo {
     pub fn end_key(&self) -> Option<&[u8]> {
         (!self.end.is_empty()).then_some(self.end.as_slice())
     }
+
+    /// Whether the range holds all of `other`'s (a merge's target after it absorbed
+    /// `other`).
+    pub(crate) fn covers(&self, other: &RegionInfo) -> bool {
+        other.start >= self.start
+            && (self.end.is_empty() || (!other.end.is_empty() && other.end <= self.end))
+    }
+
+    /// Whether the range and `other`'s meet end to start, on either side (a merge's target
+    /// and source before it).
+    pub(crate) fn borders(&self, other: &RegionInfo) -> bool {
+        (!other.end.is_empty() && other.end == self.start)
+            || (!self.end.is_empty() && self.end == other.start)
+    }
 }
 
 /// What every region request carries: which region and epoch the client believes in.
@@ -103,5 +117,36 @@ mod tests {
             ..r
         };
         assert!(all.contains(b"") && all.contains(b"\xff\xff"));
+    }
+
+    #[test]
+    fn covers_and_borders() {
+        let r = |start: &[u8], end: &[u8]| RegionInfo {
+            id: 1,
+            start: start.to_vec(),
+            end: end.to_vec(),
+            epoch: RegionEpoch::default(),
+            peers: vec![1],
+        };
+        // (region, other, covers, borders)
+        let cases: [(RegionInfo, RegionInfo, bool, bool); 9] = [
+            (r(b"b", b"d"), r(b"b", b"d"), true, false),
+            (r(b"a", b"e"), r(b"b", b"d"), true, false),
+            (r(b"", b""), r(b"b", b""), true, false),
+            (r(b"a", b"e"), r(b"b", b""), false, false),
+            (r(b"b", b"d"), r(b"d", b"f"), false, true),
+            (r(b"d", b"f"), r(b"b", b"d"), false, true),
+            (r(b"d", b""), r(b"", b"d"), false, true),
+            (r(b"", b""), r(b"", b""), true, false),
+            (r(b"b", b"d"), r(b"e", b"f"), false, false),
+        ];
+        for (region, other, covers, borders) in cases {
+            assert_eq!(region.covers(&other), covers, "{region:?} covers {other:?}");
+            assert_eq!(
+                region.borders(&other),
+                borders,
+                "{region:?} borders {other:?}"
+            );
+        }
     }
 }

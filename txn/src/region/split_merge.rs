@@ -156,8 +156,19 @@ impl RegionPeer {
         Bytes::new()
     }
 
-    pub(super) fn apply_rollback_merge(&self, new_version: u64) {
-        self.info_mut().epoch.version = new_version;
+    pub(super) fn apply_rollback_merge(&self, index: u64, new_version: u64) {
+        {
+            let mut info = self.info_mut();
+            // A rollback names the merge it ends (the version `PrepareMerge` gave): one
+            // proposed for an earlier merge must not end a later one.
+            if !matches!(*self.merge.lock(), MergeState::Merging { .. })
+                || info.epoch.version + 1 != new_version
+            {
+                tracing::info!(region = info.id, index, "rollback of another merge skipped");
+                return;
+            }
+            info.epoch.version = new_version;
+        }
         *self.merge.lock() = MergeState::None;
         let term = self.leader_term();
         if term != 0 {
@@ -166,7 +177,30 @@ impl RegionPeer {
         }
     }
 
-    pub(super) fn apply_commit_merge(&self, index: u64, source: &RegionInfo, data: &[u8]) {
+    /// Absorbs `source` unless the target moved since the command was proposed (see
+    /// `RegionCommand::CommitMerge`); returns whether it did.
+    pub(super) fn apply_commit_merge(
+        &self,
+        index: u64,
+        source: &RegionInfo,
+        data: &[u8],
+        target_version: u64,
+    ) -> bool {
+        {
+            let info = self.info();
+            if info.epoch.version != target_version
+                || !info.borders(source)
+                || self.merge_state() != MergeState::None
+            {
+                tracing::info!(
+                    region = info.id,
+                    index,
+                    source = source.id,
+                    "merge skipped: the target changed since it was proposed"
+                );
+                return false;
+            }
+        }
         // The source's leader served reads of these keys that this region's `max_ts` never
         // saw: a one-phase commit on them must not choose a commit_ts below those reads (a
         // snapshot that read one side of a transfer at the source and the other here saw
@@ -179,6 +213,10 @@ impl RegionPeer {
         if let Err(e) = self.engine().ingest(data) {
             tracing::error!(region = self.id(), index, error = %e, "merge data refused");
         }
+        // The source is marked merged here before this region's version moves: a merge's
+        // coordinator that sees the version past the one it prepared against, and then the
+        // source not merged, knows this merge did not apply and never will.
+        self.host.region_merged(source.id, self.id());
         let version = {
             let mut info = self.info_mut();
             if source.start.as_slice() < info.start.as_slice() {
@@ -197,7 +235,7 @@ impl RegionPeer {
             // The target's own memory locks stay; the source's arrived as lock-CF records.
             self.table().become_leader(term, version);
         }
-        self.host.region_merged(source.id, self.id());
+        true
     }
 
     /// The source replica on this node after the target absorbed it: it refuses everything.
@@ -236,9 +274,18 @@ impl RegionPeer {
         cmd: &RegionCommand,
         timeout: Duration,
     ) -> Result<(), RegionError> {
+        self.propose_admin_for(raft, cmd, timeout).map(|_| ())
+    }
+
+    /// As `propose_admin`, with what the apply answered.
+    fn propose_admin_for(
+        &self,
+        raft: &RaftNode,
+        cmd: &RegionCommand,
+        timeout: Duration,
+    ) -> Result<Bytes, RegionError> {
         raft.propose(self.id(), Bytes::from(cmd.encode()))
             .wait_applied(timeout)
-            .map(|_| ())
             .map_err(|e| raft_error(self.id(), e))
     }
 
@@ -464,22 +511,41 @@ impl RegionPeer {
         result
     }
 
-    /// The merge into the target failed: the source goes back to normal.
+    /// The target will never apply the merge that `PrepareMerge` at `prepared_version`
+    /// began: the source goes back to normal. Call it only once that is known (this node's
+    /// replica of the target moved past the merge's target version without it; TiKV rolls
+    /// back on the same evidence, the target's epoch): a rollback of a merge that then
+    /// applies loses the source's later writes. Applies to that merge only (a copy proposed
+    /// again, or one for an earlier merge, is skipped).
     pub(crate) fn rollback_merge(
         &self,
         raft: &RaftNode,
+        prepared_version: u64,
         timeout: Duration,
     ) -> Result<(), RegionError> {
-        let new_version = self.info().epoch.version + 1;
+        let new_version = prepared_version + 1;
         self.propose_admin(raft, &RegionCommand::RollbackMerge { new_version }, timeout)
     }
 
-    /// The target side of a merge: absorb `source` (adjacent to this region) and its data.
+    /// The target side of a merge: absorb `source` and its data, if this region is still at
+    /// `target_version`, the version the merge was prepared against (TiKV's `CommitMerge`
+    /// carries the target's expected epoch the same way). Asked again after a lost answer,
+    /// it answers alike:
+    ///
+    /// - the region already covers the source: the merge applied; returns the region;
+    /// - it is at `target_version` (bordering the source): proposes `CommitMerge` stamped
+    ///   with it and returns the region once applied; a copy skipped at apply (the region
+    ///   moved meanwhile) is a retryable error;
+    /// - it moved on without covering the source: `EpochNotMatch` with the region. Not by
+    ///   itself a refusal (the region may have absorbed the source and split since): the
+    ///   source's leader decides from its own replica of this region (the service's merge
+    ///   driver).
     pub(crate) fn commit_merge(
         &self,
         raft: &RaftNode,
         source: RegionInfo,
         data: Vec<u8>,
+        target_version: u64,
         timeout: Duration,
     ) -> Result<RegionInfo, RegionError> {
         let info = self.info();
@@ -489,15 +555,31 @@ impl RegionPeer {
                 leader: None,
             });
         }
-        let adjacent = (!source.end.is_empty() && source.end == info.start)
-            || (!info.end.is_empty() && info.end == source.start);
-        if !adjacent {
-            return Err(busy(
-                info.id,
-                format!("region {} is not adjacent", source.id),
-            ));
+        if info.covers(&source) {
+            return Ok(info);
         }
-        self.propose_admin(raft, &RegionCommand::CommitMerge { source, data }, timeout)?;
-        Ok(self.info())
+        if info.epoch.version != target_version || !info.borders(&source) {
+            return Err(RegionError::EpochNotMatch {
+                region_id: info.id,
+                current: vec![info],
+            });
+        }
+        if self.merge_state() != MergeState::None {
+            return Err(busy(info.id, "the target is itself merging"));
+        }
+        let cmd = RegionCommand::CommitMerge {
+            source,
+            data,
+            target_version,
+        };
+        let applied = self.propose_admin_for(raft, &cmd, timeout)?;
+        if applied.is_empty() {
+            Ok(self.info())
+        } else {
+            Err(busy(
+                info.id,
+                "the target changed while the merge was proposed; ask again",
+            ))
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Admin requests: voluntary leader transfer, split and merge of data regions, run on the
-//! leader with TiKV's in-memory lock protocol, and reported to the meta group.
+//! leader with TiKV's in-memory lock protocol, and reported to the meta group (a merge's
+//! source side is driven in `merge_driver.rs`; its target side, `CommitMerge`, is here).
 
 use std::time::{Duration, Instant};
 
@@ -30,12 +31,19 @@ impl KvNode {
                 target,
                 source,
                 data,
+                target_version,
             } => self.peer(target).and_then(|p| {
-                p.commit_merge(raft, source, data, self.config.proposal_timeout)
-                    .map(|t| KvResponse::RegionsChanged {
-                        regions: vec![t],
-                        locks: 0,
-                    })
+                p.commit_merge(
+                    raft,
+                    source,
+                    data,
+                    target_version,
+                    self.config.proposal_timeout,
+                )
+                .map(|t| KvResponse::RegionsChanged {
+                    regions: vec![t],
+                    locks: 0,
+                })
             }),
             other => Err(RegionError::ServerIsBusy {
                 region_id: 0,
@@ -130,74 +138,9 @@ impl KvNode {
         }
     }
 
-    fn merge(&self, raft: &RaftNode, source: u64, target: u64) -> Result<KvResponse, RegionError> {
-        let peer = self.peer(source)?;
-        let moved_before = self.budget.counters().migrated_on_merge;
-        let (source_info, data) = peer.prepare_merge(
-            raft,
-            target,
-            self.config.merge_max_lock_bytes,
-            self.config.proposal_timeout,
-        )?;
-        let moved = self.budget.counters().migrated_on_merge - moved_before;
-        match self.send_commit_merge(target, source_info, data) {
-            Ok(target_info) => {
-                self.report(vec![target_info.clone()], vec![source]);
-                Ok(KvResponse::RegionsChanged {
-                    regions: vec![target_info],
-                    locks: usize::try_from(moved).unwrap_or(usize::MAX),
-                })
-            }
-            Err(e) => {
-                peer.rollback_merge(raft, self.config.proposal_timeout)?;
-                Err(e)
-            }
-        }
-    }
-
-    /// Asks the target's leader (wherever it is) to absorb the source.
-    fn send_commit_merge(
-        &self,
-        target: u64,
-        source: RegionInfo,
-        data: Vec<u8>,
-    ) -> Result<RegionInfo, RegionError> {
-        let req = KvRequest::CommitMerge {
-            target,
-            source,
-            data,
-        };
-        let deadline = Instant::now() + self.config.proposal_timeout;
-        let mut last = RegionError::NotLeader {
-            region_id: target,
-            leader: None,
-        };
-        while Instant::now() < deadline {
-            let mut candidates: Vec<u64> = self.leader_hint(target).into_iter().collect();
-            candidates.extend(self.router.nodes());
-            for node in candidates {
-                let resp = if node == self.id() {
-                    Ok(self.handle(req.clone()))
-                } else {
-                    self.router.service(node).and_then(|s| s.call(req.clone()))
-                };
-                match resp {
-                    Ok(KvResponse::RegionsChanged { mut regions, .. }) if !regions.is_empty() => {
-                        return Ok(regions.remove(0));
-                    }
-                    Ok(KvResponse::RegionError(e @ RegionError::NotLeader { .. })) => last = e,
-                    Ok(KvResponse::RegionError(e)) => return Err(e),
-                    _ => {}
-                }
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Err(last)
-    }
-
     /// Tells the meta group about changed regions (best effort: a client that finds a stale
     /// map gets epoch errors carrying the current regions).
-    fn report(&self, put: Vec<RegionInfo>, remove: Vec<u64>) {
+    pub(super) fn report(&self, put: Vec<RegionInfo>, remove: Vec<u64>) {
         if let Err(e) = self.call_meta(KvRequest::ReportRegions { put, remove }) {
             tracing::warn!(error = %e, "region change not reported to the meta group");
         }

@@ -3,6 +3,7 @@
 
 mod admin_handlers;
 mod kv_service;
+mod merge_driver;
 mod meta_handlers;
 mod node;
 mod region_handlers;

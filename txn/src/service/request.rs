@@ -9,7 +9,9 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 
 /// The version of the request/response format. A peer speaking another version is refused at
 /// the handshake (the TCP layer in `surgedb` checks it).
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// 2: `KvRequest::CommitMerge` carries the target's version (`target_version`).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// One key of a pessimistic lock request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +250,10 @@ pub enum KvRequest {
         source: RegionInfo,
         /// The source's data (its locks included as lock records).
         data: Vec<u8>,
+        /// The target's version the merge was prepared against: the target absorbs the
+        /// source only at this version, so once it moved past it without doing so it never
+        /// will.
+        target_version: u64,
     },
     /// Placement (meta leader): a fresh region id.
     AllocRegionId,
