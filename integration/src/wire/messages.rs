@@ -15,6 +15,8 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 ///
 /// 1: [`ClientFrame::Request`] frames carrying the txn crate's `KvRequest` format 1.
 /// 2: adds the coordinator sessions ([`ClientFrame::Txn`] / [`ServerFrame::Txn`]).
+/// 3: the txn crate's format 2 (`RegionError::NodeStopping`, in responses and in a
+/// [`super::TxnFailure`]'s `TxnError`).
 ///
 /// Bump it whenever these frames or the txn crate's types they carry change encoding. Two
 /// checks keep them from drifting apart silently: the assertion below stops the build when
@@ -22,10 +24,10 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// golden test in `golden_encoding.rs` fails when the bytes of `TxnError` (inside
 /// [`super::TxnFailure`]), `TxnFailure` or [`super::TxnReply`] change, which the txn
 /// crate's version does not cover.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 const _: () = assert!(
-    surge_txn::PROTOCOL_VERSION == 1,
+    surge_txn::PROTOCOL_VERSION == 2,
     "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
 );
 

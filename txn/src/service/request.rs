@@ -9,7 +9,10 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 
 /// The version of the request/response format. A peer speaking another version is refused at
 /// the handshake (the TCP layer in `surgedb` checks it).
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// 1: the first format. 2: adds [`crate::RegionError::NodeStopping`] (a peer of version 1
+/// could not decode it).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// One key of a pessimistic lock request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
