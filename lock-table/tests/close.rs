@@ -34,7 +34,11 @@ fn close_ends_every_queued_wait_at_once() {
     let (woken, _) = threads.remove(0).join().unwrap();
     assert_eq!(woken, WaitOutcome::Woken);
     assert_eq!(waits.total_waiters(), 3);
-    assert_eq!(waits.with_detector(|d| d.edge_count()), 2, "40 -> 11, 50 -> 12");
+    assert_eq!(
+        waits.with_detector(|d| d.edge_count()),
+        2,
+        "40 -> 11, 50 -> 12"
+    );
 
     assert!(!waits.is_closed());
     assert_eq!(waits.close(), 3);
