@@ -158,9 +158,9 @@ impl KvServer {
     /// ended).
     ///
     /// Connections are closed for reading first: a thread waiting for a request ends at
-    /// once, and one running a request finishes it and can still write its answer for
-    /// [`ANSWER_WAIT`] (each write bounded by it too), after which every connection is closed
-    /// whole and a late answer is lost. A session's open transactions are rolled back by its
+    /// once, and one running a request finishes it and can still write its answer for a
+    /// second (each write bounded by that too), after which every connection is closed whole
+    /// and a later answer is lost. A session's open transactions are rolled back by its
     /// thread. Waiting matters to the caller's shutdown order: once this returns 0, no
     /// session uses the node's coordinator or storage, so they can be closed without a
     /// commit running on behind them.
