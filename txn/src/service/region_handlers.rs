@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use surge_lock_table::{WaitOutcome, WaitRefused};
+use surge_lock_table::WaitRefused;
 use surge_raft_lite::Node as RaftNode;
 
 use super::node::KvNode;
@@ -503,16 +503,15 @@ impl KvNode {
             }
         };
         crate::region::Counters::add(&self.counters.lock_waits, 1);
-        let closed =
-            if !peer.is_locked_by(key, lock_ts) || peer.leader_term() == 0 || self.is_stopped() {
-                drop(handle);
-                false
-            } else {
-                // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
-                handle.wait(Some(timeout)) == WaitOutcome::Closed
-            };
+        if !peer.is_locked_by(key, lock_ts) || peer.leader_term() == 0 || self.is_stopped() {
+            drop(handle);
+        } else {
+            // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
+            // Ended by the close (`WaitOutcome::Closed`), it is refused below.
+            let _ = handle.wait(Some(timeout));
+        }
         clean_up();
-        if closed || self.waiters.is_closed() {
+        if self.waiters.is_closed() {
             return Err(stopping());
         }
         Ok(())
