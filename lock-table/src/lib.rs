@@ -22,6 +22,7 @@
 //! - [`LockWaitManager`]: one wait queue per key, with timeouts; a release of the key wakes
 //!   its waiter with the smallest `start_ts` first and the others after a delay (20 ms by
 //!   default), whichever holder they queued under, and removes their wait-for edges.
+//!   [`LockWaitManager::close`] ends every wait at once, for a node that stops.
 //! - [`DeadlockDetector`]: a wait-for graph with edge expiry that returns the wait chain.
 //!
 //! What it is **not**: it knows nothing of Raft, MVCC or the persistent lock column. It
@@ -94,6 +95,7 @@ mod table_handle;
 mod wait_config;
 mod wait_handle;
 mod wait_outcome;
+mod wait_refused;
 mod waiter;
 
 pub use budget::{BudgetConfig, MemoryBudget};
@@ -110,6 +112,7 @@ pub use table_handle::SharedRegionLockTable;
 pub use wait_config::WaitConfig;
 pub use wait_handle::WaitHandle;
 pub use wait_outcome::{WaitOutcome, WakeUpReport};
+pub use wait_refused::WaitRefused;
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

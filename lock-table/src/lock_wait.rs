@@ -3,15 +3,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::deadlock::{Deadlock, DeadlockDetector};
+use crate::deadlock::DeadlockDetector;
 use crate::wait_config::WaitConfig;
 use crate::wait_handle::WaitHandle;
 use crate::wait_outcome::{WaitOutcome, WakeUpReport};
+use crate::wait_refused::WaitRefused;
 use crate::waiter::{State, Waiter, earliest};
 
 #[derive(Debug)]
@@ -22,6 +23,9 @@ struct Inner {
     detector: Mutex<DeadlockDetector>,
     config: Mutex<WaitConfig>,
     next_id: AtomicU64,
+    /// Set once by `close`, under `queues`: an `enqueue` (which reads it under `queues`)
+    /// either queued before the close, which then ends its wait, or is refused.
+    closed: AtomicBool,
 }
 
 /// Lock waiting for one node: one queue per key of the transactions waiting for it to be
@@ -59,6 +63,12 @@ struct Inner {
 /// lock next, which the manager cannot know; a cycle through them ends with the delay, when
 /// they retry and enqueue again under the real holder. A wait that times out or whose
 /// handle is dropped removes its own edge.
+///
+/// # Closing
+/// [`close`](Self::close) is for a node that stops: every queued wait ends at once with
+/// [`WaitOutcome::Closed`] (its edge removed) and every later [`enqueue`](Self::enqueue) is
+/// refused with [`WaitRefused::Closed`], so no request can sit in a wait that the node's
+/// shutdown would have to outlast. A closed manager stays closed.
 ///
 /// ```
 /// use std::time::Duration;
@@ -105,6 +115,7 @@ impl LockWaitManager {
                 detector: Mutex::new(DeadlockDetector::new(ttl)),
                 config: Mutex::new(config),
                 next_id: AtomicU64::new(1),
+                closed: AtomicBool::new(false),
             }),
         }
     }
@@ -136,9 +147,18 @@ impl LockWaitManager {
     /// wait is queued on the key and the wait-for edge `start_ts -> lock_ts` added.
     ///
     /// # Errors
-    /// [`Deadlock`] if waiting would close a cycle; nothing is queued then.
-    pub fn enqueue(&self, key: &[u8], start_ts: u64, lock_ts: u64) -> Result<WaitHandle, Deadlock> {
+    /// [`WaitRefused::Deadlock`] if waiting would close a cycle, [`WaitRefused::Closed`]
+    /// once the manager is closed; nothing is queued and no edge added then.
+    pub fn enqueue(
+        &self,
+        key: &[u8],
+        start_ts: u64,
+        lock_ts: u64,
+    ) -> Result<WaitHandle, WaitRefused> {
         let mut queues = self.inner.queues.lock();
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(WaitRefused::Closed);
+        }
         self.inner.detector.lock().detect(start_ts, lock_ts, key)?;
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let waiter = Arc::new(Waiter::new(id, start_ts, lock_ts));
@@ -156,14 +176,14 @@ impl LockWaitManager {
     /// [Not losing a release](Self#not-losing-a-release)).
     ///
     /// # Errors
-    /// [`Deadlock`] if waiting would close a cycle.
+    /// As [`enqueue`](Self::enqueue).
     pub fn wait_for(
         &self,
         key: &[u8],
         start_ts: u64,
         lock_ts: u64,
         timeout: Option<Duration>,
-    ) -> Result<WaitOutcome, Deadlock> {
+    ) -> Result<WaitOutcome, WaitRefused> {
         Ok(self.enqueue(key, start_ts, lock_ts)?.wait(timeout))
     }
 
@@ -219,6 +239,41 @@ impl LockWaitManager {
             "lock wait: key released"
         );
         report
+    }
+
+    /// Ends lock waiting for good (see [Closing](Self#closing)): every queued wait is
+    /// removed from its queue and woken with [`WaitOutcome::Closed`], its wait-for edge
+    /// removed before this returns, and every later [`enqueue`](Self::enqueue) is refused
+    /// with [`WaitRefused::Closed`]. Returns how many waits it ended (0 when called again).
+    ///
+    /// A wait that a release had already woken, or whose timeout had passed, ends as it
+    /// would have; the caller checks [`is_closed`](Self::is_closed) before it retries the
+    /// lock, so that no request that waited is granted a lock after the close.
+    pub fn close(&self) -> usize {
+        let mut queues = self.inner.queues.lock();
+        self.inner.closed.store(true, Ordering::SeqCst);
+        let ended: Vec<(Vec<u8>, Arc<Waiter>)> = queues
+            .drain()
+            .flat_map(|(key, queue)| queue.into_iter().map(move |w| (key.clone(), w)))
+            .collect();
+        for (_, waiter) in &ended {
+            *waiter.state.lock() = State::Closed;
+            waiter.cond.notify_one();
+        }
+        {
+            let mut detector = self.inner.detector.lock();
+            for (key, waiter) in &ended {
+                waiter.clean_edge(&mut detector, key);
+            }
+        }
+        drop(queues);
+        tracing::debug!(ended = ended.len(), "lock wait: closed");
+        ended.len()
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
     }
 
     /// Number of transactions queued on `key`.

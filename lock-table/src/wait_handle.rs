@@ -43,7 +43,8 @@ impl WaitHandle {
         self.waiter.lock_ts
     }
 
-    /// Blocks until woken or until `timeout` (the manager's default when `None`) passes.
+    /// Blocks until woken, until the manager is closed, or until `timeout` (the manager's
+    /// default when `None`) passes.
     /// A timeout too large to represent as an `Instant` (such as `Duration::MAX`) means
     /// "until woken".
     pub fn wait(mut self, timeout: Option<Duration>) -> WaitOutcome {
@@ -62,6 +63,7 @@ impl WaitHandle {
             loop {
                 match *state {
                     State::Woken => break WaitOutcome::Woken,
+                    State::Closed => break WaitOutcome::Closed,
                     State::Waiting { wake_at } => {
                         let until = earliest(wake_at, deadline);
                         let now = Instant::now();
@@ -75,7 +77,8 @@ impl WaitHandle {
                                     WaitOutcome::TimedOut
                                 };
                             }
-                            // A release removed us meanwhile and set `Woken` before doing so.
+                            // A release (or `close`) removed us meanwhile and set `Woken`
+                            // (or `Closed`) before doing so.
                             state = waiter.state.lock();
                             continue;
                         }

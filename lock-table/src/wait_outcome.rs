@@ -11,6 +11,10 @@ pub enum WaitOutcome {
     /// The timeout passed before a lock on the key was released (a retryable lock-wait
     /// timeout).
     TimedOut,
+    /// The manager was closed while this wait was queued
+    /// ([`LockWaitManager::close`](crate::LockWaitManager::close): the node is stopping).
+    /// The lock may still be held: the caller answers without retrying it here.
+    Closed,
 }
 
 /// What [`LockWaitManager::wake_up`](crate::LockWaitManager::wake_up) did.

@@ -14,6 +14,8 @@ pub(crate) enum State {
     Waiting { wake_at: Option<Instant> },
     /// Removed from the queue by a release and woken at once.
     Woken,
+    /// Removed from the queue by [`LockWaitManager::close`](crate::LockWaitManager::close).
+    Closed,
 }
 
 /// Transaction `start_ts` waiting on a key it found locked by `lock_ts`.

@@ -4,9 +4,17 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use surge_lock_table::{LockWaitManager, WaitConfig, WaitOutcome};
+use surge_lock_table::{Deadlock, LockWaitManager, WaitConfig, WaitOutcome, WaitRefused};
 
 use crate::common::{leader_handle, wait_manager as manager};
+
+/// The deadlock an enqueue was refused with.
+fn deadlock(refused: WaitRefused) -> Deadlock {
+    match refused {
+        WaitRefused::Deadlock(d) => d,
+        other => panic!("refused for another reason: {other}"),
+    }
+}
 
 #[test]
 fn smallest_start_ts_is_woken_first_others_after_the_delay() {
@@ -58,7 +66,7 @@ fn enqueue_refuses_a_deadlock() {
     let waits = manager(20);
     let _t1_waits_t2 = waits.enqueue(b"a", 1, 2).unwrap();
     let _t2_waits_t3 = waits.enqueue(b"b", 2, 3).unwrap();
-    let err = waits.enqueue(b"c", 3, 1).unwrap_err();
+    let err = deadlock(waits.enqueue(b"c", 3, 1).unwrap_err());
     assert_eq!(err.wait_chain.len(), 3);
     assert_eq!(waits.waiters(b"c"), 0, "the victim is not queued");
 }
@@ -127,6 +135,7 @@ fn waits_racing_wake_ups_all_finish_and_clean_up() {
                         WaitOutcome::Woken => 0,
                         WaitOutcome::WokenAfterDelay => 1,
                         WaitOutcome::TimedOut => 2,
+                        WaitOutcome::Closed => panic!("nobody closed the manager"),
                     }] += 1;
                 }
                 outcomes
@@ -196,7 +205,7 @@ fn long_wait_keeps_its_edge_so_late_deadlocks_are_found() {
     let t = thread::spawn(move || h.wait(Some(Duration::from_secs(10))));
     thread::sleep(ttl * 4);
     // Txn 1 still waits for txn 2, so txn 2 waiting for txn 1 is a deadlock.
-    let err = waits.enqueue(b"b", 2, 1).unwrap_err();
+    let err = deadlock(waits.enqueue(b"b", 2, 1).unwrap_err());
     assert_eq!(err.wait_chain.len(), 2);
     assert_eq!(waits.wake_up(b"a", 2).woken, Some(1));
     assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
@@ -264,7 +273,7 @@ fn test_detect_deadlock_when_updating_wait_info() {
     // Txn 3 got the lock first; txn 1 waits again, for txn 3.
     let h = waits.enqueue(b"k", 1, 3).unwrap();
     let not_deadlocked = waits.enqueue(b"j", 2, 1).unwrap();
-    let err = waits.enqueue(b"m", 3, 1).unwrap_err();
+    let err = deadlock(waits.enqueue(b"m", 3, 1).unwrap_err());
     let chain: Vec<(u64, u64)> = err
         .wait_chain
         .iter()

@@ -3,6 +3,7 @@
 mod common;
 
 mod budget;
+mod close;
 mod concurrency;
 mod deadlock;
 mod lock_wait;

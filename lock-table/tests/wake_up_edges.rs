@@ -2,7 +2,7 @@
 //! threads get to run: in between, the former holder may wait for a lock of a woken
 //! transaction, and the stale edge would refuse it with a deadlock that does not exist.
 
-use surge_lock_table::WaitOutcome;
+use surge_lock_table::{WaitOutcome, WaitRefused};
 
 use crate::common::wait_manager;
 
@@ -48,6 +48,9 @@ fn woken_handle_leaves_the_edge_of_a_later_wait_alone() {
     let err = waits
         .enqueue(b"j", 10, 20)
         .expect_err("txn 20 waits for txn 10 again");
+    let WaitRefused::Deadlock(err) = err else {
+        panic!("refused for another reason: {err}");
+    };
     assert_eq!(err.wait_chain.len(), 2);
     drop(again);
     assert_eq!(waits.with_detector(|d| d.edge_count()), 0);

@@ -108,13 +108,8 @@ impl NodeCoordinator {
                     if matches!(*slot, Slot::Stopped) {
                         drop(slot);
                         // Stopped while this attempt ran: close what it opened, as
-                        // `shutdown` does, and say if that failed.
-                        if let Err(e) = close_binlog(&client) {
-                            eprintln!(
-                                "surgedb node {}: the coordinator's binlog did not close cleanly: {e}",
-                                self.node
-                            );
-                        }
+                        // `shutdown` does (`close_binlog` reports a failure).
+                        let _ = close_binlog(self.node, &client);
                         return;
                     }
                     *slot = Slot::Ready(client);
@@ -208,12 +203,13 @@ impl NodeCoordinator {
     /// its transaction to the next start's recovery, as a crash would.
     ///
     /// # Errors
-    /// The binlog's close error; the next start then recovers it as after a crash.
+    /// The binlog's close error, also reported on stderr (as when the opener closes what it
+    /// opened after the stop); the next start then recovers the binlog as after a crash.
     pub fn shutdown(&self, deadline: Instant) -> Result<(), surge_binlog::Error> {
         self.stop.store(true, Ordering::SeqCst);
         let previous = std::mem::replace(&mut *self.slot.lock(), Slot::Stopped);
         let closed = match &previous {
-            Slot::Ready(client) => close_binlog(client),
+            Slot::Ready(client) => close_binlog(self.node, client),
             Slot::Recovering { .. } | Slot::Stopped => Ok(()),
         };
         drop(previous);
@@ -225,11 +221,17 @@ impl NodeCoordinator {
     }
 }
 
-/// Closes `client`'s binlog, if it has one (see [`NodeCoordinator::shutdown`]).
-fn close_binlog(client: &TxnClient) -> Result<(), surge_binlog::Error> {
-    client
+/// Closes node `node`'s coordinator `client`'s binlog, if it has one (see
+/// [`NodeCoordinator::shutdown`]), and says on stderr if that failed: the one place that
+/// reports it, whichever of `shutdown` and the opener closes the binlog.
+fn close_binlog(node: NodeId, client: &TxnClient) -> Result<(), surge_binlog::Error> {
+    let closed = client
         .binlog()
-        .map_or(Ok(()), surge_binlog::Binlog::shutdown)
+        .map_or(Ok(()), surge_binlog::Binlog::shutdown);
+    if let Err(e) = &closed {
+        eprintln!("surgedb node {node}: the coordinator's binlog did not close cleanly: {e}");
+    }
+    closed
 }
 
 #[cfg(test)]

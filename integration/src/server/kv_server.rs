@@ -22,6 +22,11 @@ use crate::wire::{
 /// How long [`KvServer::shutdown`] waits for its accept thread, after the connections.
 const ACCEPT_WAIT: Duration = Duration::from_millis(500);
 
+/// How long [`KvServer::shutdown`] leaves a connection open for writing, so that the request
+/// its thread is running can still answer (a lock wait the node's stop ended, say), before
+/// it closes the connection whole.
+const ANSWER_WAIT: Duration = Duration::from_secs(1);
+
 /// Settings of a [`KvServer`].
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -152,21 +157,33 @@ impl KvServer {
     /// connection threads to end. Returns how many were still running then (0 when all
     /// ended).
     ///
-    /// A request in flight runs to its end but loses its answer; a session's open
-    /// transactions are rolled back by its thread. Waiting matters to the caller's shutdown
-    /// order: once this returns 0, no session uses the node's coordinator or storage, so
-    /// they can be closed without a commit running on behind them.
+    /// Connections are closed for reading first: a thread waiting for a request ends at
+    /// once, and one running a request finishes it and can still write its answer for a
+    /// second (each write bounded by that too), after which every connection is closed whole
+    /// and a later answer is lost. A session's open transactions are rolled back by its
+    /// thread. Waiting matters to the caller's shutdown order: once this returns 0, no
+    /// session uses the node's coordinator or storage, so they can be closed without a
+    /// commit running on behind them.
     pub fn shutdown(&self, deadline: Instant) -> usize {
         self.stopped.store(true, Ordering::SeqCst);
         // Every stream registered so far. One registered later cannot exist:
         // `serve_connection` registers under the `conns` lock only while the flag is unset.
-        for (_, c) in self.conns.lock().drain(..) {
-            let _ = c.shutdown(Shutdown::Both);
+        let conns = std::mem::take(&mut *self.conns.lock());
+        for (_, c) in &conns {
+            let _ = c.set_write_timeout(Some(ANSWER_WAIT));
+            let _ = c.shutdown(Shutdown::Read);
         }
         // Wake the accept loop so that it sees the flag. A connection accepted after the flag
         // was set never gets a session, so only the threads started before matter below.
         let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(200));
         let threads = std::mem::take(&mut *self.conn_threads.lock());
+        let answer_by = deadline.min(Instant::now() + ANSWER_WAIT);
+        while threads.iter().any(|t| !t.is_finished()) && Instant::now() < answer_by {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for (_, c) in &conns {
+            let _ = c.shutdown(Shutdown::Both);
+        }
         let still_running = threads
             .into_iter()
             .map(|t| join_by(t, deadline))

@@ -36,4 +36,10 @@ impl NodeRouter for LocalFirstRouter {
             self.remote.service(node)
         }
     }
+
+    /// This node: the coordinator gives up at once when its own node says it is stopping
+    /// (the node's shutdown waits for the coordinator's sessions).
+    fn local_node(&self) -> Option<NodeId> {
+        Some(self.me)
+    }
 }

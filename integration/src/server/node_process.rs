@@ -310,11 +310,15 @@ impl NodeProcess {
         self.shutdown();
     }
 
-    /// Stops cleanly, in this order: no new connections; connections closed and their
-    /// threads awaited (a request in flight finishes, sessions' open transactions are rolled
-    /// back); the coordinator's binlog closed; the raft driver stopped after its last write
-    /// (everything acknowledged was fsynced before its answer); the Raft connections closed;
-    /// then the data directory unlocked.
+    /// Stops cleanly, in this order: lock waits ended (every request parked on a lock is
+    /// answered the retryable `RegionError::NodeStopping`, and one that would have to wait
+    /// is answered so at once: a wait of the client's choosing, 60 s say, would otherwise
+    /// hold the next step for the whole budget); no new connections; connections closed
+    /// and their threads awaited (a request in flight finishes and, briefly, can still
+    /// answer; sessions' open transactions are rolled back); the coordinator's binlog
+    /// closed; the raft driver stopped after its last write (everything acknowledged was
+    /// fsynced before its answer); the Raft connections closed; then the data directory
+    /// unlocked.
     ///
     /// The connection threads and the coordinator's background opening share one budget,
     /// [`SHUTDOWN_WAIT`], so that `surgedb cluster stop` (which kills a node still running
@@ -327,6 +331,13 @@ impl NodeProcess {
     /// reach is left to lock resolution (the locks' TTL), as after a crash.
     pub fn shutdown(self) {
         let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
+        let ended = self.node.stop_lock_waits();
+        if ended > 0 {
+            eprintln!(
+                "surgedb node {}: stopping: {ended} lock wait(s) ended",
+                self.node.id()
+            );
+        }
         let still_running = self.server.shutdown(deadline);
         if still_running > 0 {
             eprintln!(
@@ -334,9 +345,8 @@ impl NodeProcess {
             );
         }
         let opener_deadline = deadline.max(std::time::Instant::now() + Duration::from_millis(100));
-        if let Err(e) = self.coordinator.shutdown(opener_deadline) {
-            eprintln!("surgedb node: the coordinator's binlog did not close cleanly: {e}");
-        }
+        // A close failure is reported on stderr by the coordinator.
+        let _ = self.coordinator.shutdown(opener_deadline);
         self.node.shutdown();
         self.transport.shutdown();
         drop(self.dir);

@@ -132,6 +132,13 @@ fn txn_errors() -> Vec<(TxnError, &'static str)> {
             "0a0603047465726d01",
         ),
         (
+            TxnError::Region(RegionError::NodeStopping {
+                region_id: 3,
+                node: 2,
+            }),
+            "0a070302",
+        ),
+        (
             TxnError::Unavailable(ServiceError::Timeout {
                 node: 2,
                 timeout_ms: 20_000,

@@ -15,7 +15,8 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 ///
 /// 1: [`ClientFrame::Request`] frames carrying the txn crate's `KvRequest` format 1.
 /// 2: adds the coordinator sessions ([`ClientFrame::Txn`] / [`ServerFrame::Txn`]).
-/// 3: the txn crate's format 2 (its `CommitMerge` carries the target's version).
+/// 3: the txn crate's format 2 (its `CommitMerge` carries the target's version;
+/// `RegionError::NodeStopping`, in responses and in a [`super::TxnFailure`]'s `TxnError`).
 ///
 /// Bump it whenever these frames or the txn crate's types they carry change encoding. Two
 /// checks keep them from drifting apart silently: the assertion below stops the build when

@@ -453,6 +453,17 @@ impl ClientCore {
                 bo.note(TxnError::Region(e));
                 bo.sleep()
             }
+            RegionError::NodeStopping { node, .. } => {
+                if self.router.local_node() == Some(*node) {
+                    // The node stops once its callers, this one included, have finished.
+                    return Err(TxnError::Region(e));
+                }
+                // Its leadership ends with it: try the next peer, as after `NotLeader`
+                // without a hint (a hint back to it is followed until it has stopped).
+                self.cache.write().switch_peer(id, target);
+                bo.note(TxnError::Region(e));
+                bo.sleep()
+            }
             _ => {
                 bo.note(TxnError::Region(e));
                 bo.sleep()

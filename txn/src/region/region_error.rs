@@ -65,4 +65,16 @@ pub enum RegionError {
         /// True when the proposal may still have been applied.
         outcome_unknown: bool,
     },
+    /// The node is stopping: a lock request that waited on it for a conflicting lock, or
+    /// would have had to, is answered at once instead (its wait ended by the stop; it did
+    /// not take the lock). The region's leadership ends with the node: retry at its next
+    /// leader. A client running on the stopping node itself gets it back at once (see
+    /// [`crate::NodeRouter::local_node`]).
+    #[error("region {region_id}: node {node} is stopping")]
+    NodeStopping {
+        /// The region.
+        region_id: u64,
+        /// The stopping node.
+        node: NodeId,
+    },
 }

@@ -58,4 +58,16 @@ pub trait NodeRouter: Send + Sync {
     /// # Errors
     /// [`ServiceError::Unavailable`] if the node is unknown or down.
     fn service(&self, node: NodeId) -> Result<Arc<dyn KvService>, ServiceError>;
+
+    /// The node this router's caller runs in, if any (a node's own transaction
+    /// coordinator). Default `None`.
+    ///
+    /// A client gives up at once on [`crate::RegionError::NodeStopping`] from that node
+    /// instead of retrying: the node waits for its callers to finish before it stops, and
+    /// until it has stopped its peers name it as the region's leader, so a retry would only
+    /// come back to it until the client's backoff budget ran out. From another node, the
+    /// client retries elsewhere as after `NotLeader` without a hint.
+    fn local_node(&self) -> Option<NodeId> {
+        None
+    }
 }

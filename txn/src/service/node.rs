@@ -301,9 +301,26 @@ impl KvNode {
         self.meta.is_leader()
     }
 
-    /// Stops serving: later calls answer `Unavailable`.
+    /// Ends lock waiting on this node for good, the first step of its shutdown: every
+    /// parked lock wait is woken and its request answered
+    /// [`RegionError::NodeStopping`] (retryable; it does not take the lock), and a later
+    /// lock request that would have to wait is answered so at once. Everything else is
+    /// still served, so that sessions can finish (roll back) before the node stops. Returns
+    /// how many waits it ended.
+    ///
+    /// Without it a request waiting with a long, client-chosen wait would hold a shutdown
+    /// that waits for its requests for the whole wait.
+    pub fn stop_lock_waits(&self) -> usize {
+        let ended = self.waiters.close();
+        tracing::debug!(node = self.id(), ended, "lock waits stopped");
+        ended
+    }
+
+    /// Stops serving: later calls answer `Unavailable`, and lock waits end as with
+    /// [`KvNode::stop_lock_waits`].
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+        self.waiters.close();
     }
 
     /// Stops serving and stops the raft driver (waiting for requests in flight to let go

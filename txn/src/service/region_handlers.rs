@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use surge_lock_table::WaitRefused;
 use surge_raft_lite::Node as RaftNode;
 
 use super::node::KvNode;
@@ -355,7 +356,9 @@ impl KvNode {
 
     /// Locks `keys`, waiting (up to `wait_timeout_ms`) for conflicting locks to go: the
     /// cluster's detector is asked before every wait, and a wait follows lock-table's
-    /// enqueue / re-check / wait protocol so no release is missed.
+    /// enqueue / re-check / wait protocol so no release is missed. Once the node is stopping
+    /// ([`KvNode::stop_lock_waits`]) a request that waited, or would have to, is answered
+    /// [`RegionError::NodeStopping`] and never retries the lock.
     #[allow(clippy::too_many_arguments)] // the request's fields
     fn acquire_pessimistic_lock(
         &self,
@@ -430,6 +433,11 @@ impl KvNode {
     }
 
     /// One wait for `lock_ts`'s lock on `key`; returns when it is worth retrying.
+    ///
+    /// # Errors
+    /// A deadlock; [`RegionError::NodeStopping`] when lock waiting is closed before, during
+    /// or right after the wait (checked last thing, so a wait that a release ended just
+    /// before the close does not go on to take the lock either).
     fn wait_for_lock(
         &self,
         peer: &RegionPeer,
@@ -447,6 +455,15 @@ impl KvNode {
                 chain,
             })
         };
+        let stopping = || {
+            Failure::Region(RegionError::NodeStopping {
+                region_id: peer.id(),
+                node: self.id(),
+            })
+        };
+        if self.waiters.is_closed() {
+            return Err(stopping());
+        }
         // Without a reachable detector the wait still ends by its timeout.
         if let Ok(KvResponse::Detect {
             deadlock: Some(chain),
@@ -466,7 +483,7 @@ impl KvNode {
         };
         let handle = match self.waiters.enqueue(key, start_ts, lock_ts) {
             Ok(h) => h,
-            Err(d) => {
+            Err(WaitRefused::Deadlock(d)) => {
                 clean_up();
                 return Err(deadlock(
                     d.wait_chain
@@ -479,16 +496,24 @@ impl KvNode {
                         .collect(),
                 ));
             }
+            // Closed (the only other refusal): the node is stopping.
+            Err(_) => {
+                clean_up();
+                return Err(stopping());
+            }
         };
         crate::region::Counters::add(&self.counters.lock_waits, 1);
         if !peer.is_locked_by(key, lock_ts) || peer.leader_term() == 0 || self.is_stopped() {
             drop(handle);
-            clean_up();
-            return Ok(());
+        } else {
+            // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
+            // Ended by the close (`WaitOutcome::Closed`), it is refused below.
+            let _ = handle.wait(Some(timeout));
         }
-        // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
-        let _ = handle.wait(Some(timeout));
         clean_up();
+        if self.waiters.is_closed() {
+            return Err(stopping());
+        }
         Ok(())
     }
 }

@@ -10,7 +10,9 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 /// The version of the request/response format. A peer speaking another version is refused at
 /// the handshake (the TCP layer in `surgedb` checks it).
 ///
-/// 2: `KvRequest::CommitMerge` carries the target's version (`target_version`).
+/// 1: the first format. 2: `KvRequest::CommitMerge` carries the target's version
+/// (`target_version`), and [`crate::RegionError::NodeStopping`] is new (a peer of version 1
+/// could decode neither).
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// One key of a pessimistic lock request.
