@@ -296,7 +296,11 @@ fn a_protocol_error_after_a_one_pc_prewrite_applied_is_settled_from_the_primary(
     let mut t = client.begin(TxnMode::Optimistic).expect("begin");
     t.put(b"a", b"1").expect("put");
     t.put(b"b", b"1").expect("put");
-    assert_eq!(t.commit(), Ok(4343), "committed, as the primary's record says");
+    assert_eq!(
+        t.commit(),
+        Ok(4343),
+        "committed, as the primary's record says"
+    );
     assert_eq!(router.count("batch_rollback"), 0);
 }
 
@@ -367,11 +371,21 @@ fn a_lost_one_pc_answer_then_a_split_ends_committed_not_aborted() {
     let mut t = client.begin(TxnMode::Optimistic).expect("begin");
     t.put(b"a", b"1").expect("put");
     t.put(b"b", b"1").expect("put");
-    let commit_ts = t.commit().expect("every key prewritten: the transaction commits");
+    let commit_ts = t
+        .commit()
+        .expect("every key prewritten: the transaction commits");
     assert!(commit_ts > 0);
     assert_eq!(one_pc_attempts.load(Ordering::SeqCst), 2);
-    assert_eq!(router.count("prewrite"), 4, "lost, refused, then both parts");
+    assert_eq!(
+        router.count("prewrite"),
+        4,
+        "lost, refused, then both parts"
+    );
     assert_eq!(router.count("batch_rollback"), 0, "nothing rolled back");
     assert_eq!(router.count("commit"), 2, "the primary, then the secondary");
-    assert_eq!(client.counters().one_pc_commits, 0, "committed in two phases");
+    assert_eq!(
+        client.counters().one_pc_commits,
+        0,
+        "committed in two phases"
+    );
 }
