@@ -58,6 +58,7 @@ mod client;
 mod cluster;
 mod engine;
 mod mvcc;
+mod pause;
 mod placement;
 mod region;
 mod service;
@@ -75,6 +76,7 @@ pub use mvcc::{
 };
 // actions layer re-exports
 pub use actions::*;
+pub use pause::{MAX_PAUSE, PauseGuard, arm_pause, pause_points};
 pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
 // client layer re-exports
 pub use client::{

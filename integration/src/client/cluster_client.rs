@@ -468,7 +468,10 @@ impl NodeRouter for Client {
 
 impl KvService for Client {
     /// Sends `req` to the nodes in turn, starting with a `NotLeader` hint when one names a
-    /// node, until one answers with something other than `NotLeader`.
+    /// node, until one answers with something other than `NotLeader`. Only a node the
+    /// request did not reach is passed over: a failure after it was sent (a timeout, a
+    /// broken connection, an answer that does not decode) is returned at once, since the
+    /// node may have run it and another node's `NotLeader` would read as "did not run".
     fn call(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
         let mut order = self.router.nodes();
         let mut last = ServiceError::Unavailable {
@@ -479,7 +482,14 @@ impl KvService for Client {
         let mut not_leader = None;
         while let Some(node) = order.iter().copied().find(|n| !tried.contains(n)) {
             tried.insert(node);
-            match self.router.service(node).and_then(|s| s.call(req.clone())) {
+            let Some(remote) = self.router.remote(node) else {
+                last = ServiceError::Unavailable {
+                    node,
+                    detail: "no such node in the cluster".into(),
+                };
+                continue;
+            };
+            match remote.call_reporting(req.clone()) {
                 Ok(KvResponse::RegionError(e @ RegionError::NotLeader { leader, .. })) => {
                     if let Some(hint) = leader.filter(|h| !tried.contains(h)) {
                         order.retain(|n| *n != hint);
@@ -488,7 +498,8 @@ impl KvService for Client {
                     not_leader = Some(KvResponse::RegionError(e));
                 }
                 Ok(resp) => return Ok(resp),
-                Err(e) => last = e,
+                Err(failure) if failure.sent => return Err(failure.error),
+                Err(failure) => last = failure.error,
             }
         }
         not_leader.ok_or(last)

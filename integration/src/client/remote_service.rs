@@ -72,6 +72,13 @@ pub(crate) struct Conn {
 /// request was not sent, or the connection broke), `Timeout` when no answer came in time
 /// (the request may have run), `Protocol` for a refused handshake or an answer that does
 /// not decode.
+///
+/// Whatever its kind, a failure after the request was written to the connection (a
+/// timeout, a connection reset, an answer that does not decode or does not fit, a
+/// refusal such as an answer over the frame limit) leaves the request's outcome unknown:
+/// the node may have run it. The txn crate's client takes every failure of a request
+/// handed to [`KvService::call`] as outcome-unknown for a write, and [`crate::Client`]'s
+/// own `call` does not try another node after one (see `call_reporting`).
 pub struct RemoteService {
     /// The node expected at `addr` (0: not known yet, any node is accepted).
     node: NodeId,
@@ -247,8 +254,13 @@ impl RemoteService {
     }
 
     fn round_trip(&self, frame: &ClientFrame) -> Result<ServerFrame, ServiceError> {
-        let mut conn = self.checkout()?;
-        let answer = self.exchange(&mut conn, frame)?;
+        self.round_trip_reporting(frame).map_err(|f| f.error)
+    }
+
+    /// As `round_trip`, saying on failure whether the frame was (perhaps) sent.
+    fn round_trip_reporting(&self, frame: &ClientFrame) -> Result<ServerFrame, CallFailure> {
+        let mut conn = self.checkout().map_err(CallFailure::not_sent)?;
+        let answer = self.exchange_reporting(&mut conn, frame)?;
         // Only a connection that delivered its answer goes back to the pool.
         self.checkin(conn);
         Ok(answer)
@@ -256,15 +268,45 @@ impl RemoteService {
 
     /// Sends `frame` on `conn` and reads the answer.
     fn exchange(&self, conn: &mut Conn, frame: &ClientFrame) -> Result<ServerFrame, ServiceError> {
-        let body = postcard::to_allocvec(frame)
-            .map_err(|e| self.protocol(format!("cannot encode request: {e}")))?;
-        write_frame(&mut conn.writer, &body).map_err(|e| match e {
-            FrameError::TooLarge { len, max } => {
-                self.protocol(format!("request of {len} bytes over the {max}-byte limit"))
-            }
-            other => self.io_error(other),
+        self.exchange_reporting(conn, frame).map_err(|f| f.error)
+    }
+
+    /// As `exchange`, saying on failure whether the frame was (perhaps) sent: a write that
+    /// failed part way may have delivered the whole frame to the node's buffers.
+    fn exchange_reporting(
+        &self,
+        conn: &mut Conn,
+        frame: &ClientFrame,
+    ) -> Result<ServerFrame, CallFailure> {
+        let body = postcard::to_allocvec(frame).map_err(|e| {
+            CallFailure::not_sent(self.protocol(format!("cannot encode request: {e}")))
         })?;
-        self.read_answer(conn)
+        write_frame(&mut conn.writer, &body).map_err(|e| match e {
+            FrameError::TooLarge { len, max } => CallFailure::not_sent(
+                self.protocol(format!("request of {len} bytes over the {max}-byte limit")),
+            ),
+            other => CallFailure::sent(self.io_error(other)),
+        })?;
+        self.read_answer(conn).map_err(CallFailure::sent)
+    }
+
+    /// [`KvService::call`], saying on failure whether the request was (perhaps) sent, so
+    /// that a caller that would try another node can tell "not sent" from "may have run".
+    pub(crate) fn call_reporting(&self, req: KvRequest) -> Result<KvResponse, CallFailure> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.round_trip_reporting(&ClientFrame::Request { id, req })? {
+            ServerFrame::Response { id: got, resp } if got == id => Ok(resp),
+            // Answered, but not with the request's result: it may have run all the same
+            // (the node's service failed after starting it; its result was over the frame
+            // limit; a refusal or a frame of another request).
+            ServerFrame::Unavailable { detail, .. } => {
+                Err(CallFailure::sent(self.unavailable(detail)))
+            }
+            ServerFrame::Error(e) => Err(CallFailure::sent(self.refused(e))),
+            other => Err(CallFailure::sent(
+                self.protocol(format!("unexpected answer {other:?}")),
+            )),
+        }
     }
 
     /// A connection of its own for a coordinator session (pooled or new), whose answers
@@ -335,14 +377,28 @@ fn looks_alive(stream: &TcpStream) -> bool {
     stream.set_nonblocking(false).is_ok() && alive
 }
 
+/// A failed [`RemoteService::call_reporting`].
+#[derive(Debug)]
+pub(crate) struct CallFailure {
+    /// What went wrong.
+    pub(crate) error: ServiceError,
+    /// Whether the request was written to the connection (at least in part): if so the node
+    /// may have run it, whatever `error` says.
+    pub(crate) sent: bool,
+}
+
+impl CallFailure {
+    fn not_sent(error: ServiceError) -> CallFailure {
+        CallFailure { error, sent: false }
+    }
+
+    fn sent(error: ServiceError) -> CallFailure {
+        CallFailure { error, sent: true }
+    }
+}
+
 impl KvService for RemoteService {
     fn call(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        match self.round_trip(&ClientFrame::Request { id, req })? {
-            ServerFrame::Response { id: got, resp } if got == id => Ok(resp),
-            ServerFrame::Unavailable { detail, .. } => Err(self.unavailable(detail)),
-            ServerFrame::Error(e) => Err(self.refused(e)),
-            other => Err(self.protocol(format!("unexpected answer {other:?}"))),
-        }
+        self.call_reporting(req).map_err(|f| f.error)
     }
 }

@@ -26,6 +26,24 @@ pub struct PessimisticLockRequest<'k> {
     pub min_commit_ts: u64,
 }
 
+impl PessimisticLockRequest<'_> {
+    /// The timestamp this lock reads the key at, when it reads it: with `should_not_exist`,
+    /// `need_value` or `need_check_existence`, `for_update_ts` (else `None`).
+    ///
+    /// The caller raises the region's `max_ts` to it before running
+    /// [`acquire_pessimistic_lock`], under the key's latches, as TiKV's action calls
+    /// `update_max_ts(for_update_ts)`: what the lock reports (the value, the key's
+    /// existence) is a read at `for_update_ts`, and a one-phase commit that chose its
+    /// commit_ts below it afterwards would be missed by that read. The lock itself does not
+    /// keep such a commit out when the lock is lost (a pipelined lock reported granted and
+    /// then refused at apply): the prewrite's amend check passes for a commit below the
+    /// transaction's `start_ts`, and the one-phase update would be lost.
+    pub fn read_ts(&self) -> Option<u64> {
+        (self.should_not_exist || self.need_value || self.need_check_existence)
+            .then_some(self.for_update_ts)
+    }
+}
+
 /// What a successful lock reports about the key.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PessimisticLockOutcome {
@@ -38,6 +56,9 @@ pub struct PessimisticLockOutcome {
 
 /// Locks `req.key` for the transaction `txn.start_ts()` with a `Pessimistic` lock offered
 /// through [`MvccTxn::put_pessimistic_lock`] (the region keeps it in memory when it can).
+///
+/// The caller first raises the region's `max_ts` to [`PessimisticLockRequest::read_ts`]
+/// when it is `Some` (TiKV does it at the top of this action, whatever the outcome).
 ///
 /// Cases, as TiKV:
 /// - another transaction's lock: [`MvccError::KeyIsLocked`] (the caller waits or resolves);
@@ -132,6 +153,7 @@ pub fn acquire_pessimistic_lock(
     } else {
         read(reader)?
     };
+    crate::pause::pause_point(crate::pause_points::LOCK_AFTER_READ, start_ts);
     let mut lock = Lock::new(
         LockType::Pessimistic,
         req.primary.to_vec(),

@@ -127,13 +127,21 @@ pub(crate) fn rollback_missing_lock(
 
 /// Rolls back `key` of the transaction `txn.start_ts()` (TiKV's `Rollback`/`Cleanup`).
 ///
-/// - Its own lock (any type): removed with its long value, and a rollback record written
+/// - Its own lock (any type): removed with its long value, and the rollback recorded
 ///   (protected when asked, and always on the primary key of a pessimistic transaction).
 /// - Already committed: [`MvccError::Committed`].
 /// - Already rolled back: `Ok`, nothing written.
-/// - Nothing (or another transaction's lock): a rollback record is written anyway, so that
-///   a prewrite arriving late fails. Unprotected rollbacks collapse the previous
-///   unprotected one.
+/// - Nothing (or another transaction's lock): the rollback is recorded all the same, so
+///   that a prewrite arriving late fails.
+///
+/// Recording the rollback writes a rollback record at `start_ts`, except where another
+/// transaction committed at exactly `start_ts` (its commit record holds that slot): a
+/// protected rollback then flags that record with `has_overlapped_rollback`, and an
+/// unprotected one writes nothing at all, so nothing on this key stops a late prewrite (as
+/// TiKV allows: unprotected rollbacks are for keys whose fate the primary's record decides,
+/// and a lock such a prewrite leaves is resolved from it). An unprotected rollback also
+/// removes the key's newest older record when that is an unprotected rollback (TiKV's
+/// `collapse_prev_rollback`).
 ///
 /// # Errors
 /// As above, and [`MvccError::Corrupt`] for damaged data.

@@ -67,6 +67,10 @@ impl ClientCore {
     /// Sends a placement or detector request to the meta leader, following leader hints
     /// and trying every node in turn when none is known.
     ///
+    /// Placement, oracle and detector requests only: none of them changes a transaction's
+    /// data, so a failure after sending needs no outcome-unknown mark (a lost timestamp or
+    /// region answer is simply asked again).
+    ///
     /// # Errors
     /// The last region or service error once the backoff budget is spent; `Protocol` for an
     /// undecodable answer.
@@ -176,8 +180,14 @@ impl ClientCore {
     /// Sends `build(ctx)` to the leader of `key`'s region until a node answers with
     /// something other than a region error.
     ///
+    /// Every failure of a request handed to a node's service (timeout, unreachable,
+    /// protocol error) marks `bo` outcome-unknown: the request may have run there. Only a
+    /// region error (the node refused it) and a node the router knows to be down (nothing
+    /// sent) leave it unmarked.
+    ///
     /// # Errors
-    /// The last region or service error once `bo` is spent.
+    /// The last region or service error once `bo` is spent; `Protocol` at once for an
+    /// answer that does not decode (outcome unknown).
     pub(crate) fn send_key(
         &self,
         key: &[u8],
@@ -374,9 +384,16 @@ impl ClientCore {
                 }
                 Ok(Attempt::Reply(resp))
             }
-            Err(ServiceError::Protocol { node, detail }) => Err(TxnError::Protocol {
-                detail: format!("node {node}: {detail}"),
-            }),
+            Err(ServiceError::Protocol { node, detail }) => {
+                // Handed to the node's service, which may have run it before its answer
+                // failed to decode or fit (over TCP: an undecodable or oversized answer, a
+                // refusal without a request id). Not retried (the peer may speak another
+                // protocol), but a write's caller must not take it as "did not run".
+                bo.mark_outcome_unknown();
+                Err(TxnError::Protocol {
+                    detail: format!("node {node}: {detail}"),
+                })
+            }
             Err(e) => {
                 // The request reached the node (or may have): it may have run.
                 bump(&self.counters.region_error_retries);

@@ -113,8 +113,9 @@ pub enum TxnError {
         /// The key.
         key: Vec<u8>,
     },
-    /// The answer to the primary's commit was lost and retrying could not tell whether it
-    /// was applied: the transaction may or may not have committed.
+    /// The answer to the primary's commit was lost, did not decode or did not fit the
+    /// request, and retrying could not tell whether it was applied: the transaction may or
+    /// may not have committed.
     #[error("txn {start_ts}: outcome undetermined: {detail}")]
     Undetermined {
         /// This transaction.

@@ -165,9 +165,13 @@ impl ClientCore {
         if bo.outcome_unknown() {
             // An earlier attempt may have committed (and a retry may then have failed or
             // answered for the retry only): the primary's record is the truth.
-            let commit_ts = self.settle_after_lost_reply(plan, result.err())?;
-            step.committed(commit_ts)?;
-            return Ok(commit_ts);
+            return match self.settle_after_lost_reply(plan, result.err())? {
+                Settled::Committed(commit_ts) => {
+                    step.committed(commit_ts)?;
+                    Ok(commit_ts)
+                }
+                Settled::Prewritten => self.finish_two_phase(plan, step),
+            };
         }
         match result {
             Ok(()) if op.one_pc_commit_ts > 0 => {
@@ -175,14 +179,9 @@ impl ClientCore {
                 step.committed(op.one_pc_commit_ts)?;
                 Ok(op.one_pc_commit_ts)
             }
-            Ok(()) => {
-                // The region prewrote the keys as two-phase locks instead: finish with 2PC.
-                self.heartbeats.register(plan.start_ts, &plan.primary);
-                let commit_ts = self.commit_primary(plan)?;
-                step.committed(commit_ts)?;
-                self.commit_secondaries(plan, commit_ts);
-                Ok(commit_ts)
-            }
+            // The region prewrote the keys as two-phase locks instead (or a split made the
+            // prewrite two-phase): finish with 2PC.
+            Ok(()) => self.finish_two_phase(plan, step),
             Err(e) => {
                 self.rollback_keys(plan.start_ts, all_keys(plan));
                 Err(e)
@@ -190,13 +189,33 @@ impl ClientCore {
         }
     }
 
+    /// The rest of a one-phase commit whose every key ended up prewritten as a two-phase
+    /// lock: commit the primary (the commit point), write the binlog group, then the
+    /// secondaries.
+    fn finish_two_phase(&self, plan: &CommitPlan, step: &mut BinlogStep) -> Result<u64, TxnError> {
+        self.heartbeats.register(plan.start_ts, &plan.primary);
+        let commit_ts = self.commit_primary(plan)?;
+        step.committed(commit_ts)?;
+        self.commit_secondaries(plan, commit_ts);
+        Ok(commit_ts)
+    }
+
     /// After a one-phase commit whose answer was lost: asks the primary's region for the
-    /// transaction's fate, rolling it back if nothing is there, so the answer is final.
+    /// transaction's fate, so the answer is final. `error` is the prewrite's last error
+    /// (`None`: the retries prewrote every key).
+    ///
+    /// - Committed: by the lost attempt or a retry.
+    /// - The primary locked and every key prewritten (`error` is `None`): the retries
+    ///   prewrote the keys two-phase (a split regrouped them, or the region declined one
+    ///   phase), and the lost attempt did not commit (a retry that met its commit would have
+    ///   failed): [`Settled::Prewritten`], the caller commits them as 2PC does.
+    /// - Otherwise not committed: rolled back (a status check with `rollback_if_not_exist`
+    ///   leaves a rollback record where nothing was found, so a late attempt cannot commit).
     fn settle_after_lost_reply(
         &self,
         plan: &CommitPlan,
         error: Option<TxnError>,
-    ) -> Result<u64, TxnError> {
+    ) -> Result<Settled, TxnError> {
         let mut bo = Backoff::new(&self.config);
         let lock = LockInfo {
             key: plan.primary.clone(),
@@ -218,8 +237,10 @@ impl ClientCore {
         match status {
             Ok(Ok(TxnStatus::Committed { commit_ts })) => {
                 super::counters::bump(&self.counters.one_pc_commits);
-                Ok(commit_ts)
+                Ok(Settled::Committed(commit_ts))
             }
+            // Every key holds this transaction's two-phase lock: committable.
+            Ok(Ok(TxnStatus::Uncommitted { .. })) if error.is_none() => Ok(Settled::Prewritten),
             Ok(Ok(TxnStatus::Uncommitted { .. })) => {
                 // Prewritten as locks but not committed: roll back, report the failure.
                 self.rollback_keys(plan.start_ts, all_keys(plan));
@@ -280,12 +301,12 @@ impl ClientCore {
                     self.rollback_keys(plan.start_ts, all_keys(plan));
                     return Err(e.into());
                 }
+                // An answer that does not fit the request says nothing of whether the
+                // commit ran: the outcome is unknown, as for an answer that did not decode.
                 Ok(other) => {
-                    return Err(if bo.outcome_unknown() {
-                        undetermined(format!("unexpected reply to the primary commit: {other:?}"))
-                    } else {
-                        TxnError::unexpected("commit", &other)
-                    });
+                    return Err(undetermined(format!(
+                        "unexpected reply to the primary commit: {other:?}"
+                    )));
                 }
                 Err(e) if bo.outcome_unknown() => {
                     return Err(undetermined(format!(
@@ -387,6 +408,14 @@ fn mutation_key(item: &(Mutation, PessimisticAction)) -> &[u8] {
     item.0.key()
 }
 
+/// What [`ClientCore::settle_after_lost_reply`] found of a one-phase commit.
+enum Settled {
+    /// Committed at this timestamp.
+    Committed(u64),
+    /// Every key prewritten as a two-phase lock, nothing committed: commit it.
+    Prewritten,
+}
+
 /// `Prewrite` in region batches.
 #[derive(Clone)]
 struct Prewrite<'c> {
@@ -427,7 +456,12 @@ impl RegionBatch for Prewrite<'_> {
                 Ok(Reply::Retry)
             }
             KvResponse::KeyError(e) => Err(e.into()),
-            other => Err(TxnError::unexpected("prewrite", &other)),
+            other => {
+                // The node ran something and answered nonsense: a one-phase prewrite may
+                // have committed, so `one_pc` settles it from the primary's record.
+                bo.mark_outcome_unknown();
+                Err(TxnError::unexpected("prewrite", &other))
+            }
         }
     }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::fake_router::FakeRouter;
 use crate::{
-    ClientConfig, KeyError, KvRequest, KvResponse, MvccError, RegionError, ServiceError, TxnClient,
-    TxnError, TxnMode, TxnStatus,
+    ClientConfig, CommitKind, KeyError, KvRequest, KvResponse, Lock, LockType, MvccError,
+    RegionEpoch, RegionError, RegionInfo, ServiceError, TxnClient, TxnError, TxnMode, TxnStatus,
 };
 
 fn config() -> ClientConfig {
@@ -26,6 +26,14 @@ fn timeout(node: u64) -> ServiceError {
     ServiceError::Timeout {
         node,
         timeout_ms: 10,
+    }
+}
+
+/// What a TCP transport reports when the answer to a request that ran does not decode.
+fn undecodable(node: u64) -> ServiceError {
+    ServiceError::Protocol {
+        node,
+        detail: "undecodable answer: unexpected end of input".into(),
     }
 }
 
@@ -231,5 +239,153 @@ fn a_commit_failing_before_any_prewrite_releases_the_pessimistic_locks() {
         router.count("pessimistic_rollback"),
         1,
         "the lock is released, not left to expire"
+    );
+}
+
+#[test]
+fn a_protocol_error_after_the_primary_commit_applied_is_undetermined_and_nothing_is_rolled_back() {
+    // The primary's commit is applied, but its answer cannot be decoded: the commit may have
+    // run, so neither a rollback nor a definite failure is allowed.
+    let router = router_with_commit(|node, keys, _, _| {
+        if keys == [b"a".to_vec()] {
+            Err(undecodable(node))
+        } else {
+            Ok(KvResponse::Done)
+        }
+    });
+    match commit_two_regions(&router) {
+        Err(TxnError::Undetermined { .. }) => {}
+        other => panic!("a commit answered undecodably may have run: undetermined, got {other:?}"),
+    }
+    assert_eq!(
+        router.count("batch_rollback"),
+        0,
+        "a primary commit that may have applied is never rolled back"
+    );
+}
+
+#[test]
+fn a_reply_of_the_wrong_kind_to_the_primary_commit_is_undetermined() {
+    // An answer that does not fit the request says nothing about whether it ran.
+    let router = router_with_commit(|_, keys, _, _| {
+        if keys == [b"a".to_vec()] {
+            Ok(KvResponse::Timestamp { ts: 7 })
+        } else {
+            Ok(KvResponse::Done)
+        }
+    });
+    match commit_two_regions(&router) {
+        Err(TxnError::Undetermined { .. }) => {}
+        other => panic!("expected undetermined, got {other:?}"),
+    }
+    assert_eq!(router.count("batch_rollback"), 0);
+}
+
+#[test]
+fn a_protocol_error_after_a_one_pc_prewrite_applied_is_settled_from_the_primary() {
+    // The one-phase prewrite committed, its answer did not decode: the primary's record says
+    // committed, so the transaction is committed, not rolled back.
+    let router = FakeRouter::new(|node, req| match req {
+        KvRequest::Prewrite { .. } => Err(undecodable(node)),
+        KvRequest::CheckTxnStatus { .. } => Ok(KvResponse::TxnStatus {
+            status: TxnStatus::Committed { commit_ts: 4343 },
+        }),
+        _ => Ok(KvResponse::Done),
+    });
+    let client = TxnClient::new(Arc::new(Arc::clone(&router)), config());
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(b"a", b"1").expect("put");
+    t.put(b"b", b"1").expect("put");
+    assert_eq!(
+        t.commit(),
+        Ok(4343),
+        "committed, as the primary's record says"
+    );
+    assert_eq!(router.count("batch_rollback"), 0);
+}
+
+/// Region 2 (`[, "m")`) split at "b": region 2 is now `[, "b")`, region 4 `["b", "m")`.
+fn region_2_split_at_b() -> Vec<RegionInfo> {
+    let epoch = RegionEpoch {
+        version: 2,
+        conf_ver: 1,
+    };
+    vec![
+        RegionInfo {
+            id: 2,
+            start: vec![],
+            end: b"b".to_vec(),
+            epoch,
+            peers: vec![1, 2, 3],
+        },
+        RegionInfo {
+            id: 4,
+            start: b"b".to_vec(),
+            end: b"m".to_vec(),
+            epoch,
+            peers: vec![1, 2, 3],
+        },
+    ]
+}
+
+#[test]
+fn a_lost_one_pc_answer_then_a_split_ends_committed_not_aborted() {
+    // The one-phase prewrite of "a" and "b" (one region) loses its answer (it did not apply:
+    // the split that follows refuses it); the retry meets the split and prewrites both parts
+    // two-phase; the status check then finds the primary locked, not committed. Every key
+    // is prewritten, so the transaction commits (a rollback here aborted a transaction that
+    // could commit).
+    let one_pc_attempts = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&one_pc_attempts);
+    let router = FakeRouter::new(move |node, req| match req {
+        KvRequest::Prewrite { ctx, props, .. } if ctx.epoch.version == 1 => {
+            assert!(matches!(props.commit_kind, CommitKind::OnePc { .. }));
+            if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                Err(timeout(node))
+            } else {
+                Ok(KvResponse::RegionError(RegionError::EpochNotMatch {
+                    region_id: 2,
+                    current: region_2_split_at_b(),
+                }))
+            }
+        }
+        KvRequest::Prewrite { props, .. } => {
+            assert_eq!(
+                props.commit_kind,
+                CommitKind::TwoPc,
+                "after the split each part is prewritten two-phase"
+            );
+            Ok(KvResponse::Prewrite {
+                one_pc_commit_ts: 0,
+            })
+        }
+        KvRequest::CheckTxnStatus { lock_ts, .. } => Ok(KvResponse::TxnStatus {
+            status: TxnStatus::Uncommitted {
+                lock: Lock::new(LockType::Put, b"a".to_vec(), *lock_ts, 3000, 0),
+                min_commit_ts_pushed: false,
+            },
+        }),
+        _ => Ok(KvResponse::Done),
+    });
+    let client = TxnClient::new(Arc::new(Arc::clone(&router)), config());
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(b"a", b"1").expect("put");
+    t.put(b"b", b"1").expect("put");
+    let commit_ts = t
+        .commit()
+        .expect("every key prewritten: the transaction commits");
+    assert!(commit_ts > 0);
+    assert_eq!(one_pc_attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        router.count("prewrite"),
+        4,
+        "lost, refused, then both parts"
+    );
+    assert_eq!(router.count("batch_rollback"), 0, "nothing rolled back");
+    assert_eq!(router.count("commit"), 2, "the primary, then the secondary");
+    assert_eq!(
+        client.counters().one_pc_commits,
+        0,
+        "committed in two phases"
     );
 }

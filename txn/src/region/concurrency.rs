@@ -84,6 +84,15 @@ impl ConcurrencyManager {
         Ok(())
     }
 
+    /// A locking read at `ts` (a pessimistic lock that returns the value or checks the
+    /// key's existence): raises `max_ts` as [`Self::read`] does, without its in-flight check,
+    /// which a lock request needs not: it holds the key's latches, and a one-phase commit
+    /// holds them from choosing its commit_ts until it applies.
+    pub(crate) fn update_max_ts(&self, ts: u64) {
+        let mut s = self.state.lock();
+        s.max_ts = s.max_ts.max(ts);
+    }
+
     /// `None` when `max_ts` is synced; otherwise the generation to hand to
     /// [`Self::sync`] with a timestamp taken after this call.
     pub(crate) fn sync_needed(&self) -> Option<u64> {

@@ -395,20 +395,22 @@ impl KvNode {
                 |r, txn, _| {
                     keys.iter()
                         .map(|k| {
-                            crate::acquire_pessimistic_lock(
-                                txn,
-                                r,
-                                &PessimisticLockRequest {
-                                    key: &k.key,
-                                    primary,
-                                    should_not_exist: k.should_not_exist,
-                                    lock_ttl,
-                                    for_update_ts,
-                                    need_value,
-                                    need_check_existence: false,
-                                    min_commit_ts,
-                                },
-                            )
+                            let req = PessimisticLockRequest {
+                                key: &k.key,
+                                primary,
+                                should_not_exist: k.should_not_exist,
+                                lock_ttl,
+                                for_update_ts,
+                                need_value,
+                                need_check_existence: false,
+                                min_commit_ts,
+                            };
+                            // A read at for_update_ts, under the key's latches: a one-phase
+                            // commit chosen after it lands above it (TiKV's update_max_ts).
+                            if let Some(ts) = req.read_ts() {
+                                peer.concurrency.update_max_ts(ts);
+                            }
+                            crate::acquire_pessimistic_lock(txn, r, &req)
                         })
                         .collect::<Result<Vec<_>, MvccError>>()
                 },
