@@ -133,10 +133,11 @@ impl KvNode {
         router: Arc<dyn NodeRouter>,
     ) -> Result<Arc<KvNode>, ServiceError> {
         let id = config.id;
-        let waiters = LockWaitManager::new(WaitConfig {
-            default_timeout: config.wait_for_lock_timeout,
-            wake_up_delay: config.wake_up_delay,
-        });
+        let waiters = LockWaitManager::new(
+            WaitConfig::default()
+                .with_default_timeout(config.wait_for_lock_timeout)
+                .with_wake_up_delay(config.wake_up_delay),
+        );
         let budget = MemoryBudget::new(config.budget);
         let counters = Arc::new(Counters::default());
         let meta = MetaPeer::new(regions.clone(), config.tso_window_ms, config.read_lease);
