@@ -354,12 +354,13 @@ pub fn verify_with_mariadb(files: &[PathBuf]) -> Option<bool> {
     Some(true)
 }
 
-/// `none`, `copy` or `rename`.
+/// `none`, `copy` or `rename` (`other` for a method added to `surge-binlog` later).
 pub fn method_name(method: Option<CommitMethod>) -> &'static str {
     match method {
         None => "none",
         Some(CommitMethod::Copied) => "copy",
         Some(CommitMethod::Renamed) => "rename",
+        Some(_) => "other",
     }
 }
 
