@@ -32,10 +32,7 @@ fn client(c: &ProcCluster) -> Client {
             request_timeout: Duration::from_secs(15),
             ..RemoteConfig::default()
         },
-        txn: ClientConfig {
-            wait_for_lock_timeout: Some(Duration::from_secs(10)),
-            ..ClientConfig::default()
-        },
+        txn: ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(10))),
     };
     Client::connect(&c.manifest.addrs(), options).unwrap()
 }

@@ -69,6 +69,13 @@ pub enum ClientError {
         /// The answer, debug-printed.
         answer: String,
     },
+    /// The transaction mode has no name on the wire, so a node's coordinator cannot be
+    /// asked to run it (a mode added to the txn crate but not yet to the wire).
+    #[error("transaction mode {mode:?} cannot be sent to a node")]
+    UnsupportedMode {
+        /// The mode.
+        mode: surge_txn::TxnMode,
+    },
     /// The cluster did not become ready in time.
     #[error("cluster not ready after {waited_ms} ms: {detail}")]
     NotReady {

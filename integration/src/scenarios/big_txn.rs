@@ -176,13 +176,11 @@ pub fn run_method_on(
         .with_commit_by_rename(method == Some(CommitMethod::Renamed));
     let client = TxnClient::open(
         router,
-        ClientConfig {
-            async_secondaries: true,
+        ClientConfig::default()
+            .with_async_secondaries(true)
             // The big transaction's locks must outlive its prewrite on a slow machine.
-            lock_ttl_ms: 120_000,
-            binlog: Some(binlog),
-            ..ClientConfig::default()
-        },
+            .with_lock_ttl_ms(120_000)
+            .with_binlog(Some(binlog)),
     )?;
 
     let value = vec![b'v'; config.value_kib.max(1) << 10];

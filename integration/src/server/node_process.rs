@@ -87,20 +87,16 @@ impl NodeConfig {
         let id = u32::try_from(self.id).map_err(|_| NodeError::IdTooLarge { id: self.id })?;
         let dir = self.data.join(BINLOG_SUBDIR);
         let options = match &self.coordinator.binlog {
-            Some(b) => BinlogOptions {
-                dir,
-                server_id: id,
-                gtid_domain: id,
-                ..b.clone()
-            },
+            Some(b) => b
+                .clone()
+                .with_dir(dir)
+                .with_server_id(id)
+                .with_gtid_domain(id),
             None => BinlogOptions::new(dir)
                 .with_server_id(id)
                 .with_gtid_domain(id),
         };
-        Ok(ClientConfig {
-            binlog: Some(options),
-            ..self.coordinator.clone()
-        })
+        Ok(self.coordinator.clone().with_binlog(Some(options)))
     }
 }
 
