@@ -104,9 +104,9 @@ fn deadlock_across_two_regions_with_sync_locks() {
 /// lock waits may be longer (10 s here): a cycle closed 4 s into T1's wait was not seen, and
 /// both transactions waited until T1's wait timed out ("T1 Err(LockWaitTimeout ..), T2 Ok;
 /// T2 took 6 s"). Now the nodes have no lock-wait setting (the client's is the only one)
-/// and a waiting request announces its edge again every half of the edge's lifetime. The two regions' leaders are on
-/// different nodes, so neither node's own wait queue sees both waits: only the cluster's
-/// detector can find the cycle.
+/// and a waiting request announces its edge again every half of the edge's lifetime. The
+/// two regions' leaders are on different nodes, so neither node's own wait queue sees both
+/// waits: only the cluster's detector can find the cycle.
 #[test]
 fn a_deadlock_closed_late_in_a_long_wait_is_found() {
     let tc = TestCluster::start(Layout::new(2, LockMode::InMemory));
