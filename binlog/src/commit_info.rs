@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use crate::gtid::Gtid;
 
-/// How a transaction's events reached the binlog.
+/// How a transaction's events reached the binlog. More methods may be added (so match with
+/// a wildcard arm).
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CommitMethod {
     /// Copied from the cache into the current file by a group-commit leader.

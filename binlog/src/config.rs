@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 
 /// When the leader of a commit group calls `fsync` on the binlog (MariaDB `sync_binlog`).
+/// More policies may be added (so match with a wildcard arm).
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncPolicy {
     /// After every group: a commit that returned is durable (`sync_binlog=1`).
@@ -28,7 +30,11 @@ pub const DEFAULT_CACHE_BUFFER_SIZE: usize = 32 << 10;
 /// 4 MiB: default [`BinlogConfig::cache_sync_interval`].
 pub const DEFAULT_CACHE_SYNC_INTERVAL: u64 = 4 << 20;
 
-/// Settings of a [`crate::Binlog`]. Build with [`BinlogConfig::new`] and the `with_*` methods.
+/// Settings of a [`crate::Binlog`]. Build with [`BinlogConfig::new`] (or
+/// [`BinlogConfig::default`] and [`BinlogConfig::with_dir`]) and the `with_*` methods, or
+/// assign the public fields of such a value: the struct is `#[non_exhaustive]`, so later
+/// settings can be added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct BinlogConfig {
     /// Directory of the binlog files, the index and `#binlog_cache_files/`.
@@ -57,12 +63,12 @@ pub struct BinlogConfig {
     pub cache_sync_interval: u64,
 }
 
-impl BinlogConfig {
-    /// Defaults: base name `surge-bin`, server 1, domain 0, 1 GiB files, 128 MiB threshold,
-    /// rename on, fsync every group, 32 KiB cache buffers, spill files fsynced every 4 MiB.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+impl Default for BinlogConfig {
+    /// The defaults of [`BinlogConfig::new`] without a directory, which
+    /// [`crate::Binlog::open`] refuses: set it with [`BinlogConfig::with_dir`].
+    fn default() -> Self {
         BinlogConfig {
-            dir: dir.into(),
+            dir: PathBuf::new(),
             base_name: "surge-bin".to_string(),
             server_id: 1,
             domain_id: 0,
@@ -74,56 +80,80 @@ impl BinlogConfig {
             cache_sync_interval: DEFAULT_CACHE_SYNC_INTERVAL,
         }
     }
+}
+
+impl BinlogConfig {
+    /// Defaults: base name `surge-bin`, server 1, domain 0, 1 GiB files, 128 MiB threshold,
+    /// rename on, fsync every group, 32 KiB cache buffers, spill files fsynced every 4 MiB.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        BinlogConfig::default().with_dir(dir)
+    }
+
+    /// Sets [`BinlogConfig::dir`].
+    #[must_use]
+    pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = dir.into();
+        self
+    }
 
     /// Sets [`BinlogConfig::cache_sync_interval`].
+    #[must_use]
     pub fn with_cache_sync_interval(mut self, bytes: u64) -> Self {
         self.cache_sync_interval = bytes;
         self
     }
 
     /// Sets [`BinlogConfig::base_name`].
+    #[must_use]
     pub fn with_base_name(mut self, name: impl Into<String>) -> Self {
         self.base_name = name.into();
         self
     }
 
     /// Sets [`BinlogConfig::server_id`].
+    #[must_use]
     pub fn with_server_id(mut self, id: u32) -> Self {
         self.server_id = id;
         self
     }
 
     /// Sets [`BinlogConfig::domain_id`].
+    #[must_use]
     pub fn with_domain_id(mut self, id: u32) -> Self {
         self.domain_id = id;
         self
     }
 
     /// Sets [`BinlogConfig::max_binlog_size`].
+    #[must_use]
     pub fn with_max_binlog_size(mut self, bytes: u64) -> Self {
         self.max_binlog_size = bytes;
         self
     }
 
     /// Sets [`BinlogConfig::large_commit_threshold`].
+    #[must_use]
     pub fn with_large_commit_threshold(mut self, bytes: u64) -> Self {
         self.large_commit_threshold = bytes;
         self
     }
 
     /// Sets [`BinlogConfig::commit_by_rename`].
+    #[must_use]
     pub fn with_commit_by_rename(mut self, on: bool) -> Self {
         self.commit_by_rename = on;
         self
     }
 
     /// Sets [`BinlogConfig::sync`].
+    #[must_use]
     pub fn with_sync(mut self, sync: SyncPolicy) -> Self {
         self.sync = sync;
         self
     }
 
     /// Sets [`BinlogConfig::cache_buffer_size`].
+    #[must_use]
     pub fn with_cache_buffer_size(mut self, bytes: usize) -> Self {
         self.cache_buffer_size = bytes;
         self
@@ -131,6 +161,12 @@ impl BinlogConfig {
 
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |what, detail: String| Err(Error::Config { what, detail });
+        if self.dir.as_os_str().is_empty() {
+            return bad(
+                "dir",
+                "empty: set it with BinlogConfig::with_dir".to_string(),
+            );
+        }
         let name_ok = !self.base_name.is_empty()
             && self.base_name.len() <= 200
             && self

@@ -19,7 +19,9 @@ pub const FLAG_ARTIFICIAL: u16 = 0x0020;
 /// Offset in a file of the low byte of the Format_description header's flags.
 pub const IN_USE_FLAG_OFFSET: u64 = 4 + 17;
 
-/// Checksum algorithm of a binlog file, announced by its Format_description event.
+/// Checksum algorithm of a binlog file, announced by its Format_description event. MariaDB
+/// may define more (so match with a wildcard arm).
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChecksumAlg {
     /// No checksum on events (the Format_description still carries four CRC bytes).

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use surge_binlog::{
-    Binlog, CACHE_DIR_NAME, CommitMethod, Error, EventBody, KvRow, LogReader, Position, RowsKind,
-    SyncPolicy,
+    Binlog, BinlogConfig, CACHE_DIR_NAME, CommitMethod, Error, EventBody, KvRow, LogReader,
+    Position, RowsKind, SyncPolicy,
 };
 
 use crate::common::{all_events, first_row_keys, fresh, groups, test_config, verify_all};
@@ -330,6 +330,21 @@ fn second_writer_is_locked_out_and_bad_config_refused() {
     ] {
         assert!(matches!(Binlog::open(cfg), Err(Error::Config { .. })));
     }
+}
+
+/// `BinlogConfig::default()` has no directory: opening it is refused, naming the setting,
+/// instead of writing the binlog into the current directory.
+#[test]
+fn a_config_without_a_directory_is_refused() {
+    let opened = Binlog::open(BinlogConfig::default().with_large_commit_threshold(1 << 20));
+    assert!(
+        matches!(&opened, Err(Error::Config { what: "dir", .. })),
+        "{:?}",
+        opened.map(|log| log.files())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let log = Binlog::open(BinlogConfig::default().with_dir(dir.path())).unwrap();
+    assert_eq!(log.files(), vec!["surge-bin.000001".to_string()]);
 }
 
 #[test]

@@ -297,11 +297,9 @@ fn real_main() -> Result<(), Error> {
         Some(d) => d.clone(),
         None => std::env::temp_dir(),
     };
-    let config = Config {
-        max_wait: Duration::from_micros(args.max_wait_us),
-        spin_yields: args.spin_yields,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .with_max_wait(Duration::from_micros(args.max_wait_us))
+        .with_spin_yields(args.spin_yields);
     if !args.json {
         println!(
             "hot_row: {cores} cores, fdatasync per commit, dir {}",

@@ -15,6 +15,11 @@ const MAX_MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// Coordinator parameters. Every one can also be changed at run time on the
 /// [`Coordinator`](crate::Coordinator).
+///
+/// Build it with [`Config::default`] and the `with_*` methods, or assign the public fields of
+/// a default value: the struct is `#[non_exhaustive]`, so later parameters can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `hotspot` switch: when off every request takes the ordinary path (lock the key, apply,
@@ -53,6 +58,41 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Sets [`Config::hotspot`].
+    #[must_use]
+    pub fn with_hotspot(mut self, on: bool) -> Self {
+        self.hotspot = on;
+        self
+    }
+
+    /// Sets [`Config::max_wait`].
+    #[must_use]
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
+    }
+
+    /// Sets [`Config::max_group_size`].
+    #[must_use]
+    pub fn with_max_group_size(mut self, members: usize) -> Self {
+        self.max_group_size = members;
+        self
+    }
+
+    /// Sets [`Config::auto_group_threshold`].
+    #[must_use]
+    pub fn with_auto_group_threshold(mut self, requests: usize) -> Self {
+        self.auto_group_threshold = requests;
+        self
+    }
+
+    /// Sets [`Config::spin_yields`].
+    #[must_use]
+    pub fn with_spin_yields(mut self, yields: u32) -> Self {
+        self.spin_yields = yields;
+        self
+    }
+
     /// Checks every field.
     ///
     /// # Errors

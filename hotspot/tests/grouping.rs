@@ -28,10 +28,7 @@ fn requests_arriving_during_a_commit_form_the_next_group_in_arrival_order() {
 
 #[test]
 fn max_group_size_splits_a_long_queue_into_ordered_groups() {
-    let cfg = Config {
-        max_group_size: 2,
-        ..Config::default()
-    };
+    let cfg = Config::default().with_max_group_size(2);
     let hot = coordinator(TestExec::with_value(1, 0), cfg);
     let h = Hints::hot_update();
     let ops: Vec<_> = (1..=5).map(|i| (add(i, 1), h)).collect();

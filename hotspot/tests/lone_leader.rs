@@ -9,10 +9,7 @@ use crate::common::{TestExec, add, coordinator};
 #[test]
 fn a_lone_client_never_sleeps_max_wait() {
     // With AliSQL's rule (always sleep one max_wait slice) 50 requests would take 50 s.
-    let cfg = Config {
-        max_wait: Duration::from_secs(1),
-        ..Config::default()
-    };
+    let cfg = Config::default().with_max_wait(Duration::from_secs(1));
     let hot = coordinator(TestExec::default(), cfg);
     let t = Instant::now();
     for i in 1..=50u64 {
@@ -39,10 +36,7 @@ fn a_lone_client_never_sleeps_max_wait() {
 fn timed_wait_is_bounded_by_max_wait() {
     // Two clients in lock-step: the second one's leader may wait for the first to come back,
     // but never more than max_wait per group.
-    let cfg = Config {
-        max_wait: Duration::from_millis(2),
-        ..Config::default()
-    };
+    let cfg = Config::default().with_max_wait(Duration::from_millis(2));
     let hot = coordinator(TestExec::default(), cfg);
     let t = Instant::now();
     std::thread::scope(|s| {

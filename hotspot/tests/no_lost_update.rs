@@ -20,10 +20,7 @@ fn sixty_four_threads_lose_and_double_nothing() {
 #[test]
 fn any_spin_yields_setting_loses_and_doubles_nothing() {
     for spin_yields in [0, 100_000] {
-        lose_and_double_nothing(Config {
-            spin_yields,
-            ..Config::default()
-        });
+        lose_and_double_nothing(Config::default().with_spin_yields(spin_yields));
     }
 }
 

@@ -65,7 +65,7 @@ proptest! {
         max_group in 1usize..10,
         fail_first_commit in any::<bool>(),
     ) {
-        let cfg = Config { max_group_size: max_group, ..Config::default() };
+        let cfg = Config::default().with_max_group_size(max_group);
         let hot = coordinator(TestExec::with_value(1, start), cfg);
         if fail_first_commit {
             hot.executor().fail_commit_for(1);

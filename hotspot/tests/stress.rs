@@ -23,10 +23,7 @@ fn fast_groups_never_strand_a_member() {
         (64, 5),
     ];
     for (threads, max_group_size) in cases {
-        let cfg = Config {
-            max_group_size,
-            ..Config::default()
-        };
+        let cfg = Config::default().with_max_group_size(max_group_size);
         let hot = coordinator(TestExec::default(), cfg);
         let (tx, rx) = std::sync::mpsc::channel();
         let hot2 = std::sync::Arc::clone(&hot);

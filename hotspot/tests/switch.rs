@@ -100,10 +100,7 @@ fn without_commit_on_success_or_with_the_switch_off_requests_run_alone() {
 
 #[test]
 fn automatic_mode_groups_unhinted_requests_once_concurrency_passes_the_threshold() {
-    let cfg = Config {
-        auto_group_threshold: 2,
-        ..Config::default()
-    };
+    let cfg = Config::default().with_auto_group_threshold(2);
     let hot = coordinator(TestExec::default(), cfg);
     let exec = std::sync::Arc::clone(hot.executor());
     exec.close_gate();

@@ -456,12 +456,9 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
         } => {
             let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let mode: LockMode = lock_mode.into();
-            let opts = StartOptions {
-                exe,
-                node_args: vec!["--lock-mode".into(), mode.as_str().into()],
-                node_env: Vec::new(),
-                ready_timeout: Duration::from_secs(timeout),
-            };
+            let opts = StartOptions::new(exe)
+                .with_node_args(vec!["--lock-mode".into(), mode.as_str().into()])
+                .with_ready_timeout(Duration::from_secs(timeout));
             let (manifest, outcome) =
                 surgedb::local::start(&data, nodes, &opts).map_err(|e| e.to_string())?;
             for (id, what) in outcome {
@@ -577,14 +574,13 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             output,
         } => {
             let target = bench_target(&cluster, cluster_dir.as_deref())?;
-            let opts = LocksOptions {
-                clients,
-                modes: modes.into_iter().map(WriteMode::from).collect(),
-                seconds,
-                slice,
-                warmup,
-                rows,
-            };
+            let opts = LocksOptions::default()
+                .with_clients(clients)
+                .with_modes(modes.into_iter().map(WriteMode::from).collect())
+                .with_seconds(seconds)
+                .with_slice(slice)
+                .with_warmup(warmup)
+                .with_rows(rows);
             cli::bench_locks(&target, &opts, &(&output).into(), out)
         }
         BenchCommand::Hotspot {
@@ -601,7 +597,9 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
                 .transpose()?
                 .as_ref(),
             dir.as_deref(),
-            &HotspotOptions { clients, seconds },
+            &HotspotOptions::default()
+                .with_clients(clients)
+                .with_seconds(seconds),
             &(&output).into(),
             out,
         ),
@@ -620,12 +618,11 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
                 .transpose()?
                 .as_ref(),
             dir.as_deref(),
-            &BigTxnOptions {
-                mib,
-                rounds,
-                clients,
-                window_ms,
-            },
+            &BigTxnOptions::default()
+                .with_mib(mib)
+                .with_rounds(rounds)
+                .with_clients(clients)
+                .with_window_ms(window_ms),
             &(&output).into(),
             out,
         ),

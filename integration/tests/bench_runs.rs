@@ -9,16 +9,15 @@ use surgedb::bench::{
 #[test]
 fn bench_locks_runs_the_four_modes_and_only_sync_and_pipelined_write_locks_to_raft() {
     let target = BenchTarget::embedded().unwrap();
-    let opts = LocksOptions {
-        clients: vec![2],
-        modes: WriteMode::ALL.to_vec(),
+    let opts = LocksOptions::default()
+        .with_clients(vec![2])
+        .with_modes(WriteMode::ALL.to_vec())
         // Long enough that a slice outlasts a lock wait (1 s) left by the slice before it,
         // on a loaded CI machine too; a 0.6 s slice once committed nothing.
-        seconds: 2.0,
-        slice: 2.0,
-        warmup: 0.2,
-        rows: 2000,
-    };
+        .with_seconds(2.0)
+        .with_slice(2.0)
+        .with_warmup(0.2)
+        .with_rows(2000);
     let points = run_locks(&target, &opts, &mut NoProgress).unwrap();
     let modes: Vec<&str> = points.iter().map(|p| p.mode).collect();
     assert_eq!(modes, ["optimistic", "sync", "pipelined", "in-memory"]);
@@ -37,12 +36,11 @@ fn bench_locks_runs_the_four_modes_and_only_sync_and_pipelined_write_locks_to_ra
 #[test]
 fn bench_bigtxn_runs_none_copy_and_rename_through_txn_and_reads_every_commit_back() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = BigTxnOptions {
-        mib: 4,
-        rounds: 1,
-        clients: 2,
-        window_ms: 500,
-    };
+    let opts = BigTxnOptions::default()
+        .with_mib(4)
+        .with_rounds(1)
+        .with_clients(2)
+        .with_window_ms(500);
     let points = run_bigtxn(dir.path(), None, &opts, &mut NoProgress).unwrap();
     let methods: Vec<&str> = points.iter().map(|p| p.method).collect();
     assert_eq!(methods, ["none", "copy", "rename"]);

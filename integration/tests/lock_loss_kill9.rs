@@ -27,16 +27,11 @@ struct Outcome {
 fn client(c: &ProcCluster) -> Client {
     // T2's lock request may wait 10 s on the node (longer than the test takes to kill the
     // leader), so the transport's answer timeout must be longer still.
-    let options = ClientOptions {
-        remote: RemoteConfig {
-            request_timeout: Duration::from_secs(15),
-            ..RemoteConfig::default()
-        },
-        txn: ClientConfig {
-            wait_for_lock_timeout: Some(Duration::from_secs(10)),
-            ..ClientConfig::default()
-        },
-    };
+    let options = ClientOptions::default()
+        .with_remote(RemoteConfig::default().with_request_timeout(Duration::from_secs(15)))
+        .with_txn(
+            ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(10))),
+        );
     Client::connect(&c.manifest.addrs(), options).unwrap()
 }
 

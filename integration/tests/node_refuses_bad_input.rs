@@ -126,10 +126,7 @@ fn bad_frames_get_an_error_are_counted_and_the_node_keeps_serving() {
     let remote = RemoteService::new(
         1,
         node.addr.parse().unwrap(),
-        surgedb::RemoteConfig {
-            cluster_id: Some("someone-else".into()),
-            ..Default::default()
-        },
+        surgedb::RemoteConfig::default().with_cluster_id(Some("someone-else".into())),
     );
     let refused = remote.call(KvRequest::NodeStatus).unwrap_err();
     assert!(refused.to_string().contains("someone-else"), "{refused}");

@@ -23,10 +23,7 @@ fn table(budget: &MemoryBudget) -> RegionLockTable<Vec<u8>> {
 
 fn scan(c: &mut Criterion) {
     // 10k locks exceed the default 512 KiB region limit; raise it for this bench.
-    let budget = MemoryBudget::new(BudgetConfig {
-        region_limit: 16 << 20,
-        ..BudgetConfig::default()
-    });
+    let budget = MemoryBudget::new(BudgetConfig::default().with_region_limit(16 << 20));
     let t = table(&budget);
     let mut group = c.benchmark_group("scan");
     group.throughput(Throughput::Elements(10_000));

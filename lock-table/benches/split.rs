@@ -47,10 +47,7 @@ fn ranges(n: usize, parts: usize) -> (KeyRange, Vec<KeyRange>) {
 fn split(c: &mut Criterion) {
     // Many full tables may be alive at once while criterion prepares a batch: give the node
     // budget room so that every table is full (checked below), only the region limit binds.
-    let budget = MemoryBudget::new(BudgetConfig {
-        node_limit: usize::MAX / 2,
-        ..BudgetConfig::default()
-    });
+    let budget = MemoryBudget::new(BudgetConfig::default().with_node_limit(usize::MAX / 2));
     let (probe, n) = full_table(&budget);
     eprintln!(
         "full table: {n} locks, {} bytes (limit {})",

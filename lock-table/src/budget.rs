@@ -6,6 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::counters::{Counters, LockTableCounters};
 
 /// Limits of a [`MemoryBudget`]; every one can be changed later at run time.
+///
+/// Build it from [`BudgetConfig::default`] and the `with_*` methods (or assign the public
+/// fields of a default value): the struct is `#[non_exhaustive]`, so later settings can be
+/// added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetConfig {
     /// Bytes all regions of the node may hold together (TiKV
@@ -24,6 +29,27 @@ impl BudgetConfig {
     pub const DEFAULT_REGION_LIMIT: usize = 512 << 10;
     /// Default maximum key size: 64 KiB.
     pub const DEFAULT_MAX_KEY_SIZE: usize = 64 << 10;
+
+    /// Sets [`BudgetConfig::node_limit`].
+    #[must_use]
+    pub fn with_node_limit(mut self, bytes: usize) -> Self {
+        self.node_limit = bytes;
+        self
+    }
+
+    /// Sets [`BudgetConfig::region_limit`].
+    #[must_use]
+    pub fn with_region_limit(mut self, bytes: usize) -> Self {
+        self.region_limit = bytes;
+        self
+    }
+
+    /// Sets [`BudgetConfig::max_key_size`].
+    #[must_use]
+    pub fn with_max_key_size(mut self, bytes: usize) -> Self {
+        self.max_key_size = bytes;
+        self
+    }
 }
 
 impl Default for BudgetConfig {

@@ -1,6 +1,7 @@
 //! `WaitOutcome` and `WakeUpReport`: how a wait ended and what a release did.
 
-/// How a wait ended.
+/// How a wait ended. More outcomes may be added (so match with a wildcard arm).
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitOutcome {
     /// A lock on the key was released and this waiter had the smallest `start_ts` of the

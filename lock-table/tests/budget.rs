@@ -39,11 +39,12 @@ fn test_mvcc_scan_memory_and_cf_locks_overflow() {
 #[test]
 fn node_budget_serves_every_region_and_is_changeable() {
     let c = charge(b"k0", b"p");
-    let budget = MemoryBudget::new(BudgetConfig {
-        node_limit: 4 * c,
-        region_limit: 512 << 10,
-        max_key_size: 1024,
-    });
+    let budget = MemoryBudget::new(
+        BudgetConfig::default()
+            .with_node_limit(4 * c)
+            .with_region_limit(512 << 10)
+            .with_max_key_size(1024),
+    );
     let mut tables: Vec<Table> = (0..4).map(|_| leader(&budget, 1, 1)).collect();
     for (i, t) in tables.iter_mut().enumerate() {
         t.try_insert(one(format!("k{i}").as_bytes(), lock(b"p", 1)), 1, 1)

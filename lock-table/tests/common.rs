@@ -50,11 +50,11 @@ pub fn leader(budget: &MemoryBudget, term: u64, version: u64) -> Table {
 }
 
 pub fn budget_with(node_limit: usize, region_limit: usize) -> MemoryBudget {
-    MemoryBudget::new(BudgetConfig {
-        node_limit,
-        region_limit,
-        ..BudgetConfig::default()
-    })
+    MemoryBudget::new(
+        BudgetConfig::default()
+            .with_node_limit(node_limit)
+            .with_region_limit(region_limit),
+    )
 }
 
 pub fn one(key: &[u8], l: PLock) -> Vec<(Vec<u8>, PLock)> {
@@ -69,10 +69,11 @@ pub fn recount(table: &Table) -> usize {
 /// A lock wait manager whose default timeout (20 s) is far above any test's wait, so that a
 /// wait ending quickly proves a wake-up reached it; `delay_ms` is the wake-up delay.
 pub fn wait_manager(delay_ms: u64) -> LockWaitManager {
-    LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_secs(20),
-        wake_up_delay: Duration::from_millis(delay_ms),
-    })
+    LockWaitManager::new(
+        WaitConfig::default()
+            .with_default_timeout(Duration::from_secs(20))
+            .with_wake_up_delay(Duration::from_millis(delay_ms)),
+    )
 }
 
 /// A thread-safe leader table at term 1, version 1, whose lock is the holder's `start_ts`.

@@ -136,6 +136,7 @@ fn waits_racing_wake_ups_all_finish_and_clean_up() {
                         WaitOutcome::WokenAfterDelay => 1,
                         WaitOutcome::TimedOut => 2,
                         WaitOutcome::Closed => panic!("nobody closed the manager"),
+                        other => panic!("an outcome this test does not know: {other:?}"),
                     }] += 1;
                 }
                 outcomes
@@ -166,10 +167,11 @@ fn waits_racing_wake_ups_all_finish_and_clean_up() {
 /// timeout waits until woken, a huge wake-up delay leaves the others to their own timeouts.
 #[test]
 fn huge_timeout_and_delay_do_not_panic() {
-    let waits = LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::MAX,
-        wake_up_delay: Duration::MAX,
-    });
+    let waits = LockWaitManager::new(
+        WaitConfig::default()
+            .with_default_timeout(Duration::MAX)
+            .with_wake_up_delay(Duration::MAX),
+    );
     let first = waits.enqueue(b"k", 1, 9).unwrap();
     let second = waits.enqueue(b"k", 2, 9).unwrap();
     let t = thread::spawn(move || first.wait(Some(Duration::MAX)));
@@ -196,10 +198,11 @@ fn huge_timeout_and_delay_do_not_panic() {
 /// which leaves a loaded CI machine 150 ms of slack; the wait lasts up to 10 s).
 #[test]
 fn long_wait_keeps_its_edge_so_late_deadlocks_are_found() {
-    let waits = LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_millis(100),
-        wake_up_delay: Duration::from_millis(20),
-    });
+    let waits = LockWaitManager::new(
+        WaitConfig::default()
+            .with_default_timeout(Duration::from_millis(100))
+            .with_wake_up_delay(Duration::from_millis(20)),
+    );
     let ttl = waits.with_detector(|d| d.ttl());
     let h = waits.enqueue(b"a", 1, 2).unwrap();
     let t = thread::spawn(move || h.wait(Some(Duration::from_secs(10))));
@@ -216,15 +219,17 @@ fn long_wait_keeps_its_edge_so_late_deadlocks_are_found() {
 /// the waits.
 #[test]
 fn set_config_keeps_the_edge_ttl_above_the_timeout() {
-    let waits = LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_millis(20),
-        wake_up_delay: Duration::from_millis(20),
-    });
+    let waits = LockWaitManager::new(
+        WaitConfig::default()
+            .with_default_timeout(Duration::from_millis(20))
+            .with_wake_up_delay(Duration::from_millis(20)),
+    );
     assert!(waits.with_detector(|d| d.ttl()) < Duration::from_secs(1));
-    waits.set_config(WaitConfig {
-        default_timeout: Duration::from_secs(60),
-        wake_up_delay: Duration::from_millis(20),
-    });
+    waits.set_config(
+        WaitConfig::default()
+            .with_default_timeout(Duration::from_secs(60))
+            .with_wake_up_delay(Duration::from_millis(20)),
+    );
     assert!(waits.with_detector(|d| d.ttl()) >= Duration::from_secs(60));
 }
 
@@ -361,17 +366,20 @@ fn queues_of_keys_without_waiters_are_dropped() {
 /// under it: the wait's edge stays live and a late deadlock is still found.
 #[test]
 fn lowering_the_timeout_during_a_wait_keeps_its_edge() {
-    let waits = LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_millis(200), // TTL 600 ms, refresh every 300 ms
-        wake_up_delay: Duration::from_millis(20),
-    });
+    // TTL 600 ms, refresh every 300 ms.
+    let waits = LockWaitManager::new(
+        WaitConfig::default()
+            .with_default_timeout(Duration::from_millis(200))
+            .with_wake_up_delay(Duration::from_millis(20)),
+    );
     let h = waits.enqueue(b"a", 1, 2).unwrap();
     let t = thread::spawn(move || h.wait(Some(Duration::from_secs(10))));
     thread::sleep(Duration::from_millis(50)); // the wait is under way with the old TTL
-    waits.set_config(WaitConfig {
-        default_timeout: Duration::from_millis(10),
-        wake_up_delay: Duration::from_millis(20),
-    });
+    waits.set_config(
+        WaitConfig::default()
+            .with_default_timeout(Duration::from_millis(10))
+            .with_wake_up_delay(Duration::from_millis(20)),
+    );
     assert_eq!(waits.with_detector(|d| d.ttl()), Duration::from_millis(600));
     thread::sleep(Duration::from_millis(1500));
     assert!(waits.enqueue(b"b", 2, 1).is_err(), "edge 1 -> 2 expired");

@@ -49,11 +49,12 @@ pub struct Stats {
 /// Runs the program in `data`, panicking if an invariant breaks.
 pub fn run(data: &[u8]) -> Stats {
     let mut stats = Stats::default();
-    let budget = MemoryBudget::new(BudgetConfig {
-        node_limit: 4096,
-        region_limit: 1024,
-        max_key_size: 10,
-    });
+    let budget = MemoryBudget::new(
+        BudgetConfig::default()
+            .with_node_limit(4096)
+            .with_region_limit(1024)
+            .with_max_key_size(10),
+    );
     let mut regions: Vec<(KeyRange, RegionLockTable<FuzzLock>)> = Vec::new();
     let mut root = RegionLockTable::new(&budget);
     root.become_leader(1, 1);

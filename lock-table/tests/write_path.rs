@@ -21,10 +21,8 @@ fn test_write_in_memory_pessimistic_locks() {
     table.try_insert(one(b"k", lock(b"k", 10)), 1, 1).unwrap();
     assert_eq!(table.get(b"k").unwrap().lock().start_ts, 10);
 
-    let waits = LockWaitManager::new(WaitConfig {
-        default_timeout: Duration::from_secs(10),
-        ..WaitConfig::default()
-    });
+    let waits =
+        LockWaitManager::new(WaitConfig::default().with_default_timeout(Duration::from_secs(10)));
     let handle = waits.enqueue(b"k", 20, 10).unwrap();
     let waiter = thread::spawn(move || handle.wait(None));
 

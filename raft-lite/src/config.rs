@@ -3,6 +3,11 @@
 use crate::NodeId;
 
 /// Settings of a [`crate::RawNode`]. Defaults suit a 10 ms tick.
+///
+/// Build it with [`Config::new`] (or [`Config::default`] and [`Config::with_id`]) and the
+/// `with_*` methods, or assign the public fields of such a value: the struct is
+/// `#[non_exhaustive]`, so later settings can be added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct Config {
     /// This node's id (never 0).
@@ -54,8 +59,86 @@ impl Config {
 
     /// Defaults for node `id`.
     pub fn new(id: NodeId) -> Config {
+        Config::default().with_id(id)
+    }
+
+    /// Sets [`Config::id`].
+    #[must_use]
+    pub fn with_id(mut self, id: NodeId) -> Self {
+        self.id = id;
+        self
+    }
+
+    /// Sets [`Config::election_tick`].
+    #[must_use]
+    pub fn with_election_tick(mut self, ticks: u32) -> Self {
+        self.election_tick = ticks;
+        self
+    }
+
+    /// Sets [`Config::heartbeat_tick`].
+    #[must_use]
+    pub fn with_heartbeat_tick(mut self, ticks: u32) -> Self {
+        self.heartbeat_tick = ticks;
+        self
+    }
+
+    /// Sets [`Config::pre_vote`].
+    #[must_use]
+    pub fn with_pre_vote(mut self, on: bool) -> Self {
+        self.pre_vote = on;
+        self
+    }
+
+    /// Sets [`Config::check_quorum`].
+    #[must_use]
+    pub fn with_check_quorum(mut self, on: bool) -> Self {
+        self.check_quorum = on;
+        self
+    }
+
+    /// Sets [`Config::max_inflight_msgs`].
+    #[must_use]
+    pub fn with_max_inflight_msgs(mut self, n: usize) -> Self {
+        self.max_inflight_msgs = n;
+        self
+    }
+
+    /// Sets [`Config::max_size_per_msg`].
+    #[must_use]
+    pub fn with_max_size_per_msg(mut self, bytes: usize) -> Self {
+        self.max_size_per_msg = bytes;
+        self
+    }
+
+    /// Sets [`Config::max_proposal_bytes`].
+    #[must_use]
+    pub fn with_max_proposal_bytes(mut self, bytes: usize) -> Self {
+        self.max_proposal_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Config::applied`].
+    #[must_use]
+    pub fn with_applied(mut self, index: u64) -> Self {
+        self.applied = index;
+        self
+    }
+
+    /// Sets [`Config::seed`].
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+}
+
+impl Default for Config {
+    /// The defaults with node id 0, which [`Config::validate`] refuses: set the id with
+    /// [`Config::with_id`] (or use [`Config::new`]).
+    fn default() -> Config {
         Config {
-            id,
+            id: 0,
             election_tick: 10,
             heartbeat_tick: 2,
             pre_vote: true,

@@ -16,6 +16,8 @@ pub struct Message {
 }
 
 /// The message types of Raft with pre-vote, check-quorum, ReadIndex and leader transfer.
+/// More may be added (so match with a wildcard arm).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageKind {
     /// Pre-vote request (Raft thesis §9.6): would you vote for me in `term`?

@@ -2,7 +2,9 @@
 
 use crate::{Entry, HardState, Message, NodeId, Snapshot};
 
-/// A node's role in its group.
+/// A node's role in its group. More may be added (a learner role, say), so match with a
+/// wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// Follows a leader (or waits for one).

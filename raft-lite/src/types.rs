@@ -9,7 +9,8 @@ use crate::{Result, codec};
 /// Identifies a node. `0` is never a valid node id.
 pub type NodeId = u64;
 
-/// What an entry carries.
+/// What an entry carries. More kinds may be added (so match with a wildcard arm).
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryKind {
     /// Application data.
@@ -142,7 +143,9 @@ impl ConfState {
     }
 }
 
-/// A single-server membership change.
+/// A single-server membership change. More changes may be added (joint consensus, say), so
+/// match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ConfChange {
     /// Add a voter, or promote a learner to voter.

@@ -20,14 +20,7 @@ fn data(group: u64, i: u64) -> Bytes {
 }
 
 fn child(dir: &str) {
-    let mut wal = Wal::open(
-        dir,
-        WalOptions {
-            max_segment_bytes: 64 << 10,
-            ..WalOptions::default()
-        },
-    )
-    .unwrap();
+    let mut wal = Wal::open(dir, WalOptions::default().with_max_segment_bytes(64 << 10)).unwrap();
     let mut out = std::io::stdout();
     // A kill may tear a batch between groups' records: resume after the shortest log.
     let start = (1..=3u64)
@@ -87,10 +80,7 @@ fn sigkill_while_writing_loses_no_acknowledged_entry() {
         acked_total = acked;
         let wal = Wal::open(
             dir.path(),
-            WalOptions {
-                max_segment_bytes: 64 << 10,
-                ..WalOptions::default()
-            },
+            WalOptions::default().with_max_segment_bytes(64 << 10),
         )
         .unwrap();
         for g in 1..=3u64 {

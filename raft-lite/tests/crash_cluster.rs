@@ -56,10 +56,7 @@ fn start(base: &std::path::Path) -> (Vec<Node>, Vec<Set>) {
         o.snapshot_every = 50;
         let wal = Wal::open(
             base.join(format!("n{id}")),
-            WalOptions {
-                max_segment_bytes: 16 << 10,
-                ..WalOptions::default()
-            },
+            WalOptions::default().with_max_segment_bytes(16 << 10),
         )
         .unwrap();
         let n = Node::start(o, Box::new(wal), net.clone()).unwrap();

@@ -256,12 +256,13 @@ fn leadership_callbacks_follow_log_order() {
 #[test]
 fn faulty_network_still_commits() {
     let c = cluster(3, 0);
-    c.net.set_faults(NetFaults {
-        drop_pct: 10,
-        dup_pct: 10,
-        min_delay: Duration::from_micros(100),
-        max_delay: Duration::from_millis(3),
-    });
+    c.net.set_faults(
+        NetFaults::default()
+            .with_drop_pct(10)
+            .with_dup_pct(10)
+            .with_min_delay(Duration::from_micros(100))
+            .with_max_delay(Duration::from_millis(3)),
+    );
     for i in 0..30 {
         put(&c, &format!("k{i}"), "v");
     }

@@ -47,10 +47,7 @@ fn wait_leader(node: &Node) {
 #[test]
 fn proposal_above_the_log_limit_is_refused_when_proposed() {
     let dir = tempfile::tempdir().unwrap();
-    let wal_opts = WalOptions {
-        max_record_bytes: 4096,
-        ..WalOptions::default()
-    };
+    let wal_opts = WalOptions::default().with_max_record_bytes(4096);
     let net = MemNetwork::new(1);
     let wal = Wal::open(dir.path(), wal_opts.clone()).unwrap();
     let limit = wal.max_entry_bytes();
@@ -142,4 +139,29 @@ fn timed_out_read_index_is_dropped() {
         std::thread::sleep(Duration::from_millis(5));
     }
     net.heal();
+}
+
+/// `NodeOptions::default()` leaves the node id 0, which must be set: the node is refused
+/// when it starts, naming the field, instead of starting and failing at its first group.
+#[test]
+fn a_node_without_an_id_is_refused_at_start() {
+    let net = MemNetwork::new(1);
+    let refused = Node::start(
+        NodeOptions::default(),
+        Box::new(MemLogStore::new()),
+        net.clone(),
+    );
+    assert!(
+        matches!(refused, Err(Error::InvalidConfig { field: "id", .. })),
+        "{:?}",
+        refused.map(|n| n.id())
+    );
+    let mut node = Node::start(
+        NodeOptions::default().with_id(1),
+        Box::new(MemLogStore::new()),
+        net,
+    )
+    .unwrap();
+    assert_eq!(node.id(), 1);
+    node.stop();
 }

@@ -211,10 +211,7 @@ fn wal_corruption_in_older_segment_is_refused() {
 #[test]
 fn wal_compaction_deletes_old_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = WalOptions {
-        max_segment_bytes: 8192,
-        ..WalOptions::default()
-    };
+    let opts = WalOptions::default().with_max_segment_bytes(8192);
     {
         let mut wal = Wal::open(dir.path(), opts.clone()).unwrap();
         let big = "x".repeat(200);
@@ -301,10 +298,7 @@ proptest! {
 #[test]
 fn regression_unsynced_bytes_never_left_behind_by_rotation() {
     let fs = MemFs::new();
-    let opts = WalOptions {
-        max_segment_bytes: 300,
-        ..WalOptions::default()
-    };
+    let opts = WalOptions::default().with_max_segment_bytes(300);
     let open = || Wal::open_with(std::sync::Arc::new(fs.clone()), "/d", opts.clone());
     {
         let mut wal = open().unwrap();
@@ -352,10 +346,7 @@ fn failed_fsync_poisons_the_log() {
 fn regression_partial_segment_retirement_still_opens() {
     for allowed in 0..4 {
         let fs = MemFs::new();
-        let opts = WalOptions {
-            max_segment_bytes: 2048,
-            ..WalOptions::default()
-        };
+        let opts = WalOptions::default().with_max_segment_bytes(2048);
         let open = || Wal::open_with(std::sync::Arc::new(fs.clone()), "/r", opts.clone());
         let big = "y".repeat(300);
         let mut wal = open().unwrap();

@@ -63,10 +63,7 @@ fn many_busy_groups_keep_segments_bounded_by_the_live_log() {
     const SEGMENT: u64 = 8 << 10;
     let fs = MemFs::new();
     let dir = Path::new("/wal");
-    let opts = WalOptions {
-        max_segment_bytes: SEGMENT,
-        ..WalOptions::default()
-    };
+    let opts = WalOptions::default().with_max_segment_bytes(SEGMENT);
     let mut wal = Wal::open_with(Arc::new(fs.clone()), dir, opts.clone()).unwrap();
     let mut worst = (0u64, 0usize, 0u64);
     for round in 1..=ROUNDS {
@@ -125,10 +122,7 @@ fn many_busy_groups_keep_segments_bounded_by_the_live_log() {
 fn live_log_larger_than_a_segment_stays_bounded() {
     let fs = MemFs::new();
     let dir = Path::new("/wal");
-    let opts = WalOptions {
-        max_segment_bytes: 4 << 10,
-        ..WalOptions::default()
-    };
+    let opts = WalOptions::default().with_max_segment_bytes(4 << 10);
     let mut wal = Wal::open_with(Arc::new(fs.clone()), dir, opts.clone()).unwrap();
     // 16 groups that never snapshot their first 20 entries, then write on with snapshots.
     for i in 1..=600u64 {
@@ -152,10 +146,7 @@ fn live_log_larger_than_a_segment_stays_bounded() {
 }
 
 fn small_records() -> WalOptions {
-    WalOptions {
-        max_record_bytes: 4096,
-        ..WalOptions::default()
-    }
+    WalOptions::default().with_max_record_bytes(4096)
 }
 
 /// Regression: a group write above the reader's record limit (17 proposals of 64 MiB in
@@ -307,10 +298,7 @@ fn snapshot_above_the_reader_limit_is_refused() {
 fn record_limit_is_validated() {
     let fs = Arc::new(MemFs::new());
     for bad in [0, 4095, WalOptions::MAX_RECORD_BYTES + 1] {
-        let opts = WalOptions {
-            max_record_bytes: bad,
-            ..WalOptions::default()
-        };
+        let opts = WalOptions::default().with_max_record_bytes(bad);
         assert!(matches!(
             Wal::open_with(fs.clone(), "/wal", opts),
             Err(Error::InvalidConfig {

@@ -236,14 +236,12 @@ fn run(args: &Args, big_mib: u64, method: Method) -> Result<Point, String> {
     let binlog = BinlogOptions::new(dir.path().join("binlog"))
         .with_large_commit_threshold(16 << 20)
         .with_commit_by_rename(method == Method::Rename);
-    let config = ClientConfig {
-        async_secondaries: true,
-        secondary_batch_keys: args.batch_keys,
-        secondary_pace: args.pace,
-        lock_ttl_ms: 60_000,
-        binlog: Some(binlog),
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default()
+        .with_async_secondaries(true)
+        .with_secondary_batch_keys(args.batch_keys)
+        .with_secondary_pace(args.pace)
+        .with_lock_ttl_ms(60_000)
+        .with_binlog(Some(binlog));
     let client = TxnClient::open(cluster.router(), config)
         .map_err(|e| format!("the coordinator did not open its binlog: {e}"))?;
 

@@ -369,10 +369,7 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("cluster did not start: {e}"))?;
     let client = TxnClient::new(
         cluster.router(),
-        ClientConfig {
-            async_secondaries: args.async_secondaries,
-            ..ClientConfig::default()
-        },
+        ClientConfig::default().with_async_secondaries(args.async_secondaries),
     );
     load(&client, args.rows).map_err(|e| format!("loading {} rows failed: {e}", args.rows))?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());

@@ -21,10 +21,7 @@ fn coordinator(c: &surge_txn::LocalCluster, dir: &Path) -> TxnClient {
         .with_max_binlog_size(64 << 10)
         .with_server_id(7)
         .with_gtid_domain(3);
-    let config = ClientConfig {
-        binlog: Some(opts),
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().with_binlog(Some(opts));
     TxnClient::open(c.router(), config).expect("coordinator")
 }
 

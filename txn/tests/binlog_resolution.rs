@@ -18,10 +18,7 @@ fn a_dead_coordinators_locks_are_resolved_by_others_after_their_ttl() {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
     let binlog_dir = dir.path().join("binlog");
-    let config = ClientConfig {
-        lock_ttl_ms: 1500,
-        ..binlog_config(&binlog_dir)
-    };
+    let config = binlog_config(&binlog_dir).with_lock_ttl_ms(1500);
     let coord = TxnClient::open(c.router(), config.clone()).expect("coordinator");
     let (a, b) = (key(0, "a"), key(3, "b"));
     let mut t0 = coord.begin(TxnMode::Pessimistic).expect("begin");

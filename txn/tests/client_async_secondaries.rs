@@ -13,10 +13,7 @@ fn secondaries_committed_in_the_background_are_visible_and_their_locks_go() {
     let c = LocalCluster::start(ClusterConfig::new(dir.path()).with_regions(4)).expect("cluster");
     let cl = TxnClient::new(
         c.router(),
-        ClientConfig {
-            async_secondaries: true,
-            ..ClientConfig::default()
-        },
+        ClientConfig::default().with_async_secondaries(true),
     );
     let keys: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i * 64 + 1, b'k']).collect();
     for round in 0..20u8 {

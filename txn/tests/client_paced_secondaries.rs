@@ -19,15 +19,13 @@ const REGIONS: [u8; 4] = [2, 5, 9, 13];
 const ROWS: usize = 10;
 
 fn paced(batch_keys: usize, batch_bytes: usize, pace: Option<Duration>) -> ClientConfig {
-    ClientConfig {
-        async_secondaries: true,
-        secondary_batch_keys: batch_keys,
-        secondary_batch_bytes: batch_bytes,
-        secondary_pace: pace,
-        // Long enough that no lock expires during a test: a reader resolves a secondary
-        // because its primary committed, not because it timed out.
-        ..config(60_000)
-    }
+    // Long enough that no lock expires during a test: a reader resolves a secondary
+    // because its primary committed, not because it timed out.
+    config(60_000)
+        .with_async_secondaries(true)
+        .with_secondary_batch_keys(batch_keys)
+        .with_secondary_batch_bytes(batch_bytes)
+        .with_secondary_pace(pace)
 }
 
 /// The large transaction's keys, in key order (4 bytes each).

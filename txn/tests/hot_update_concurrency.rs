@@ -22,14 +22,10 @@ const INITIAL: i64 = 1_000_000;
 /// acknowledged hot update saw a value no other one saw.
 const ORDINARY_DELTA: i64 = 1000;
 
-/// Three nodes, 2 regions, in-memory locks with lock waits as long as `config`'s (2 s if it
-/// has none), and a client with `config`; the key holds `INITIAL`.
+/// Three nodes, 2 regions, in-memory locks, and a client with `config`; the key holds
+/// `INITIAL`.
 fn start(config: ClientConfig) -> (TestCluster, TxnClient) {
-    let mut layout = Layout::new(2, LockMode::InMemory);
-    layout.wait_for_lock = config
-        .wait_for_lock_timeout
-        .unwrap_or(Duration::from_secs(2));
-    let tc = TestCluster::start(layout);
+    let tc = TestCluster::start(Layout::new(2, LockMode::InMemory));
     let client = tc.client(config);
     put(&client, INITIAL);
     (tc, client)
@@ -177,10 +173,8 @@ fn run_load(
 
 #[test]
 fn no_lost_update_from_256_threads_beside_ordinary_transactions() {
-    let (_tc, client) = start(ClientConfig {
-        wait_for_lock_timeout: Some(Duration::from_secs(5)),
-        ..ClientConfig::default()
-    });
+    let (_tc, client) =
+        start(ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(5))));
     let rounds = if long_run() { 5 } else { 1 };
     let mut all = Tally::default();
     for _ in 0..rounds {
@@ -254,10 +248,7 @@ fn a_leader_crash_mid_group_loses_and_doubles_nothing() {
 #[test]
 fn a_quorum_loss_mid_group_fails_or_settles_members_and_the_value_agrees() {
     // A short retry budget, so updates caught by the outage give up while it lasts.
-    let (tc, client) = start(ClientConfig {
-        max_backoff: Duration::from_millis(1500),
-        ..fault_tolerant_client()
-    });
+    let (tc, client) = start(fault_tolerant_client().with_max_backoff(Duration::from_millis(1500)));
     // The updaters run until the outage is over, so some are caught by it.
     let outage_over = AtomicBool::new(false);
     let tally = run_load(&client, 64, 30, Some(&outage_over), 2, 10, || {

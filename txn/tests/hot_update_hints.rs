@@ -18,15 +18,11 @@ use surge_txn::{
 
 const KEY: &[u8] = b"\x10stock";
 
-/// A cluster with 2 regions and 10 s lock waits, and a client that waits as long.
+/// A cluster with 2 regions, and a client whose lock requests wait up to 10 s.
 fn start() -> (TestCluster, TxnClient) {
-    let mut layout = Layout::new(2, LockMode::InMemory);
-    layout.wait_for_lock = Duration::from_secs(10);
-    let tc = TestCluster::start(layout);
-    let client = tc.client(ClientConfig {
-        wait_for_lock_timeout: Some(Duration::from_secs(10)),
-        ..ClientConfig::default()
-    });
+    let tc = TestCluster::start(Layout::new(2, LockMode::InMemory));
+    let client = tc
+        .client(ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(10))));
     (tc, client)
 }
 

@@ -202,8 +202,7 @@ fn stopping_the_leader_loses_in_memory_locks_and_prewrite_says_so() {
 #[test]
 fn stopping_a_node_does_not_wait_for_lock_waiters() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut cfg = ClusterConfig::new(dir.path()).with_regions(2);
-    cfg.wait_for_lock_timeout = Duration::from_secs(5);
+    let cfg = ClusterConfig::new(dir.path()).with_regions(2);
     let c = std::sync::Arc::new(LocalCluster::start(cfg).expect("cluster"));
     let t1 = ts(&c);
     assert!(matches!(

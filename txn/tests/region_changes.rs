@@ -92,10 +92,7 @@ fn test_propose_in_memory_pessimistic_locks_on_transfer() {
     let counters = c.counters();
     assert!(counters.locks_migrated_on_transfer >= 1, "{counters:?}");
     // Another transaction still cannot take the key.
-    let cfg = ClientConfig {
-        wait_for_lock_timeout: Some(Duration::from_millis(100)),
-        ..ClientConfig::default()
-    };
+    let cfg = ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_millis(100)));
     let cl2 = TxnClient::new(c.router(), cfg);
     let mut t2 = cl2.begin(TxnMode::Pessimistic).expect("begin");
     assert!(matches!(

@@ -27,19 +27,17 @@ fn second_lock_then_commit(mut t: Transaction, key: &[u8], value: &[u8]) -> Resu
 }
 
 fn deadlock_in(mode: LockMode) {
-    let mut layout = Layout::new(2, mode);
-    layout.wait_for_lock = Duration::from_secs(10);
-    let tc = TestCluster::start(layout);
+    let tc = TestCluster::start(Layout::new(2, mode));
     assert_ne!(
         tc.cluster.region_of(A).map(|r| r.id),
         tc.cluster.region_of(B).map(|r| r.id),
         "the keys are in two regions"
     );
-    let client = tc.client(ClientConfig {
-        wait_for_lock_timeout: Some(Duration::from_secs(10)),
-        heartbeat_interval: Duration::from_millis(100),
-        ..ClientConfig::default()
-    });
+    let client = tc.client(
+        ClientConfig::default()
+            .with_wait_for_lock_timeout(Some(Duration::from_secs(10)))
+            .with_heartbeat_interval(Duration::from_millis(100)),
+    );
     let mut t1 = client.begin(TxnMode::Pessimistic).expect("begin T1");
     let mut t2 = client.begin(TxnMode::Pessimistic).expect("begin T2");
     let (ts1, ts2) = (t1.start_ts(), t2.start_ts());
@@ -99,4 +97,72 @@ fn deadlock_across_two_regions_with_in_memory_locks() {
 #[test]
 fn deadlock_across_two_regions_with_sync_locks() {
     deadlock_in(LockMode::Sync);
+}
+
+/// Regression: the nodes' deadlock detector forgot a wait-for edge three times the
+/// cluster's own lock-wait setting (1 s, so 3 s) after it was announced, while the client's
+/// lock waits may be longer (10 s here): a cycle closed 4 s into T1's wait was not seen, and
+/// both transactions waited until T1's wait timed out ("T1 Err(LockWaitTimeout ..), T2 Ok;
+/// T2 took 6 s"). Now the nodes have no lock-wait setting (the client's is the only one)
+/// and a waiting request announces its edge again every half of the edge's lifetime. The
+/// two regions' leaders are on different nodes, so neither node's own wait queue sees both
+/// waits: only the cluster's detector can find the cycle.
+#[test]
+fn a_deadlock_closed_late_in_a_long_wait_is_found() {
+    let tc = TestCluster::start(Layout::new(2, LockMode::InMemory));
+    let (region_a, region_b) = (
+        tc.cluster.region_of(A).expect("region of a"),
+        tc.cluster.region_of(B).expect("region of b"),
+    );
+    assert_ne!(region_a.id, region_b.id, "the keys are in two regions");
+    let leader_a = tc.cluster.leader_of(A).expect("a leader for a");
+    let other = *tc
+        .cluster
+        .node_ids()
+        .iter()
+        .find(|n| **n != leader_a)
+        .expect("three nodes");
+    tc.cluster
+        .transfer_leader(region_b.id, other, Duration::from_secs(20))
+        .expect("b's region moves to another node");
+    let client = tc.client(
+        ClientConfig::default()
+            .with_wait_for_lock_timeout(Some(Duration::from_secs(10)))
+            .with_heartbeat_interval(Duration::from_millis(100)),
+    );
+    let mut t1 = client.begin(TxnMode::Pessimistic).expect("begin T1");
+    let mut t2 = client.begin(TxnMode::Pessimistic).expect("begin T2");
+    t1.put(A, b"t1").expect("T1 locks a");
+    t2.put(B, b"t2").expect("T2 locks b");
+    assert_ne!(tc.cluster.leader_of(A), tc.cluster.leader_of(B));
+    let waits_before = tc.cluster.counters().lock_waits;
+    let started = Instant::now();
+    let (r1, r2, t2_took) = std::thread::scope(|s| {
+        let h1 = s.spawn(|| second_lock_then_commit(t1, B, b"t1"));
+        while tc.cluster.counters().lock_waits == waits_before {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "T1 never waited"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // Past the edge's 3 s lifetime, well inside T1's 10 s wait.
+        std::thread::sleep(Duration::from_secs(4));
+        let t2_started = Instant::now();
+        let r2 = second_lock_then_commit(t2, A, b"t2");
+        let t2_took = t2_started.elapsed();
+        (h1.join().expect("T1"), r2, t2_took)
+    });
+    eprintln!("T1 {r1:?}, T2 {r2:?}; T2 took {t2_took:?}");
+    assert!(
+        matches!(
+            (&r1, &r2),
+            (Ok(_), Err(TxnError::Deadlock { .. })) | (Err(TxnError::Deadlock { .. }), Ok(_))
+        ),
+        "want one deadlock victim and one commit, got T1 {r1:?}, T2 {r2:?}"
+    );
+    assert!(
+        t2_took < Duration::from_secs(4),
+        "the deadlock was found by detection, not by T1's wait timing out ({t2_took:?})"
+    );
 }

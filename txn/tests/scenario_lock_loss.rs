@@ -25,17 +25,15 @@ const ROW: &[u8] = b"\x10row";
 /// Clients that wait up to 10 s for a lock (longer than any step here), with heartbeats
 /// keeping T1's lock alive however long the crash takes to heal.
 fn waiting_client(tc: &TestCluster) -> TxnClient {
-    tc.client(ClientConfig {
-        wait_for_lock_timeout: Some(Duration::from_secs(10)),
-        heartbeat_interval: Duration::from_millis(100),
-        ..ClientConfig::default()
-    })
+    tc.client(
+        ClientConfig::default()
+            .with_wait_for_lock_timeout(Some(Duration::from_secs(10)))
+            .with_heartbeat_interval(Duration::from_millis(100)),
+    )
 }
 
 fn start(mode: LockMode) -> TestCluster {
-    let mut layout = Layout::new(2, mode);
-    layout.wait_for_lock = Duration::from_secs(10);
-    let tc = TestCluster::start(layout);
+    let tc = TestCluster::start(Layout::new(2, mode));
     let client = waiting_client(&tc);
     let mut t0 = client.begin(TxnMode::Optimistic).expect("begin");
     t0.put(ROW, b"t0").expect("put");

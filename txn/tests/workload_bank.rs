@@ -95,6 +95,7 @@ fn read_balance(t: &mut Transaction, i: usize) -> Result<Result<i64, String>, Tx
     let v = match t.mode() {
         TxnMode::Pessimistic => t.get_for_update(&account_key(i))?,
         TxnMode::Optimistic => t.get(&account_key(i))?,
+        other => panic!("the bank workload runs no {other:?} transactions"),
     };
     Ok(decode(v))
 }

@@ -17,6 +17,11 @@ use crate::scenarios::{
 };
 
 /// What `bench bigtxn` runs.
+///
+/// Build it with [`BigTxnOptions::default`] and the `with_*` methods, or assign the public fields
+/// of a default value: the struct is `#[non_exhaustive]`, so later settings can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct BigTxnOptions {
     /// The big transaction's size in MiB.
@@ -47,11 +52,37 @@ impl BigTxnOptions {
     }
 
     fn config(&self) -> BigTxnConfig {
-        BigTxnConfig {
-            clients: self.clients.max(1),
-            window: Duration::from_millis(self.window_ms.max(1)),
-            ..BigTxnConfig::new(self.mib)
-        }
+        BigTxnConfig::new(self.mib)
+            .with_clients(self.clients.max(1))
+            .with_window(Duration::from_millis(self.window_ms.max(1)))
+    }
+
+    /// Sets [`BigTxnOptions::mib`].
+    #[must_use]
+    pub fn with_mib(mut self, mib: u64) -> Self {
+        self.mib = mib;
+        self
+    }
+
+    /// Sets [`BigTxnOptions::rounds`].
+    #[must_use]
+    pub fn with_rounds(mut self, rounds: usize) -> Self {
+        self.rounds = rounds;
+        self
+    }
+
+    /// Sets [`BigTxnOptions::clients`].
+    #[must_use]
+    pub fn with_clients(mut self, clients: usize) -> Self {
+        self.clients = clients;
+        self
+    }
+
+    /// Sets [`BigTxnOptions::window_ms`].
+    #[must_use]
+    pub fn with_window_ms(mut self, window_ms: u64) -> Self {
+        self.window_ms = window_ms;
+        self
     }
 }
 

@@ -66,10 +66,9 @@ pub fn run_hot_txn(
     seconds: f64,
     progress: &mut dyn Progress,
 ) -> Result<HotspotRun, BenchError> {
-    let client = target.txn_client(ClientConfig {
-        wait_for_lock_timeout: Some(Duration::from_secs(5)),
-        ..ClientConfig::default()
-    });
+    let client = target.txn_client(
+        ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(5))),
+    );
     let load = |e: TxnError| BenchError::Load(e.to_string());
     let start_value = (|| {
         let mut t = client.begin(TxnMode::Pessimistic)?;

@@ -11,6 +11,11 @@ use super::{BenchError, Progress};
 use crate::scenarios::run_hot_row;
 
 /// What `bench hotspot` runs.
+///
+/// Build it with [`HotspotOptions::default`] and the `with_*` methods, or assign the public fields
+/// of a default value: the struct is `#[non_exhaustive]`, so later settings can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct HotspotOptions {
     /// Client counts.
@@ -32,6 +37,20 @@ impl HotspotOptions {
     /// How many progress steps [`run_hotspot`] reports: one per client count.
     pub fn steps(&self) -> u64 {
         self.clients.len() as u64
+    }
+
+    /// Sets [`HotspotOptions::clients`].
+    #[must_use]
+    pub fn with_clients(mut self, clients: Vec<usize>) -> Self {
+        self.clients = clients;
+        self
+    }
+
+    /// Sets [`HotspotOptions::seconds`].
+    #[must_use]
+    pub fn with_seconds(mut self, seconds: f64) -> Self {
+        self.seconds = seconds;
+        self
     }
 }
 

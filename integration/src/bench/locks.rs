@@ -40,6 +40,11 @@ impl WriteMode {
 }
 
 /// What `bench locks` runs.
+///
+/// Build it with [`LocksOptions::default`] and the `with_*` methods, or assign the public fields
+/// of a default value: the struct is `#[non_exhaustive]`, so later settings can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct LocksOptions {
     /// Client counts, one point per mode each.
@@ -79,6 +84,48 @@ impl LocksOptions {
     /// How many progress steps [`run_locks`] reports: one per slice.
     pub fn steps(&self) -> u64 {
         (self.clients.len() * self.modes.len() * self.slices()) as u64
+    }
+
+    /// Sets [`LocksOptions::clients`].
+    #[must_use]
+    pub fn with_clients(mut self, clients: Vec<usize>) -> Self {
+        self.clients = clients;
+        self
+    }
+
+    /// Sets [`LocksOptions::modes`].
+    #[must_use]
+    pub fn with_modes(mut self, modes: Vec<WriteMode>) -> Self {
+        self.modes = modes;
+        self
+    }
+
+    /// Sets [`LocksOptions::seconds`].
+    #[must_use]
+    pub fn with_seconds(mut self, seconds: f64) -> Self {
+        self.seconds = seconds;
+        self
+    }
+
+    /// Sets [`LocksOptions::slice`].
+    #[must_use]
+    pub fn with_slice(mut self, slice: f64) -> Self {
+        self.slice = slice;
+        self
+    }
+
+    /// Sets [`LocksOptions::warmup`].
+    #[must_use]
+    pub fn with_warmup(mut self, warmup: f64) -> Self {
+        self.warmup = warmup;
+        self
+    }
+
+    /// Sets [`LocksOptions::rows`].
+    #[must_use]
+    pub fn with_rows(mut self, rows: u64) -> Self {
+        self.rows = rows;
+        self
     }
 }
 

@@ -19,12 +19,33 @@ use super::tcp_router::TcpRouter;
 use crate::wire::{CoordinatorState, TxnFailure, TxnOp, TxnReply};
 
 /// How a [`Client`] talks to the cluster.
+///
+/// Build it with [`ClientOptions::default`] and the `with_*` methods, or assign the public fields
+/// of a default value: the struct is `#[non_exhaustive]`, so later settings can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone, Default)]
 pub struct ClientOptions {
     /// Connection timeouts (the coordinator's included) and pool size.
     pub remote: RemoteConfig,
     /// The in-process transactional client's ([`Client::txn`]) timeouts and retry budget.
     pub txn: ClientConfig,
+}
+
+impl ClientOptions {
+    /// Sets [`ClientOptions::remote`].
+    #[must_use]
+    pub fn with_remote(mut self, remote: RemoteConfig) -> Self {
+        self.remote = remote;
+        self
+    }
+
+    /// Sets [`ClientOptions::txn`].
+    #[must_use]
+    pub fn with_txn(mut self, txn: ClientConfig) -> Self {
+        self.txn = txn;
+        self
+    }
 }
 
 /// Why a [`Client`] operation failed.
@@ -68,6 +89,13 @@ pub enum ClientError {
         request: &'static str,
         /// The answer, debug-printed.
         answer: String,
+    },
+    /// The transaction mode has no name on the wire, so a node's coordinator cannot be
+    /// asked to run it (a mode added to the txn crate but not yet to the wire).
+    #[error("transaction mode {mode:?} cannot be sent to a node")]
+    UnsupportedMode {
+        /// The mode.
+        mode: surge_txn::TxnMode,
     },
     /// The cluster did not become ready in time.
     #[error("cluster not ready after {waited_ms} ms: {detail}")]

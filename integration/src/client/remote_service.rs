@@ -15,6 +15,11 @@ use crate::wire::{
 };
 
 /// Timeouts and pool size of a [`RemoteService`].
+///
+/// Build it with [`RemoteConfig::default`] and the `with_*` methods, or assign the public fields
+/// of a default value: the struct is `#[non_exhaustive]`, so later settings can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct RemoteConfig {
     /// Longest wait for a TCP connection.
@@ -32,6 +37,50 @@ pub struct RemoteConfig {
     pub cluster_id: Option<String>,
     /// The calling node, when a node calls another.
     pub from_node: Option<NodeId>,
+}
+
+impl RemoteConfig {
+    /// Sets [`RemoteConfig::connect_timeout`].
+    #[must_use]
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets [`RemoteConfig::request_timeout`].
+    #[must_use]
+    pub fn with_request_timeout(mut self, request_timeout: Duration) -> Self {
+        self.request_timeout = request_timeout;
+        self
+    }
+
+    /// Sets [`RemoteConfig::coordinator_timeout`].
+    #[must_use]
+    pub fn with_coordinator_timeout(mut self, coordinator_timeout: Duration) -> Self {
+        self.coordinator_timeout = coordinator_timeout;
+        self
+    }
+
+    /// Sets [`RemoteConfig::max_idle`].
+    #[must_use]
+    pub fn with_max_idle(mut self, max_idle: usize) -> Self {
+        self.max_idle = max_idle;
+        self
+    }
+
+    /// Sets [`RemoteConfig::cluster_id`].
+    #[must_use]
+    pub fn with_cluster_id(mut self, cluster_id: Option<String>) -> Self {
+        self.cluster_id = cluster_id;
+        self
+    }
+
+    /// Sets [`RemoteConfig::from_node`].
+    #[must_use]
+    pub fn with_from_node(mut self, from_node: Option<NodeId>) -> Self {
+        self.from_node = from_node;
+        self
+    }
 }
 
 impl Default for RemoteConfig {

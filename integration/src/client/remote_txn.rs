@@ -7,7 +7,7 @@ use surge_txn::{KvPair, TxnError, TxnMode};
 
 use super::cluster_client::ClientError;
 use super::remote_service::{Conn, RemoteService};
-use crate::wire::{TxnOp, TxnReply};
+use crate::wire::{SessionMode, TxnOp, TxnReply};
 
 /// A transaction that lives in a node's coordinator ([`crate::Client::begin`]): every
 /// operation is one round trip on a connection held for the transaction, and the node does
@@ -46,7 +46,9 @@ impl RemoteTxn {
         mut conn: Conn,
         mode: TxnMode,
     ) -> Result<RemoteTxn, ClientError> {
-        let op = TxnOp::Begin { mode: mode.into() };
+        let wire_mode =
+            SessionMode::try_from(mode).map_err(|mode| ClientError::UnsupportedMode { mode })?;
+        let op = TxnOp::Begin { mode: wire_mode };
         match remote.txn_call(&mut conn, op)? {
             Ok(TxnReply::Begun { txn, start_ts }) => Ok(RemoteTxn {
                 remote,

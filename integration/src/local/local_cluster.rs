@@ -97,6 +97,12 @@ pub enum NodeStart {
 }
 
 /// How to start a local cluster.
+///
+/// Build it with [`StartOptions::new`] (or [`StartOptions::default`] and
+/// [`StartOptions::with_exe`]) and the `with_*` methods, or assign the public fields of such
+/// a value: the struct is `#[non_exhaustive]`, so later settings can be added without
+/// breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct StartOptions {
     /// The `surgedb` executable to run as `surgedb node`.
@@ -108,6 +114,55 @@ pub struct StartOptions {
     pub node_env: Vec<(String, String)>,
     /// How long to wait for the cluster to answer.
     pub ready_timeout: Duration,
+}
+
+impl Default for StartOptions {
+    /// No extra arguments or environment, 60 s to become ready, and no executable: spawning
+    /// the nodes fails ([`LocalClusterError::Spawn`]) until one is set with
+    /// [`StartOptions::with_exe`].
+    fn default() -> StartOptions {
+        StartOptions {
+            exe: PathBuf::new(),
+            node_args: Vec::new(),
+            node_env: Vec::new(),
+            ready_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl StartOptions {
+    /// Runs `exe` as `surgedb node`, with the defaults otherwise.
+    pub fn new(exe: impl Into<PathBuf>) -> StartOptions {
+        StartOptions::default().with_exe(exe)
+    }
+
+    /// Sets [`StartOptions::exe`].
+    #[must_use]
+    pub fn with_exe(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.exe = exe.into();
+        self
+    }
+
+    /// Sets [`StartOptions::node_args`].
+    #[must_use]
+    pub fn with_node_args(mut self, node_args: Vec<String>) -> Self {
+        self.node_args = node_args;
+        self
+    }
+
+    /// Sets [`StartOptions::node_env`].
+    #[must_use]
+    pub fn with_node_env(mut self, node_env: Vec<(String, String)>) -> Self {
+        self.node_env = node_env;
+        self
+    }
+
+    /// Sets [`StartOptions::ready_timeout`].
+    #[must_use]
+    pub fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
+        self.ready_timeout = ready_timeout;
+        self
+    }
 }
 
 /// Starts the nodes of the cluster in `dir` that are not running: all of them, on fresh

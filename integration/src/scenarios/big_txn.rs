@@ -36,6 +36,11 @@ const LARGE_COMMIT_THRESHOLD: u64 = 1 << 20;
 const REGIONS: u64 = 16;
 
 /// What one run does.
+///
+/// Build it with [`BigTxnConfig::new`] or [`BigTxnConfig::default`] (no big transaction)
+/// and the `with_*` methods, or assign the public fields of such a value: the struct is
+/// `#[non_exhaustive]`, so later settings can be added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BigTxnConfig {
     /// The big transaction's size in MiB (its rows' values; 0 for none).
@@ -50,6 +55,13 @@ pub struct BigTxnConfig {
     pub window: Duration,
 }
 
+impl Default for BigTxnConfig {
+    /// [`BigTxnConfig::new`] without a big transaction.
+    fn default() -> BigTxnConfig {
+        BigTxnConfig::new(0)
+    }
+}
+
 impl BigTxnConfig {
     /// `big_mib` MiB of 64 KiB rows, 2 small clients, 300 ms lead, 1.5 s window.
     pub fn new(big_mib: u64) -> BigTxnConfig {
@@ -60,6 +72,41 @@ impl BigTxnConfig {
             lead: Duration::from_millis(300),
             window: Duration::from_millis(1500),
         }
+    }
+
+    /// Sets [`BigTxnConfig::big_mib`].
+    #[must_use]
+    pub fn with_big_mib(mut self, big_mib: u64) -> Self {
+        self.big_mib = big_mib;
+        self
+    }
+
+    /// Sets [`BigTxnConfig::value_kib`].
+    #[must_use]
+    pub fn with_value_kib(mut self, value_kib: usize) -> Self {
+        self.value_kib = value_kib;
+        self
+    }
+
+    /// Sets [`BigTxnConfig::clients`].
+    #[must_use]
+    pub fn with_clients(mut self, clients: usize) -> Self {
+        self.clients = clients;
+        self
+    }
+
+    /// Sets [`BigTxnConfig::lead`].
+    #[must_use]
+    pub fn with_lead(mut self, lead: Duration) -> Self {
+        self.lead = lead;
+        self
+    }
+
+    /// Sets [`BigTxnConfig::window`].
+    #[must_use]
+    pub fn with_window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
     }
 }
 
@@ -176,13 +223,11 @@ pub fn run_method_on(
         .with_commit_by_rename(method == Some(CommitMethod::Renamed));
     let client = TxnClient::open(
         router,
-        ClientConfig {
-            async_secondaries: true,
+        ClientConfig::default()
+            .with_async_secondaries(true)
             // The big transaction's locks must outlive its prewrite on a slow machine.
-            lock_ttl_ms: 120_000,
-            binlog: Some(binlog),
-            ..ClientConfig::default()
-        },
+            .with_lock_ttl_ms(120_000)
+            .with_binlog(Some(binlog)),
     )?;
 
     let value = vec![b'v'; config.value_kib.max(1) << 10];
@@ -354,12 +399,13 @@ pub fn verify_with_mariadb(files: &[PathBuf]) -> Option<bool> {
     Some(true)
 }
 
-/// `none`, `copy` or `rename`.
+/// `none`, `copy` or `rename` (`other` for a method added to `surge-binlog` later).
 pub fn method_name(method: Option<CommitMethod>) -> &'static str {
     match method {
         None => "none",
         Some(CommitMethod::Copied) => "copy",
         Some(CommitMethod::Renamed) => "rename",
+        Some(_) => "other",
     }
 }
 

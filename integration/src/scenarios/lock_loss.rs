@@ -133,17 +133,13 @@ pub struct LockLossRun {
 /// [`ScenarioError::Unexpected`] if T2 never waits.
 pub fn run_lock_loss(dir: &Path, mode: LockMode) -> Result<LockLossRun, ScenarioError> {
     let begun = Instant::now();
-    let mut config = ClusterConfig::new(dir).with_lock_mode(mode);
-    config.wait_for_lock_timeout = LOCK_WAIT;
-    let cluster = LocalCluster::start(config)?;
+    let cluster = LocalCluster::start(ClusterConfig::new(dir).with_lock_mode(mode))?;
     let client = || {
         TxnClient::new(
             cluster.router(),
-            ClientConfig {
-                wait_for_lock_timeout: Some(LOCK_WAIT),
-                heartbeat_interval: Duration::from_millis(100),
-                ..ClientConfig::default()
-            },
+            ClientConfig::default()
+                .with_wait_for_lock_timeout(Some(LOCK_WAIT))
+                .with_heartbeat_interval(Duration::from_millis(100)),
         )
     };
     let (c1, c2) = (client(), client());

@@ -250,10 +250,8 @@ mod tests {
         let holder = surge_binlog::Binlog::open(surge_binlog::BinlogConfig::new(&binlog)).unwrap();
         let router: Arc<dyn NodeRouter> =
             Arc::new(TcpRouter::new(Vec::new(), &RemoteConfig::default()).unwrap());
-        let config = ClientConfig {
-            binlog: Some(BinlogOptions::new(&binlog).with_server_id(7)),
-            ..ClientConfig::default()
-        };
+        let config = ClientConfig::default()
+            .with_binlog(Some(BinlogOptions::new(&binlog).with_server_id(7)));
         let coordinator = NodeCoordinator::start(7, router, config).unwrap();
         let start = std::time::Instant::now();
         while !matches!(

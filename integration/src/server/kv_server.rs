@@ -28,6 +28,12 @@ const ACCEPT_WAIT: Duration = Duration::from_millis(500);
 const ANSWER_WAIT: Duration = Duration::from_secs(1);
 
 /// Settings of a [`KvServer`].
+///
+/// Build it with [`ServerConfig::new`] (or [`ServerConfig::default`] and
+/// [`ServerConfig::with_node`] and [`ServerConfig::with_cluster_id`]) and the `with_*`
+/// methods, or assign the public fields of such a value: the struct is `#[non_exhaustive]`,
+/// so later settings can be added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// This node.
@@ -40,6 +46,64 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How long a new connection may take to send its hello.
     pub handshake_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    /// No peers, 1024 connections, 10 s for a hello, and neither node nor cluster id:
+    /// [`KvServer::bind`] refuses it until both are set.
+    fn default() -> ServerConfig {
+        ServerConfig {
+            node: 0,
+            cluster_id: String::new(),
+            peers: Vec::new(),
+            max_connections: 1024,
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Node `node` of cluster `cluster_id`, with the defaults otherwise.
+    pub fn new(node: NodeId, cluster_id: impl Into<String>) -> ServerConfig {
+        ServerConfig::default()
+            .with_node(node)
+            .with_cluster_id(cluster_id)
+    }
+
+    /// Sets [`ServerConfig::node`].
+    #[must_use]
+    pub fn with_node(mut self, node: NodeId) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// Sets [`ServerConfig::cluster_id`].
+    #[must_use]
+    pub fn with_cluster_id(mut self, cluster_id: impl Into<String>) -> Self {
+        self.cluster_id = cluster_id.into();
+        self
+    }
+
+    /// Sets [`ServerConfig::peers`].
+    #[must_use]
+    pub fn with_peers(mut self, peers: Vec<(NodeId, String)>) -> Self {
+        self.peers = peers;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_connections`].
+    #[must_use]
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets [`ServerConfig::handshake_timeout`].
+    #[must_use]
+    pub fn with_handshake_timeout(mut self, handshake_timeout: Duration) -> Self {
+        self.handshake_timeout = handshake_timeout;
+        self
+    }
 }
 
 #[derive(Debug, Default)]
@@ -91,8 +155,15 @@ impl KvServer {
     /// Binds `addr` (before the node starts, so that a busy port fails early).
     ///
     /// # Errors
-    /// The bind's I/O error.
+    /// The bind's I/O error; [`std::io::ErrorKind::InvalidInput`] for a config without a
+    /// node or cluster id (such as [`ServerConfig::default`]).
     pub fn bind(addr: SocketAddr, config: ServerConfig) -> std::io::Result<Arc<KvServer>> {
+        if config.node == 0 || config.cluster_id.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "server config without a node or cluster id",
+            ));
+        }
         let listener = TcpListener::bind(addr)?;
         let local = listener.local_addr()?;
         Ok(Arc::new(KvServer {

@@ -30,6 +30,12 @@ pub const BINLOG_SUBDIR: &str = "binlog";
 pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 /// How to run one node.
+///
+/// Build it with [`NodeConfig::new`] (or [`NodeConfig::default`] and the setters of its
+/// id, peers and data directory) and the `with_*` methods, or assign the public fields of
+/// such a value: the struct is `#[non_exhaustive]`, so later settings can be added without
+/// breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
     /// This node's id (a key of `peers`).
@@ -57,16 +63,14 @@ pub struct NodeConfig {
     pub coordinator: ClientConfig,
 }
 
-impl NodeConfig {
-    /// Defaults for node `id` of `peers` with data under `data`: in-memory locks, 20 ms
-    /// ticks, elections after 500 ms (25 ticks: processes on a busy machine get scheduled
-    /// late, and a shorter timeout makes leaders flap), heartbeats every 60 ms, 1024
-    /// connections.
-    pub fn new(id: NodeId, peers: BTreeMap<NodeId, String>, data: PathBuf) -> NodeConfig {
+impl Default for NodeConfig {
+    /// The defaults of [`NodeConfig::new`] without an id, peers or data directory:
+    /// [`NodeProcess::start`] refuses it ([`NodeError::NotAPeer`]) until they are set.
+    fn default() -> NodeConfig {
         NodeConfig {
-            id,
-            peers,
-            data,
+            id: 0,
+            peers: BTreeMap::new(),
+            data: PathBuf::new(),
             cluster_id: None,
             lock_mode: LockMode::InMemory,
             tick: Duration::from_millis(20),
@@ -75,6 +79,19 @@ impl NodeConfig {
             max_connections: 1024,
             coordinator: ClientConfig::default(),
         }
+    }
+}
+
+impl NodeConfig {
+    /// Defaults for node `id` of `peers` with data under `data`: in-memory locks, 20 ms
+    /// ticks, elections after 500 ms (25 ticks: processes on a busy machine get scheduled
+    /// late, and a shorter timeout makes leaders flap), heartbeats every 60 ms, 1024
+    /// connections.
+    pub fn new(id: NodeId, peers: BTreeMap<NodeId, String>, data: PathBuf) -> NodeConfig {
+        NodeConfig::default()
+            .with_id(id)
+            .with_peers(peers)
+            .with_data(data)
     }
 
     /// The coordinator's configuration: [`NodeConfig::coordinator`] with its binlog in
@@ -87,20 +104,86 @@ impl NodeConfig {
         let id = u32::try_from(self.id).map_err(|_| NodeError::IdTooLarge { id: self.id })?;
         let dir = self.data.join(BINLOG_SUBDIR);
         let options = match &self.coordinator.binlog {
-            Some(b) => BinlogOptions {
-                dir,
-                server_id: id,
-                gtid_domain: id,
-                ..b.clone()
-            },
+            Some(b) => b
+                .clone()
+                .with_dir(dir)
+                .with_server_id(id)
+                .with_gtid_domain(id),
             None => BinlogOptions::new(dir)
                 .with_server_id(id)
                 .with_gtid_domain(id),
         };
-        Ok(ClientConfig {
-            binlog: Some(options),
-            ..self.coordinator.clone()
-        })
+        Ok(self.coordinator.clone().with_binlog(Some(options)))
+    }
+
+    /// Sets [`NodeConfig::id`].
+    #[must_use]
+    pub fn with_id(mut self, id: NodeId) -> Self {
+        self.id = id;
+        self
+    }
+
+    /// Sets [`NodeConfig::peers`].
+    #[must_use]
+    pub fn with_peers(mut self, peers: BTreeMap<NodeId, String>) -> Self {
+        self.peers = peers;
+        self
+    }
+
+    /// Sets [`NodeConfig::data`].
+    #[must_use]
+    pub fn with_data(mut self, data: PathBuf) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// Sets [`NodeConfig::cluster_id`].
+    #[must_use]
+    pub fn with_cluster_id(mut self, cluster_id: Option<String>) -> Self {
+        self.cluster_id = cluster_id;
+        self
+    }
+
+    /// Sets [`NodeConfig::lock_mode`].
+    #[must_use]
+    pub fn with_lock_mode(mut self, lock_mode: LockMode) -> Self {
+        self.lock_mode = lock_mode;
+        self
+    }
+
+    /// Sets [`NodeConfig::tick`].
+    #[must_use]
+    pub fn with_tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// Sets [`NodeConfig::election_tick`].
+    #[must_use]
+    pub fn with_election_tick(mut self, election_tick: u32) -> Self {
+        self.election_tick = election_tick;
+        self
+    }
+
+    /// Sets [`NodeConfig::heartbeat_tick`].
+    #[must_use]
+    pub fn with_heartbeat_tick(mut self, heartbeat_tick: u32) -> Self {
+        self.heartbeat_tick = heartbeat_tick;
+        self
+    }
+
+    /// Sets [`NodeConfig::max_connections`].
+    #[must_use]
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets [`NodeConfig::coordinator`].
+    #[must_use]
+    pub fn with_coordinator(mut self, coordinator: ClientConfig) -> Self {
+        self.coordinator = coordinator;
+        self
     }
 }
 
@@ -185,13 +268,10 @@ impl NodeProcess {
         let cluster_id = dir.identity().cluster_id.clone();
         let server = KvServer::bind(
             resolve(&listen)?,
-            ServerConfig {
-                node: config.id,
-                cluster_id: cluster_id.clone(),
-                peers: config.peers.iter().map(|(i, a)| (*i, a.clone())).collect(),
-                max_connections: config.max_connections,
-                handshake_timeout: Duration::from_secs(10),
-            },
+            ServerConfig::new(config.id, cluster_id.clone())
+                .with_peers(config.peers.iter().map(|(i, a)| (*i, a.clone())).collect())
+                .with_max_connections(config.max_connections)
+                .with_handshake_timeout(Duration::from_secs(10)),
         )
         .map_err(|source| NodeError::Bind {
             addr: listen.clone(),
@@ -218,11 +298,9 @@ impl NodeProcess {
         let router = Arc::new(
             TcpRouter::new(
                 config.peers.iter().map(|(i, a)| (*i, a.clone())),
-                &RemoteConfig {
-                    cluster_id: Some(cluster_id),
-                    from_node: Some(config.id),
-                    ..RemoteConfig::default()
-                },
+                &RemoteConfig::default()
+                    .with_cluster_id(Some(cluster_id))
+                    .with_from_node(Some(config.id)),
             )
             .map_err(NodeError::Kv)?,
         );

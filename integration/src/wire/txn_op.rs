@@ -14,11 +14,16 @@ pub enum SessionMode {
     Pessimistic,
 }
 
-impl From<TxnMode> for SessionMode {
-    fn from(mode: TxnMode) -> SessionMode {
+impl TryFrom<TxnMode> for SessionMode {
+    /// A mode the wire has no name for (`TxnMode` is `#[non_exhaustive]`: a mode added to
+    /// the txn crate needs one here too), handed back.
+    type Error = TxnMode;
+
+    fn try_from(mode: TxnMode) -> Result<SessionMode, TxnMode> {
         match mode {
-            TxnMode::Optimistic => SessionMode::Optimistic,
-            TxnMode::Pessimistic => SessionMode::Pessimistic,
+            TxnMode::Optimistic => Ok(SessionMode::Optimistic),
+            TxnMode::Pessimistic => Ok(SessionMode::Pessimistic),
+            other => Err(other),
         }
     }
 }

@@ -66,13 +66,8 @@ impl ProcCluster {
 
     /// A client with short transport timeouts (a paused node costs seconds, not minutes).
     pub fn client(&self) -> Client {
-        let options = ClientOptions {
-            remote: RemoteConfig {
-                request_timeout: Duration::from_secs(3),
-                ..RemoteConfig::default()
-            },
-            ..ClientOptions::default()
-        };
+        let options = ClientOptions::default()
+            .with_remote(RemoteConfig::default().with_request_timeout(Duration::from_secs(3)));
         Client::connect(&self.manifest.addrs(), options).unwrap()
     }
 
@@ -123,15 +118,13 @@ impl ProcCluster {
     /// As [`ProcCluster::restart`], with `env` set in the node's environment (a crash
     /// point, say).
     pub fn restart_with_env(&self, node: u64, env: &[(&str, &str)]) {
-        let opts = StartOptions {
-            exe: exe(),
-            node_args: Vec::new(),
-            node_env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ready_timeout: Duration::from_secs(60),
-        };
+        let opts = StartOptions::new(exe())
+            .with_node_env(
+                env.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+            .with_ready_timeout(Duration::from_secs(60));
         surgedb::local::restart_node(&self.dir, node, &opts).unwrap();
     }
 

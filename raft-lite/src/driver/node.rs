@@ -19,6 +19,12 @@ use crate::{Result, Role};
 use crate::{SnapshotFile, SnapshotPersister};
 
 /// Settings of a [`Node`].
+///
+/// Build it with [`NodeOptions::new`] (or [`NodeOptions::default`] and
+/// [`NodeOptions::with_id`]) and the `with_*` methods, or assign the public fields of such a
+/// value: the struct is `#[non_exhaustive]`, so later settings can be added without breaking
+/// callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
     /// Raft settings used for every group (the id is this node's).
@@ -35,8 +41,51 @@ pub struct NodeOptions {
 impl NodeOptions {
     /// Defaults for node `id`: 10 ms ticks, a snapshot every 10 000 entries.
     pub fn new(id: NodeId) -> NodeOptions {
+        NodeOptions::default().with_id(id)
+    }
+
+    /// Sets the node's id, [`Config::id`] of [`NodeOptions::raft`].
+    #[must_use]
+    pub fn with_id(mut self, id: NodeId) -> Self {
+        self.raft.id = id;
+        self
+    }
+
+    /// Sets [`NodeOptions::raft`].
+    #[must_use]
+    pub fn with_raft(mut self, raft: Config) -> Self {
+        self.raft = raft;
+        self
+    }
+
+    /// Sets [`NodeOptions::tick`].
+    #[must_use]
+    pub fn with_tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// Sets [`NodeOptions::snapshot_every`].
+    #[must_use]
+    pub fn with_snapshot_every(mut self, entries: u64) -> Self {
+        self.snapshot_every = entries;
+        self
+    }
+
+    /// Sets [`NodeOptions::max_batch`].
+    #[must_use]
+    pub fn with_max_batch(mut self, inputs: usize) -> Self {
+        self.max_batch = inputs;
+        self
+    }
+}
+
+impl Default for NodeOptions {
+    /// The defaults with node id 0, which [`Node::start`] refuses: set the id with
+    /// [`NodeOptions::with_id`] (or use [`NodeOptions::new`]).
+    fn default() -> NodeOptions {
         NodeOptions {
-            raft: Config::new(id),
+            raft: Config::default(),
             tick: Duration::from_millis(10),
             snapshot_every: 10_000,
             max_batch: 4096,
@@ -154,12 +203,14 @@ impl Node {
     /// Starts the node's driver thread over `store` (which it owns from now on).
     ///
     /// # Errors
-    /// [`Error::Io`] if the thread cannot be spawned.
+    /// [`Error::InvalidConfig`] if [`NodeOptions::raft`] is invalid (see
+    /// [`Config::validate`]); [`Error::Io`] if the thread cannot be spawned.
     pub fn start(
         opts: NodeOptions,
         store: Box<dyn LogStore>,
         transport: Arc<dyn Transport>,
     ) -> Result<Node> {
+        opts.raft.validate()?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let stats = Arc::new(Mutex::new(NodeStatsSnapshot::default()));
         let id = opts.raft.id;

@@ -14,7 +14,12 @@ use super::Transport;
 use crate::driver::Mailbox;
 use crate::{Message, NodeId};
 
-/// Faults applied to every message.
+/// Faults applied to every message. None by default.
+///
+/// Build it with [`NetFaults::default`] and the `with_*` methods, or assign the public fields
+/// of a default value: the struct is `#[non_exhaustive]`, so later faults can be added
+/// without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetFaults {
     /// Percent of messages lost.
@@ -26,6 +31,36 @@ pub struct NetFaults {
     pub min_delay: Duration,
     /// See `min_delay`.
     pub max_delay: Duration,
+}
+
+impl NetFaults {
+    /// Sets [`NetFaults::drop_pct`].
+    #[must_use]
+    pub fn with_drop_pct(mut self, pct: u32) -> Self {
+        self.drop_pct = pct;
+        self
+    }
+
+    /// Sets [`NetFaults::dup_pct`].
+    #[must_use]
+    pub fn with_dup_pct(mut self, pct: u32) -> Self {
+        self.dup_pct = pct;
+        self
+    }
+
+    /// Sets [`NetFaults::min_delay`].
+    #[must_use]
+    pub fn with_min_delay(mut self, delay: Duration) -> Self {
+        self.min_delay = delay;
+        self
+    }
+
+    /// Sets [`NetFaults::max_delay`].
+    #[must_use]
+    pub fn with_max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
 }
 
 /// Counters of a [`MemNetwork`].

@@ -14,6 +14,11 @@ use crate::{
 };
 
 /// Settings of a [`Wal`].
+///
+/// Build it with [`WalOptions::default`] and the `with_*` methods, or assign the public
+/// fields of a default value: the struct is `#[non_exhaustive]`, so later settings can be
+/// added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct WalOptions {
     /// A segment is closed and a new one started once this many bytes were appended to it
@@ -35,6 +40,20 @@ impl WalOptions {
     /// [`crate::MAX_BYTES_LEN`]).
     pub const MAX_RECORD_BYTES: usize = 1 << 30;
     const MIN_RECORD_BYTES: usize = 4 << 10;
+
+    /// Sets [`WalOptions::max_segment_bytes`].
+    #[must_use]
+    pub fn with_max_segment_bytes(mut self, bytes: u64) -> Self {
+        self.max_segment_bytes = bytes;
+        self
+    }
+
+    /// Sets [`WalOptions::max_record_bytes`].
+    #[must_use]
+    pub fn with_max_record_bytes(mut self, bytes: usize) -> Self {
+        self.max_record_bytes = bytes;
+        self
+    }
 
     fn validate(&self) -> Result<()> {
         let bad = |field, reason| Err(Error::InvalidConfig { field, reason });

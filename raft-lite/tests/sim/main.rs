@@ -87,10 +87,7 @@ impl Sm {
 
 /// Small segments, so rotation, checkpoints and segment deletion happen in the runs.
 fn wal_opts() -> WalOptions {
-    WalOptions {
-        max_segment_bytes: 2048,
-        ..WalOptions::default()
-    }
+    WalOptions::default().with_max_segment_bytes(2048)
 }
 
 fn op_data(kind: u8, key: u8, val: u64, op_id: u64) -> Bytes {

@@ -7,6 +7,9 @@ use super::rollback::{MissingLock, rollback_lock, rollback_missing_lock};
 use crate::mvcc::{Lock, LockInfo, MvccError, MvccReader, MvccTxn};
 
 /// The state of a transaction as its primary key tells it.
+///
+/// More outcomes may be added (TiKV has grown this set), so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TxnStatus {
     /// Still running: the primary lock (after any push of its `min_commit_ts`).

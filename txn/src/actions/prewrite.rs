@@ -10,6 +10,9 @@ use crate::mvcc::{
 };
 
 /// How the prewrite finishes the transaction.
+///
+/// More kinds may be added (async commit, say), so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CommitKind {
     /// Leave locks; a later `commit` writes the records (two-phase commit).

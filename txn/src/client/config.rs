@@ -4,6 +4,11 @@ use std::time::Duration;
 
 /// The client's timeouts and retry budget. `Default` gives TiDB-like values scaled for a
 /// local cluster.
+///
+/// Build it with [`ClientConfig::default`] and the `with_*` methods, or assign the public
+/// fields of a default value: the struct is `#[non_exhaustive]`, so later settings can be
+/// added without breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientConfig {
     /// TTL of the locks a transaction takes, in milliseconds, counted from the physical part
@@ -12,8 +17,12 @@ pub struct ClientConfig {
     pub lock_ttl_ms: u64,
     /// How long one pessimistic lock request may wait on the node for a conflicting lock
     /// before failing with [`crate::TxnError::LockWaitTimeout`] (TiKV's
-    /// `wait-for-lock-timeout`). `None`: never wait; a held key is resolved and retried
-    /// within the backoff budget instead. Default 1 s.
+    /// `wait-for-lock-timeout`, TiDB's `innodb_lock_wait_timeout`). `None`: never wait; a
+    /// held key is resolved and retried within the backoff budget instead. Default 1 s.
+    ///
+    /// This is the cluster's only lock-wait setting: each lock request carries it and the
+    /// nodes wait as long as it asks (their deadlock detection keeps up with waits of any
+    /// length), so clients with different settings can share a cluster.
     pub wait_for_lock_timeout: Option<Duration>,
     /// Total time one operation may spend sleeping between retries (region errors, nodes
     /// down, live locks) before its last error reaches the caller. Default 20 s.
@@ -84,5 +93,91 @@ impl Default for ClientConfig {
             secondary_pace: Some(Duration::from_millis(2)),
             binlog: None,
         }
+    }
+}
+
+impl ClientConfig {
+    /// Sets [`ClientConfig::lock_ttl_ms`].
+    #[must_use]
+    pub fn with_lock_ttl_ms(mut self, ms: u64) -> Self {
+        self.lock_ttl_ms = ms;
+        self
+    }
+
+    /// Sets [`ClientConfig::wait_for_lock_timeout`].
+    #[must_use]
+    pub fn with_wait_for_lock_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.wait_for_lock_timeout = timeout;
+        self
+    }
+
+    /// Sets [`ClientConfig::max_backoff`].
+    #[must_use]
+    pub fn with_max_backoff(mut self, budget: Duration) -> Self {
+        self.max_backoff = budget;
+        self
+    }
+
+    /// Sets [`ClientConfig::backoff_base`].
+    #[must_use]
+    pub fn with_backoff_base(mut self, sleep: Duration) -> Self {
+        self.backoff_base = sleep;
+        self
+    }
+
+    /// Sets [`ClientConfig::backoff_cap`].
+    #[must_use]
+    pub fn with_backoff_cap(mut self, sleep: Duration) -> Self {
+        self.backoff_cap = sleep;
+        self
+    }
+
+    /// Sets [`ClientConfig::heartbeat_interval`].
+    #[must_use]
+    pub fn with_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = interval;
+        self
+    }
+
+    /// Sets [`ClientConfig::drop_cleanup_budget`].
+    #[must_use]
+    pub fn with_drop_cleanup_budget(mut self, budget: Duration) -> Self {
+        self.drop_cleanup_budget = budget;
+        self
+    }
+
+    /// Sets [`ClientConfig::async_secondaries`].
+    #[must_use]
+    pub fn with_async_secondaries(mut self, on: bool) -> Self {
+        self.async_secondaries = on;
+        self
+    }
+
+    /// Sets [`ClientConfig::secondary_batch_keys`].
+    #[must_use]
+    pub fn with_secondary_batch_keys(mut self, keys: usize) -> Self {
+        self.secondary_batch_keys = keys;
+        self
+    }
+
+    /// Sets [`ClientConfig::secondary_batch_bytes`].
+    #[must_use]
+    pub fn with_secondary_batch_bytes(mut self, bytes: usize) -> Self {
+        self.secondary_batch_bytes = bytes;
+        self
+    }
+
+    /// Sets [`ClientConfig::secondary_pace`].
+    #[must_use]
+    pub fn with_secondary_pace(mut self, pace: Option<Duration>) -> Self {
+        self.secondary_pace = pace;
+        self
+    }
+
+    /// Sets [`ClientConfig::binlog`].
+    #[must_use]
+    pub fn with_binlog(mut self, binlog: Option<super::binlog_config::BinlogOptions>) -> Self {
+        self.binlog = binlog;
+        self
     }
 }

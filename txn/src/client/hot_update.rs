@@ -28,10 +28,7 @@ pub(crate) struct HotUpdater {
 
 impl HotUpdater {
     pub(crate) fn new(core: Arc<ClientCore>) -> HotUpdater {
-        let config = Config {
-            auto_group_threshold: DEFAULT_HOT_AUTO_THRESHOLD,
-            ..Config::default()
-        };
+        let config = Config::default().with_auto_group_threshold(DEFAULT_HOT_AUTO_THRESHOLD);
         // Invariant: `Config::validate` only refuses `max_group_size` 0 and `max_wait` over
         // 1 s, and the defaults are 1024 and 100 µs, so this cannot fail.
         #[allow(clippy::expect_used)] // see the invariant above

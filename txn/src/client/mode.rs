@@ -1,6 +1,9 @@
 //! [`TxnMode`]: how a transaction guards the keys it writes.
 
 /// How a transaction guards the keys it writes.
+///
+/// More modes may be added, so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TxnMode {
     /// Percolator as published: writes are buffered and conflicts are found at prewrite, so a

@@ -47,6 +47,14 @@ pub enum ClusterError {
         /// The node.
         node: NodeId,
     },
+    /// A setting of the [`ClusterConfig`] is unusable.
+    #[error("cluster config: {field} {reason}")]
+    InvalidConfig {
+        /// The setting.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
 }
 
 /// N nodes in one process: each with its WAL under `dir/node-<id>`, all talking over one
@@ -76,9 +84,22 @@ impl LocalCluster {
     /// and waits until every group has a leader.
     ///
     /// # Errors
-    /// [`ClusterError::Node`] if a node cannot start, [`ClusterError::NoLeader`] if the
-    /// groups do not elect leaders within 30 s.
+    /// [`ClusterError::InvalidConfig`] without a directory (as [`ClusterConfig::default`])
+    /// or nodes, [`ClusterError::Node`] if a node cannot start, [`ClusterError::NoLeader`]
+    /// if the groups do not elect leaders within 30 s.
     pub fn start(config: ClusterConfig) -> Result<LocalCluster, ClusterError> {
+        if config.dir.as_os_str().is_empty() {
+            return Err(ClusterError::InvalidConfig {
+                field: "dir",
+                reason: "is empty: set it with ClusterConfig::with_dir",
+            });
+        }
+        if config.nodes == 0 {
+            return Err(ClusterError::InvalidConfig {
+                field: "nodes",
+                reason: "must be at least 1",
+            });
+        }
         let peers: Vec<NodeId> = (1..=config.nodes).collect();
         let regions = initial_regions(&config.split_keys, &peers);
         let cluster = LocalCluster {
@@ -117,7 +138,6 @@ impl LocalCluster {
         let mut cfg = KvNodeConfig::new(id);
         cfg.lock_mode = *self.lock_mode.lock();
         cfg.budget = self.config.budget;
-        cfg.wait_for_lock_timeout = self.config.wait_for_lock_timeout;
         cfg.transfer_timeout = self.config.transfer_timeout;
         cfg.merge_max_lock_bytes = self.config.merge_max_lock_bytes;
         cfg.split_size = self.config.split_size;

@@ -5,6 +5,11 @@ use serde::{Deserialize, Serialize};
 use super::cf::Cf;
 
 /// One change of one column family.
+///
+/// More changes may be added (a range delete, say): an [`crate::Engine`] written outside this
+/// crate matches it with a wildcard arm that refuses the write (an engine error), never one
+/// that skips the change.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Modify {
     /// Set `key` to `value`.

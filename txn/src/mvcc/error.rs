@@ -42,6 +42,9 @@ impl LockInfo {
 }
 
 /// Why a pessimistic lock was not found at prewrite (TiKV's `PessimisticLockNotFoundReason`).
+///
+/// More reasons may be added, so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LockNotFoundReason {
     /// The key is locked by another transaction.

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// One key's change, as sent in a prewrite (TiKV's `Mutation`).
+///
+/// More may be added (TiKV also has `Insert`), so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mutation {
     /// Write `value` at `key`.
@@ -42,6 +45,9 @@ impl Mutation {
 }
 
 /// What prewrite must check about a key's pessimistic lock (TiKV's `PessimisticAction`).
+///
+/// More may be added (TiKV also has `DoConstraintCheck`), so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PessimisticAction {
     /// An optimistic key (or a key of an optimistic transaction): no pessimistic lock expected.

@@ -65,6 +65,9 @@ pub struct Context {
 }
 
 /// How pessimistic locks are written (per cluster, changeable at run time).
+///
+/// More modes may be added, so match with a wildcard arm.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LockMode {
     /// Through the region's Raft log; the reply comes after apply.

@@ -20,16 +20,31 @@ use crate::region::{
 };
 use crate::{Engine, MemEngine};
 
+/// How long the cluster's deadlock detector (on the meta leader) keeps a wait-for edge that
+/// was not announced again. TiKV keeps edges for its server-side `wait-for-lock-timeout`;
+/// here the length of a wait is the client's setting, carried by each request, so the
+/// lifetime is fixed and a waiting lock request announces its edge again every half of it.
+/// Edges of waits that ended are removed at once; this only bounds how long a lost clean-up
+/// (a node that died while waiting) leaves one behind.
+pub(super) const DETECTOR_EDGE_TTL: Duration = Duration::from_secs(3);
+
 /// Settings of a [`KvNode`].
+///
+/// A node has no lock-wait timeout of its own: how long a lock request waits for a
+/// conflicting lock is the client's [`crate::ClientConfig::wait_for_lock_timeout`], carried
+/// by every request.
+///
+/// Build it with [`KvNodeConfig::new`] (or [`KvNodeConfig::default`] and
+/// [`KvNodeConfig::with_id`]) and the `with_*` methods, or assign the public fields of such
+/// a value: the struct is `#[non_exhaustive]`, so later settings can be added without
+/// breaking callers.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct KvNodeConfig {
-    /// The node's id (as in Raft).
+    /// The node's id (as in Raft; [`KvNode::start`] refuses a raft node with another id).
     pub id: NodeId,
     /// The cluster's pessimistic lock mode at start.
     pub lock_mode: LockMode,
-    /// Longest a lock request waits for a conflicting lock (TiKV's `wait-for-lock-timeout`,
-    /// 1 s).
-    pub wait_for_lock_timeout: Duration,
     /// Delay before waking the other waiters of a released key (TiKV's
     /// `wake-up-delay-duration`, 20 ms).
     pub wake_up_delay: Duration,
@@ -57,10 +72,87 @@ pub struct KvNodeConfig {
 impl KvNodeConfig {
     /// Defaults for node `id`.
     pub fn new(id: NodeId) -> KvNodeConfig {
+        KvNodeConfig::default().with_id(id)
+    }
+
+    /// Sets [`KvNodeConfig::id`].
+    #[must_use]
+    pub fn with_id(mut self, id: NodeId) -> Self {
+        self.id = id;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::lock_mode`].
+    #[must_use]
+    pub fn with_lock_mode(mut self, mode: LockMode) -> Self {
+        self.lock_mode = mode;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::wake_up_delay`].
+    #[must_use]
+    pub fn with_wake_up_delay(mut self, delay: Duration) -> Self {
+        self.wake_up_delay = delay;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::budget`].
+    #[must_use]
+    pub fn with_budget(mut self, budget: BudgetConfig) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::proposal_timeout`].
+    #[must_use]
+    pub fn with_proposal_timeout(mut self, timeout: Duration) -> Self {
+        self.proposal_timeout = timeout;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::tso_window_ms`].
+    #[must_use]
+    pub fn with_tso_window_ms(mut self, ms: u64) -> Self {
+        self.tso_window_ms = ms;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::transfer_timeout`].
+    #[must_use]
+    pub fn with_transfer_timeout(mut self, timeout: Duration) -> Self {
+        self.transfer_timeout = timeout;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::merge_max_lock_bytes`].
+    #[must_use]
+    pub fn with_merge_max_lock_bytes(mut self, bytes: usize) -> Self {
+        self.merge_max_lock_bytes = bytes;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::split_size`].
+    #[must_use]
+    pub fn with_split_size(mut self, bytes: Option<u64>) -> Self {
+        self.split_size = bytes;
+        self
+    }
+
+    /// Sets [`KvNodeConfig::read_lease`].
+    #[must_use]
+    pub fn with_read_lease(mut self, lease: Duration) -> Self {
+        self.read_lease = lease;
+        self
+    }
+}
+
+impl Default for KvNodeConfig {
+    /// The defaults with node id 0, which no raft node has: set the id with
+    /// [`KvNodeConfig::with_id`] (or use [`KvNodeConfig::new`]).
+    fn default() -> KvNodeConfig {
         KvNodeConfig {
-            id,
+            id: 0,
             lock_mode: LockMode::InMemory,
-            wait_for_lock_timeout: Duration::from_secs(1),
             wake_up_delay: Duration::from_millis(20),
             budget: BudgetConfig::default(),
             proposal_timeout: Duration::from_secs(5),
@@ -124,7 +216,8 @@ impl KvNode {
     /// `router` reaches the other nodes (for the oracle and the detector).
     ///
     /// # Errors
-    /// Raft errors adding the groups, as [`ServiceError::Unavailable`].
+    /// Raft errors adding the groups, and a `config` whose id is not `raft`'s (such as
+    /// [`KvNodeConfig::default`]'s 0), as [`ServiceError::Unavailable`].
     pub fn start(
         config: KvNodeConfig,
         raft: RaftNode,
@@ -134,10 +227,16 @@ impl KvNode {
         router: Arc<dyn NodeRouter>,
     ) -> Result<Arc<KvNode>, ServiceError> {
         let id = config.id;
-        let waiters = LockWaitManager::new(WaitConfig {
-            default_timeout: config.wait_for_lock_timeout,
-            wake_up_delay: config.wake_up_delay,
-        });
+        if id != raft.id() {
+            return Err(ServiceError::Unavailable {
+                node: id,
+                detail: format!("configured as node {id} on raft node {}", raft.id()),
+            });
+        }
+        // Every wait passes its own timeout; the default only sets the edge lifetime of
+        // this node's own detector (three times it), which waits refresh as they go.
+        let waiters =
+            LockWaitManager::new(WaitConfig::default().with_wake_up_delay(config.wake_up_delay));
         let budget = MemoryBudget::new(config.budget);
         let counters = Arc::new(Counters::default());
         let meta = MetaPeer::new(regions.clone(), config.tso_window_ms, config.read_lease);
@@ -200,7 +299,7 @@ impl KvNode {
                 .map_err(unavailable)?;
         }
         let lock_mode = AtomicU8::new(mode_to_u8(config.lock_mode));
-        let detector = Mutex::new(DeadlockDetector::new(config.wait_for_lock_timeout * 3));
+        let detector = Mutex::new(DeadlockDetector::new(DETECTOR_EDGE_TTL));
         let node = Arc::new(KvNode {
             config,
             raft: RwLock::new(Some(raft)),

@@ -3,14 +3,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use surge_lock_table::WaitRefused;
+use surge_lock_table::{WaitOutcome, WaitRefused};
 use surge_raft_lite::Node as RaftNode;
 
-use super::node::KvNode;
+use super::node::{DETECTOR_EDGE_TTL, KvNode};
 use super::request::{KvRequest, LockKey};
 use super::response::{KeyError, KvResponse};
 use crate::region::{CmdError, Context, OnePc, RegionError, RegionPeer, raft_error};
 use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
+
+/// The longest one wait of a lock request lasts before the request announces its wait-for
+/// edge to the cluster's detector again: half the edge's lifetime.
+const WAIT_SLICE: Duration = Duration::from_millis(1500);
+const _: () = assert!(WAIT_SLICE.as_millis() * 2 == DETECTOR_EDGE_TTL.as_millis());
 
 /// What a handler fails with.
 enum Failure {
@@ -375,6 +380,9 @@ impl KvNode {
     ) -> Handled {
         let key_list: Vec<Vec<u8>> = keys.iter().map(|k| k.key.clone()).collect();
         let deadline = wait_timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        // The lock (key, holder) whose wait last ended by running out its slice: waiting
+        // again for the same lock continues that wait (it is not counted again).
+        let mut continuing: Option<(Vec<u8>, u64)> = None;
         loop {
             let mode = self.lock_mode();
             let guard = self.raft.read_recursive();
@@ -430,11 +438,31 @@ impl KvNode {
                     lock_ts: info.lock_ts,
                 }));
             }
-            self.wait_for_lock(peer, start_ts, &info.key, info.lock_ts, deadline - now)?;
+            let same = continuing
+                .as_ref()
+                .is_some_and(|(key, ts)| *key == info.key && *ts == info.lock_ts);
+            let ran_out = self.wait_for_lock(
+                peer,
+                start_ts,
+                &info.key,
+                info.lock_ts,
+                deadline - now,
+                !same,
+            )?;
+            continuing = ran_out.then(|| (info.key.clone(), info.lock_ts));
         }
     }
 
-    /// One wait for `lock_ts`'s lock on `key`; returns when it is worth retrying.
+    /// One wait for `lock_ts`'s lock on `key`, of at most `timeout` and at most
+    /// [`WAIT_SLICE`]; returns when it is worth retrying, and whether the wait ran out its
+    /// time (rather than being woken or finding the lock gone). `count`: a new wait, for
+    /// the `lock_waits` counter (not the next slice of a wait for the same lock).
+    ///
+    /// The cluster's detector forgets an edge [`DETECTOR_EDGE_TTL`] after it was last
+    /// announced, and a request may wait far longer (its wait is the client's setting): a
+    /// wait is therefore cut in slices of half that TTL, and the caller's retry announces
+    /// the edge again before the next slice, so a cycle closed late in a long wait is still
+    /// found.
     ///
     /// # Errors
     /// A deadlock; [`RegionError::NodeStopping`] when lock waiting is closed before, during
@@ -447,7 +475,8 @@ impl KvNode {
         key: &[u8],
         lock_ts: u64,
         timeout: Duration,
-    ) -> Result<(), Failure> {
+        count: bool,
+    ) -> Result<bool, Failure> {
         let deadlock = |chain| {
             crate::region::Counters::add(&self.counters.deadlocks, 1);
             Failure::Key(KeyError::Deadlock {
@@ -504,19 +533,25 @@ impl KvNode {
                 return Err(stopping());
             }
         };
-        crate::region::Counters::add(&self.counters.lock_waits, 1);
+        if count {
+            crate::region::Counters::add(&self.counters.lock_waits, 1);
+        }
         if !peer.is_locked_by(key, lock_ts) || peer.leader_term() == 0 || self.is_stopped() {
             drop(handle);
-        } else {
-            // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
-            // Ended by the close (`WaitOutcome::Closed`), it is refused below.
-            let _ = handle.wait(Some(timeout));
+            clean_up();
+            if self.waiters.is_closed() {
+                return Err(stopping());
+            }
+            return Ok(false);
         }
+        // Woken or timed out, the caller retries: a timeout shows as the deadline passed.
+        // Ended by the close (`WaitOutcome::Closed`), it is refused below.
+        let outcome = handle.wait(Some(timeout.min(WAIT_SLICE)));
         clean_up();
         if self.waiters.is_closed() {
             return Err(stopping());
         }
-        Ok(())
+        Ok(matches!(outcome, WaitOutcome::TimedOut))
     }
 }
 

@@ -27,10 +27,9 @@ pub fn cluster(dir: &Path) -> LocalCluster {
 /// A client config writing its binlog into `dir` (1 MiB rename threshold, so tests can
 /// make a transaction large enough to rename).
 pub fn binlog_config(dir: &Path) -> ClientConfig {
-    ClientConfig {
-        binlog: Some(BinlogOptions::new(dir).with_large_commit_threshold(1 << 20)),
-        ..ClientConfig::default()
-    }
+    ClientConfig::default().with_binlog(Some(
+        BinlogOptions::new(dir).with_large_commit_threshold(1 << 20),
+    ))
 }
 
 /// A coordinator writing its binlog into `dir`.

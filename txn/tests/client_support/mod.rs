@@ -16,11 +16,9 @@ pub struct Env {
 
 /// A client configuration with `lock_ttl_ms` locks and fast heartbeats.
 pub fn config(lock_ttl_ms: u64) -> ClientConfig {
-    ClientConfig {
-        lock_ttl_ms,
-        heartbeat_interval: Duration::from_millis(100),
-        ..ClientConfig::default()
-    }
+    ClientConfig::default()
+        .with_lock_ttl_ms(lock_ttl_ms)
+        .with_heartbeat_interval(Duration::from_millis(100))
 }
 
 /// Three nodes, 16 regions, a client with `config`.

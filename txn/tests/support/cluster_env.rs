@@ -24,19 +24,17 @@ pub struct Layout {
     pub regions: usize,
     /// Pessimistic lock mode at start.
     pub mode: LockMode,
-    /// Longest a lock request may wait on a node.
-    pub wait_for_lock: Duration,
     /// Seed of the network's fault randomness and of Raft's election timers.
     pub seed: u64,
 }
 
 impl Layout {
-    /// `regions` regions in `mode`, 1 s lock waits, seed 1.
+    /// `regions` regions in `mode`, seed 1. (How long lock requests wait is the client's
+    /// setting, [`ClientConfig::wait_for_lock_timeout`].)
     pub fn new(regions: usize, mode: LockMode) -> Layout {
         Layout {
             regions,
             mode,
-            wait_for_lock: Duration::from_secs(1),
             seed: 1,
         }
     }
@@ -54,7 +52,6 @@ impl TestCluster {
         let mut config = ClusterConfig::new(dir.path())
             .with_regions(layout.regions)
             .with_lock_mode(layout.mode);
-        config.wait_for_lock_timeout = layout.wait_for_lock;
         config.seed = layout.seed;
         tweak(&mut config);
         let cluster = LocalCluster::start(config).expect("cluster starts");
@@ -181,10 +178,8 @@ impl TestCluster {
 /// (a crashed holder's locks are taken over within a second or two) and a bounded retry
 /// budget (an operation gives up after 5 s instead of 20).
 pub fn fault_tolerant_client() -> ClientConfig {
-    ClientConfig {
-        lock_ttl_ms: 1500,
-        heartbeat_interval: Duration::from_millis(200),
-        max_backoff: Duration::from_secs(5),
-        ..ClientConfig::default()
-    }
+    ClientConfig::default()
+        .with_lock_ttl_ms(1500)
+        .with_heartbeat_interval(Duration::from_millis(200))
+        .with_max_backoff(Duration::from_secs(5))
 }
