@@ -14,9 +14,10 @@ use proptest::sample::Index;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use surge_txn::{
-    CommitKind, Context, HotReject, KeyError, KvRequest, KvResponse, LockKey, LockMode, Mutation,
-    PessimisticAction, RegionEpoch, RegionError, RegionInfo, ServiceError, TxnError, TxnProps,
+    HotReject, KeyError, LockMode, RegionEpoch, RegionError, RegionInfo, ServiceError, TxnError,
     WaitForEdge,
+    actions::{CommitKind, Mutation, PessimisticAction, TxnProps},
+    rpc::{Context, KvRequest, KvResponse, LockKey},
 };
 use surgedb::wire::{
     ClientFrame, CoordinatorState, FrameError, Hello, MAGIC, MAX_FRAME, PROTOCOL_VERSION,

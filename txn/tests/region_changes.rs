@@ -7,8 +7,9 @@ use std::time::Duration;
 mod support;
 
 use surge_txn::{
-    ClientConfig, ClusterConfig, KvRequest, KvResponse, LocalCluster, LockMode, NodeCounters,
-    TxnClient, TxnError, TxnMode,
+    ClientConfig, ClusterConfig, LocalCluster, LockMode, NodeCounters, TxnClient, TxnError,
+    TxnMode,
+    rpc::{KvRequest, KvResponse},
 };
 
 fn cluster(regions: usize) -> (tempfile::TempDir, LocalCluster) {
@@ -35,7 +36,7 @@ fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<Vec<u8>> {
         .call(
             leader,
             KvRequest::ScanLock {
-                ctx: surge_txn::Context {
+                ctx: surge_txn::rpc::Context {
                     region_id: r.id,
                     epoch: r.epoch,
                 },
@@ -195,7 +196,7 @@ fn test_split_pessimistic_locks_with_concurrent_prewrite_gets_epoch_errors() {
         .call(
             leader,
             KvRequest::Get {
-                ctx: surge_txn::Context {
+                ctx: surge_txn::rpc::Context {
                     region_id: old.id,
                     epoch: old.epoch,
                 },
@@ -443,20 +444,20 @@ fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
             KvRequest::Prewrite {
                 ctx,
                 mutations: vec![(
-                    surge_txn::Mutation::Put {
+                    surge_txn::actions::Mutation::Put {
                         key: key.clone(),
                         value: b"late".to_vec(),
                     },
-                    surge_txn::PessimisticAction::SkipPessimisticCheck,
+                    surge_txn::actions::PessimisticAction::SkipPessimisticCheck,
                 )],
-                props: surge_txn::TxnProps {
+                props: surge_txn::actions::TxnProps {
                     start_ts,
                     primary: key.clone(),
                     lock_ttl: 3000,
                     for_update_ts: 0,
                     txn_size: 1,
                     min_commit_ts: 0,
-                    commit_kind: surge_txn::CommitKind::OnePc { commit_ts: hint },
+                    commit_kind: surge_txn::actions::CommitKind::OnePc { commit_ts: hint },
                 },
             },
         )

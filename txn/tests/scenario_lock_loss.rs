@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use support::{Layout, TestCluster};
-use surge_txn::{ClientConfig, LockMode, META_REGION_ID, TxnClient, TxnError, TxnMode};
+use surge_txn::{ClientConfig, LockMode, TxnClient, TxnError, TxnMode, rpc::META_REGION_ID};
 
 const ROW: &[u8] = b"\x10row";
 

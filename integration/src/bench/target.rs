@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use surge_txn::{
-    ClientConfig, ClusterConfig, LocalCluster, LockMode, NodeCounters, NodeRouter, TxnClient,
+    ClientConfig, ClusterConfig, LocalCluster, LockMode, NodeCounters, TxnClient, rpc::NodeRouter,
 };
 
 use super::BenchError;

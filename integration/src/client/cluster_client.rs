@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use surge_raft_lite::NodeId;
 use surge_txn::{
-    ClientConfig, HotHints, HotOp, HotOutcome, KvRequest, KvResponse, KvService, LockMode,
-    NodeRouter, NodeStatusReport, RegionError, ServiceError, TxnClient, TxnError, TxnMode,
+    ClientConfig, HotHints, HotOp, HotOutcome, LockMode, RegionError, ServiceError, TxnClient,
+    TxnError, TxnMode,
+    rpc::{KvRequest, KvResponse, KvService, NodeRouter, NodeStatusReport},
 };
 
 use super::remote_service::{RemoteConfig, RemoteService};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use surge_raft_lite::NodeId;
-use surge_txn::{KvRequest, KvResponse};
+use surge_txn::rpc::{KvRequest, KvResponse};
 
 use super::txn_failure::TxnFailure;
 use super::txn_op::TxnOp;
@@ -25,7 +25,7 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 pub const PROTOCOL_VERSION: u32 = 2;
 
 const _: () = assert!(
-    surge_txn::PROTOCOL_VERSION == 1,
+    surge_txn::rpc::PROTOCOL_VERSION == 1,
     "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
 );
 

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use surge_txn::{
-    ClientConfig, ClusterConfig, Context, KvRequest, KvResponse, LocalCluster, LockInfo, LockMode,
-    NodeStatusReport, TxnClient,
+    ClientConfig, ClusterConfig, LocalCluster, LockInfo, LockMode, TxnClient,
+    rpc::{Context, KvRequest, KvResponse, NodeStatusReport},
 };
 
 /// A running cluster and the directory of its WALs, removed when dropped (after the

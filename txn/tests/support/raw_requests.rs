@@ -1,7 +1,10 @@
 //! Raw `KvRequest`s to a `LocalCluster`'s nodes, without the client: a timestamp, a region's
 //! leader and context, and a read at a chosen version.
 
-use surge_txn::{Context, KvRequest, KvResponse, LocalCluster};
+use surge_txn::{
+    LocalCluster,
+    rpc::{Context, KvRequest, KvResponse},
+};
 
 /// A fresh timestamp from whichever node's oracle answers (the meta leader).
 pub fn timestamp(c: &LocalCluster) -> u64 {
