@@ -217,7 +217,7 @@ fn event(client: &TxnClient, mode: Mode, rng: &mut Rng, rows: u64) -> Result<(),
         Mode::Pessimistic(_) => TxnMode::Pessimistic,
     };
     let mut t = client.begin(txn_mode)?;
-    let r = (|| {
+    let written = (|| {
         let a = 1 + rng.next() % rows;
         let b = 1 + rng.next() % rows;
         let c = 1 + rng.next() % rows;
@@ -231,13 +231,15 @@ fn event(client: &TxnClient, mode: Mode, rng: &mut Rng, rows: u64) -> Result<(),
         t.put(&index_key(k + 1, a), b"")?;
         t.put(&row_key(b), &row_value(b, rng.next()))?;
         t.delete(&row_key(c))?;
-        t.put(&row_key(c), &row_value(c, rng.next()))?;
-        t.commit().map(|_| ())
+        t.put(&row_key(c), &row_value(c, rng.next()))
     })();
-    if r.is_err() {
-        let _ = t.rollback();
+    match written {
+        Ok(()) => t.commit().map(|_| ()),
+        Err(e) => {
+            t.rollback();
+            Err(e)
+        }
     }
-    r
 }
 
 struct Point {

@@ -83,7 +83,7 @@ fn cas(
     let mut t = client.begin(mode)?;
     let found = decode(t.get_for_update(key)?);
     if found != expect {
-        t.rollback()?;
+        t.rollback();
         return Ok(Err(found));
     }
     t.put(key, new.to_string().as_bytes())?;

@@ -120,11 +120,13 @@ pub(super) fn event(
         t.put(&index_key(k + 1, a), b"")?;
         t.put(&row_key(b), &row_value(b, rng.next()))?;
         t.delete(&row_key(c))?;
-        t.put(&row_key(c), &row_value(c, rng.next()))?;
-        t.commit()
+        t.put(&row_key(c), &row_value(c, rng.next()))
     })();
-    if r.is_err() {
-        let _ = t.rollback();
+    match r {
+        Ok(()) => t.commit(),
+        Err(e) => {
+            t.rollback();
+            Err(e)
+        }
     }
-    r
 }

@@ -196,13 +196,15 @@ impl RemoteTxn {
     }
 
     /// Commits on the node and returns the commit timestamp; with the node's binlog, the
-    /// commit's binlog transaction is durable when this returns. The transaction is
-    /// finished afterwards, whatever the outcome.
+    /// commit's binlog transaction is durable when this returns. Takes the transaction, as
+    /// `Transaction::commit` does: it is finished whatever the outcome.
     ///
     /// # Errors
     /// As `Transaction::commit`; a connection lost before the answer is
     /// [`TxnError::Undetermined`] (inside [`ClientError::Txn`]): it may have committed.
-    pub fn commit(&mut self) -> Result<u64, ClientError> {
+    /// [`TxnError::TxnFinished`] if an earlier operation lost the connection (the node
+    /// rolled the transaction back).
+    pub fn commit(mut self) -> Result<u64, ClientError> {
         let txn = self.handle;
         let start_ts = self.start_ts;
         let reply = self.finish(TxnOp::Commit { txn }).map_err(|e| match e {
@@ -218,12 +220,13 @@ impl RemoteTxn {
         }
     }
 
-    /// Rolls back on the node (releasing its locks). The transaction is finished.
+    /// Rolls back on the node (releasing its locks) and takes the transaction.
     ///
     /// # Errors
-    /// [`TxnError::TxnFinished`] if it already was; [`ClientError::Service`] if the
-    /// connection failed (the node then rolls it back when it sees the connection close).
-    pub fn rollback(&mut self) -> Result<(), ClientError> {
+    /// [`TxnError::TxnFinished`] if an earlier operation lost the connection;
+    /// [`ClientError::Service`] if the connection failed now. Either way the node rolls the
+    /// transaction back when it sees the connection close.
+    pub fn rollback(mut self) -> Result<(), ClientError> {
         let txn = self.handle;
         match self.finish(TxnOp::Rollback { txn })? {
             TxnReply::Done => Ok(()),
