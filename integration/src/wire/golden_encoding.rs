@@ -4,9 +4,10 @@
 //! `PROTOCOL_VERSION`, which covers its `KvRequest`/`KvResponse` format only; a
 //! [`TxnFailure`] carries the txn crate's `TxnError` as it is, so a variant inserted or a
 //! field reordered there would change what a node sends without any version moving. These
-//! fixed values (every `TxnError`, `TxnFailure` and `TxnReply` variant, with varints of
-//! several bytes, negative integers, options both ways) pin the postcard bytes both ways:
-//! each value must encode to its expectation, and the expectation must decode to the value.
+//! fixed values (every `TxnError`, `TxnFailure` and `TxnReply` variant, and the `TxnOp`s
+//! that carry the txn crate's mode, hot-row operation and hints; with varints of several
+//! bytes, negative integers, options both ways) pin the postcard bytes both ways: each
+//! value must encode to its expectation, and the expectation must decode to the value.
 
 use std::fmt::{Debug, Write as _};
 
@@ -18,7 +19,9 @@ use surge_txn::{
 };
 
 use super::PROTOCOL_VERSION;
-use crate::wire::{CoordinatorState, TxnFailure, TxnReply};
+use crate::wire::{
+    CoordinatorState, SessionMode, TxnFailure, TxnOp, TxnReply, WireHints, WireHotOp,
+};
 
 fn txn_errors() -> Vec<(TxnError, &'static str)> {
     let key = || b"k1".to_vec();
@@ -291,6 +294,73 @@ fn txn_replies() -> Vec<(TxnReply, &'static str)> {
     ]
 }
 
+/// The operations that carry the txn crate's mode, hot-row operation and hints (each
+/// field both ways: bounds and target present and absent, every hint on and off).
+fn txn_ops() -> Vec<(TxnOp, &'static str)> {
+    vec![
+        (
+            TxnOp::Begin {
+                mode: SessionMode::Optimistic,
+            },
+            "0000",
+        ),
+        (
+            TxnOp::Begin {
+                mode: SessionMode::Pessimistic,
+            },
+            "0001",
+        ),
+        (
+            TxnOp::HotUpdate {
+                key: b"k1".to_vec(),
+                op: WireHotOp {
+                    delta: -3,
+                    min: Some(0),
+                    max: Some(1000),
+                },
+                hints: WireHints {
+                    commit_on_success: true,
+                    rollback_on_fail: true,
+                    target_affect_row: Some(1),
+                },
+            },
+            "0a026b3105010001d00f01010101",
+        ),
+        (
+            TxnOp::HotUpdate {
+                key: b"k1".to_vec(),
+                op: WireHotOp {
+                    delta: 1 << 40,
+                    min: None,
+                    max: None,
+                },
+                hints: WireHints {
+                    commit_on_success: false,
+                    rollback_on_fail: false,
+                    target_affect_row: None,
+                },
+            },
+            "0a026b318080808080400000000000",
+        ),
+        (
+            TxnOp::HotUpdate {
+                key: Vec::new(),
+                op: WireHotOp {
+                    delta: 0,
+                    min: Some(i64::MIN),
+                    max: None,
+                },
+                hints: WireHints {
+                    commit_on_success: true,
+                    rollback_on_fail: false,
+                    target_affect_row: Some(300),
+                },
+            },
+            "0a000001ffffffffffffffffff0100010001ac02",
+        ),
+    ]
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
@@ -327,6 +397,7 @@ fn what_the_protocol_carries_keeps_its_bytes() {
     compare("TxnError", txn_errors(), &mut diffs);
     compare("TxnFailure", txn_failures(), &mut diffs);
     compare("TxnReply", txn_replies(), &mut diffs);
+    compare("TxnOp", txn_ops(), &mut diffs);
     assert!(
         diffs.is_empty(),
         "the postcard encoding of values in the client protocol changed:\n{}\n\
