@@ -14,15 +14,15 @@ use proptest::sample::Index;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use surge_txn::{
-    HotReject, KeyError, LockMode, RegionEpoch, RegionError, RegionInfo, ServiceError, TxnError,
-    WaitForEdge,
+    HotHints, HotOp, HotOutcome, HotReject, KeyError, LockMode, RegionEpoch, RegionError,
+    RegionInfo, ServiceError, TxnError, TxnMode, WaitForEdge,
     actions::{CommitKind, Mutation, PessimisticAction, TxnProps},
     rpc::{Context, KvRequest, KvResponse, LockKey},
 };
 use surgedb::wire::{
     ClientFrame, CoordinatorState, FrameError, Hello, MAGIC, MAX_FRAME, PROTOCOL_VERSION,
-    ServerFrame, ServerStats, SessionMode, TxnFailure, TxnOp, TxnReply, WireError, WireHints,
-    WireHotOp, decode_hello, encode_hello, encode_hello_with_version, read_frame, write_frame,
+    ServerFrame, ServerStats, TxnFailure, TxnOp, TxnReply, WireError, decode_hello, encode_hello,
+    encode_hello_with_version, read_frame, write_frame,
 };
 
 // ---- strategies ----
@@ -230,14 +230,26 @@ fn kv_request() -> impl Strategy<Value = KvRequest> {
     ]
 }
 
+/// Hints with each of the three set or not.
+fn hints(commit_on_success: bool, rollback_on_fail: bool, target: Option<u64>) -> HotHints {
+    let mut h = HotHints::new();
+    if commit_on_success {
+        h = h.commit_on_success();
+    }
+    if rollback_on_fail {
+        h = h.rollback_on_fail();
+    }
+    if let Some(n) = target {
+        h = h.target_affect_row(n);
+    }
+    h
+}
+
 fn txn_op() -> impl Strategy<Value = TxnOp> {
     let txn = any::<u64>;
     prop_oneof![
-        prop_oneof![
-            Just(SessionMode::Optimistic),
-            Just(SessionMode::Pessimistic)
-        ]
-        .prop_map(|mode| TxnOp::Begin { mode }),
+        prop_oneof![Just(TxnMode::Optimistic), Just(TxnMode::Pessimistic)]
+            .prop_map(|mode| TxnOp::Begin { mode }),
         (txn(), key()).prop_map(|(txn, key)| TxnOp::Get { txn, key }),
         (txn(), vec(key(), 0..6)).prop_map(|(txn, keys)| TxnOp::BatchGet { txn, keys }),
         (txn(), key(), option::of(key()), any::<u64>()).prop_map(|(txn, start, end, limit)| {
@@ -262,12 +274,8 @@ fn txn_op() -> impl Strategy<Value = TxnOp> {
             .prop_map(
                 |(key, (delta, min, max), (cos, rof, target))| TxnOp::HotUpdate {
                     key,
-                    op: WireHotOp { delta, min, max },
-                    hints: WireHints {
-                        commit_on_success: cos,
-                        rollback_on_fail: rof,
-                        target_affect_row: target,
-                    },
+                    op: HotOp { delta, min, max },
+                    hints: hints(cos, rof, target),
                 }
             ),
         Just(TxnOp::State),
@@ -330,13 +338,13 @@ fn txn_result() -> impl Strategy<Value = Result<TxnReply, TxnFailure>> {
         vec((key(), value()), 0..4).prop_map(|pairs| Ok(TxnReply::Pairs(pairs))),
         Just(Ok(TxnReply::Done)),
         any::<u64>().prop_map(|commit_ts| Ok(TxnReply::Committed { commit_ts })),
-        any::<(Option<i64>, u64, Option<u64>, u64)>().prop_map(
-            |(value, affected_rows, commit_ts, group_writes)| Ok(TxnReply::Hot {
+        any::<(Option<i64>, u64, Option<u64>, usize)>().prop_map(
+            |(value, affected_rows, commit_ts, group_writes)| Ok(TxnReply::Hot(HotOutcome {
                 value,
                 affected_rows,
                 commit_ts,
                 group_writes,
-            })
+            }))
         ),
         (any::<u64>(), option::of(text())).prop_map(|(attempts, last_error)| Ok(TxnReply::State(
             CoordinatorState::Recovering {

@@ -61,7 +61,10 @@
 //!
 //! # Crate features
 //!
-//! None.
+//! - `serde`: `Serialize` and `Deserialize` for the values an application hands the client
+//!   and gets back, to carry them over a transport of its own: [`TxnMode`], [`HotOp`],
+//!   [`HotOutcome`] and [`HotHints`]. Off by default. The node protocol ([`rpc`]), the MVCC
+//!   records and the errors derive them always, since nodes replicate and send them.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 

@@ -212,21 +212,11 @@ impl Client {
     ) -> Result<HotOutcome, ClientError> {
         let op = TxnOp::HotUpdate {
             key: key.to_vec(),
-            op: op.into(),
-            hints: hints.into(),
+            op,
+            hints,
         };
         match self.coordinator_call(node, op)? {
-            TxnReply::Hot {
-                value,
-                affected_rows,
-                commit_ts,
-                group_writes,
-            } => Ok(HotOutcome {
-                value,
-                affected_rows,
-                commit_ts,
-                group_writes: usize::try_from(group_writes).unwrap_or(usize::MAX),
-            }),
+            TxnReply::Hot(outcome) => Ok(outcome),
             other => Err(unexpected(&*self.remote(node)?, "hot_update", &other)),
         }
     }

@@ -46,7 +46,7 @@ impl RemoteTxn {
         mut conn: Conn,
         mode: TxnMode,
     ) -> Result<RemoteTxn, ClientError> {
-        let op = TxnOp::Begin { mode: mode.into() };
+        let op = TxnOp::Begin { mode };
         match remote.txn_call(&mut conn, op)? {
             Ok(TxnReply::Begun { txn, start_ts }) => Ok(RemoteTxn {
                 remote,

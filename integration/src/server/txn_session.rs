@@ -56,7 +56,7 @@ impl TxnSession {
                         max: MAX_OPEN_TXNS as u64,
                     });
                 }
-                let txn = coordinator.client()?.begin(mode.into()).map_err(fail)?;
+                let txn = coordinator.client()?.begin(mode).map_err(fail)?;
                 let handle = self.next;
                 self.next += 1;
                 let start_ts = txn.start_ts();
@@ -68,8 +68,8 @@ impl TxnSession {
             }
             TxnOp::HotUpdate { key, op, hints } => coordinator
                 .client()?
-                .hot_update(&key, op.into(), hints.into())
-                .map(TxnReply::hot)
+                .hot_update(&key, op, hints)
+                .map(TxnReply::Hot)
                 .map_err(fail),
             TxnOp::Get { txn, key } => self.txn(txn)?.get(&key).map(TxnReply::Value).map_err(fail),
             TxnOp::GetForUpdate { txn, key } => self

@@ -14,14 +14,12 @@ use std::fmt::{Debug, Write as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use surge_txn::{
-    HotReject, KeyError, MvccError, RegionEpoch, RegionError, RegionInfo, ServiceError, TxnError,
-    WaitForEdge,
+    HotHints, HotOp, HotOutcome, HotReject, KeyError, MvccError, RegionEpoch, RegionError,
+    RegionInfo, ServiceError, TxnError, TxnMode, WaitForEdge,
 };
 
 use super::PROTOCOL_VERSION;
-use crate::wire::{
-    CoordinatorState, SessionMode, TxnFailure, TxnOp, TxnReply, WireHints, WireHotOp,
-};
+use crate::wire::{CoordinatorState, TxnFailure, TxnOp, TxnReply};
 
 fn txn_errors() -> Vec<(TxnError, &'static str)> {
     let key = || b"k1".to_vec();
@@ -258,21 +256,21 @@ fn txn_replies() -> Vec<(TxnReply, &'static str)> {
         (TxnReply::Done, "03"),
         (TxnReply::Committed { commit_ts: 301 }, "04ad02"),
         (
-            TxnReply::Hot {
+            TxnReply::Hot(HotOutcome {
                 value: Some(-5),
                 affected_rows: 1,
                 commit_ts: Some(302),
                 group_writes: 3,
-            },
+            }),
             "0501090101ae0203",
         ),
         (
-            TxnReply::Hot {
+            TxnReply::Hot(HotOutcome {
                 value: None,
                 affected_rows: 0,
                 commit_ts: None,
                 group_writes: 0,
-            },
+            }),
             "0500000000",
         ),
         (
@@ -300,61 +298,52 @@ fn txn_ops() -> Vec<(TxnOp, &'static str)> {
     vec![
         (
             TxnOp::Begin {
-                mode: SessionMode::Optimistic,
+                mode: TxnMode::Optimistic,
             },
             "0000",
         ),
         (
             TxnOp::Begin {
-                mode: SessionMode::Pessimistic,
+                mode: TxnMode::Pessimistic,
             },
             "0001",
         ),
         (
             TxnOp::HotUpdate {
                 key: b"k1".to_vec(),
-                op: WireHotOp {
+                op: HotOp {
                     delta: -3,
                     min: Some(0),
                     max: Some(1000),
                 },
-                hints: WireHints {
-                    commit_on_success: true,
-                    rollback_on_fail: true,
-                    target_affect_row: Some(1),
-                },
+                hints: HotHints::new()
+                    .commit_on_success()
+                    .rollback_on_fail()
+                    .target_affect_row(1),
             },
             "0a026b3105010001d00f01010101",
         ),
         (
             TxnOp::HotUpdate {
                 key: b"k1".to_vec(),
-                op: WireHotOp {
+                op: HotOp {
                     delta: 1 << 40,
                     min: None,
                     max: None,
                 },
-                hints: WireHints {
-                    commit_on_success: false,
-                    rollback_on_fail: false,
-                    target_affect_row: None,
-                },
+                hints: HotHints::new(),
             },
             "0a026b318080808080400000000000",
         ),
         (
             TxnOp::HotUpdate {
                 key: Vec::new(),
-                op: WireHotOp {
+                op: HotOp {
                     delta: 0,
                     min: Some(i64::MIN),
                     max: None,
                 },
-                hints: WireHints {
-                    commit_on_success: true,
-                    rollback_on_fail: false,
-                    target_affect_row: Some(300),
-                },
+                hints: HotHints::new().commit_on_success().target_affect_row(300),
             },
             "0a000001ffffffffffffffffff0100010001ac02",
         ),

@@ -20,8 +20,9 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// checks keep them from drifting apart silently: the assertion below stops the build when
 /// the txn crate's `PROTOCOL_VERSION` (its `KvRequest`/`KvResponse` format) moves, and the
 /// golden test in `golden_encoding.rs` fails when the bytes of `TxnError` (inside
-/// [`super::TxnFailure`]), `TxnFailure` or [`super::TxnReply`] change, which the txn
-/// crate's version does not cover.
+/// [`super::TxnFailure`]), `TxnFailure`, [`super::TxnReply`] (with the txn crate's
+/// `HotOutcome`) or the [`super::TxnOp`]s carrying the txn crate's `TxnMode`, `HotOp` and
+/// `HotHints` change, which the txn crate's version does not cover.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 const _: () = assert!(
