@@ -79,6 +79,10 @@ mod region;
 pub mod rpc;
 mod service;
 mod ts;
+// The write-only benchmark's workload, shared by the `write_only` example and `surgedb
+// bench locks`. Not an API.
+#[doc(hidden)]
+pub mod workload;
 
 pub use client::{
     BinlogOptions, BinlogRecoveryReport, ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD,
