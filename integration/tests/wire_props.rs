@@ -2,7 +2,7 @@
 //! them returns errors, never panics or allocates what a length prefix merely claims; what is
 //! written is read back equal and in order; a stream cut anywhere yields an error, never a
 //! wrong frame; a hello of another version or magic is refused by name.
-//! (`integration/fuzz` runs the same checks coverage-guided.)
+//! (`integration/fuzz` runs the same checks, `surgedb::wire::checks`, coverage-guided.)
 #![allow(clippy::unwrap_used)] // strategies and helpers outside #[test] fns
 
 use std::fmt::Debug;
@@ -19,6 +19,7 @@ use surge_txn::{
     actions::{CommitKind, Mutation, PessimisticAction, TxnProps},
     rpc::{Context, KvRequest, KvResponse, LockKey},
 };
+use surgedb::wire::checks::{check_decoded, check_hello, check_stream};
 use surgedb::wire::{
     ClientFrame, CoordinatorState, FrameError, Hello, MAGIC, MAX_FRAME, PROTOCOL_VERSION,
     ServerFrame, ServerStats, TxnFailure, TxnOp, TxnReply, WireError, decode_hello, encode_hello,
@@ -450,52 +451,24 @@ where
     Ok(())
 }
 
-/// Decodes `body` as a `T`; what decodes must survive a round trip.
-fn check_decoded<T>(body: &[u8]) -> Result<(), TestCaseError>
-where
-    T: Serialize + DeserializeOwned + PartialEq + Debug,
-{
-    if let Ok(value) = postcard::from_bytes::<T>(body) {
-        let again = postcard::from_bytes::<T>(&encode(&value));
-        prop_assert_eq!(again.ok(), Some(value));
-    }
-    Ok(())
-}
-
-/// Reads `data` as a connection does, decoding every body as a hello and as both frame kinds,
-/// until the stream ends or framing is lost; returns how many frames were read.
+/// Reads `data` as a connection does, decoding every body as a hello and as both frame kinds
+/// (the checks `integration/fuzz` runs too), until the stream ends or framing is lost;
+/// returns how many frames were read.
 fn read_and_decode_all(data: &[u8]) -> Result<usize, TestCaseError> {
-    let mut stream = data;
-    let mut body = Vec::new();
-    let mut frames = 0;
-    loop {
-        let left = stream.len();
-        match read_frame(&mut stream, &mut body) {
-            Ok(()) => {
-                prop_assert_eq!(left - stream.len(), 4 + body.len());
-                frames += 1;
-                check_decoded::<ClientFrame>(&body)?;
-                check_decoded::<ServerFrame>(&body)?;
-                if let Ok(hello) = decode_hello(&body) {
-                    prop_assert_eq!(decode_hello(&encode_hello(&hello)), Ok(hello));
-                }
-            }
-            Err(FrameError::TooLarge { len, max }) => {
-                prop_assert!(len > MAX_FRAME && max == MAX_FRAME);
-                break;
-            }
-            Err(FrameError::Closed) => break,
-            Err(e) => return Err(TestCaseError::fail(format!("a slice read failed: {e}"))),
-        }
-    }
+    let read = check_stream(data, |body| {
+        check_decoded::<ClientFrame>(body)?;
+        check_decoded::<ServerFrame>(body)?;
+        check_hello(body)
+    })
+    .map_err(|e| TestCaseError::fail(e.to_string()))?;
     // Memory follows the bytes that arrived (std's read_to_end grows by doubling), never
     // the lengths claimed.
     prop_assert!(
-        body.capacity() <= 2 * data.len() + 64,
+        read.buffer_capacity <= 2 * data.len() + 64,
         "{}",
-        body.capacity()
+        read.buffer_capacity
     );
-    Ok(frames)
+    Ok(read.frames)
 }
 
 // ---- properties ----

@@ -13,6 +13,9 @@
 //! transactions belong to the connection's session: closing the connection rolls back those
 //! still open.
 
+// The decoder checks the fuzz targets and `tests/wire_props.rs` share. Not an API.
+#[doc(hidden)]
+pub mod checks;
 mod frame;
 mod messages;
 mod txn_failure;
