@@ -75,13 +75,6 @@ pub fn binlog_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Runs `mariadb-binlog --verify-binlog-checksum -vv FILE` and returns its stdout, or
-/// `None` when the tool is not installed (after saying so). Fails when
-/// `SURGE_REQUIRE_MARIADB_BINLOG=1` and the tool is missing, or when it exits non-zero.
-pub fn mariadb_binlog(file: &Path) -> Option<String> {
-    surge_testkit::mariadb_binlog::verify(&[file], "-vv")
-}
-
 /// The `# at N` offsets mariadb-binlog printed, deduplicated, in order.
 pub fn at_offsets(text: &str) -> Vec<u64> {
     let mut v: Vec<u64> = text
@@ -96,7 +89,7 @@ pub fn at_offsets(text: &str) -> Vec<u64> {
 /// Checks one of our files with mariadb-binlog: exit 0 and the same event offsets as our
 /// reader. Returns the tool's output (None when skipped).
 pub fn verify_with_mariadb(file: &Path) -> Option<String> {
-    let text = mariadb_binlog(file)?;
+    let text = surge_testkit::mariadb_binlog::verify(&[file], "-vv")?;
     let ours: Vec<u64> = surge_binlog::read_file_events(file)
         .unwrap()
         .into_iter()

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use surge_binlog::{Binlog, EventBody, QueryEvent};
 
-use crate::common::{binlog_files, mariadb_binlog, test_config, verify_with_mariadb};
+use surge_testkit::mariadb_binlog;
+
+use crate::common::{binlog_files, test_config, verify_with_mariadb};
 
 #[test]
 fn mariadb_binlog_reads_every_file_we_write() {
@@ -66,7 +68,7 @@ fn mariadb_binlog_reads_every_file_we_write() {
     }
     assert_eq!(inserts, 100 + 40);
     assert_eq!(deletes, 20);
-    let first = mariadb_binlog(&files[0]).unwrap();
+    let first = mariadb_binlog::verify(&files[..1], "-vv").unwrap();
     assert!(first.contains("CREATE TABLE IF NOT EXISTS kv"));
     assert!(first.contains("@1='key-"), "rows decoded by mariadb-binlog");
 }

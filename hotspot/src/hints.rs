@@ -7,6 +7,9 @@
 /// mode picks it up); anything else takes the ordinary path: lock the key, apply, make durable,
 /// unlock, alone.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+// With `serde`, the fields in this order are the encoding (`surgedb`'s wire protocol pins
+// its bytes): add new ones at the end.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Hints {
     commit_on_success: bool,
     rollback_on_fail: bool,

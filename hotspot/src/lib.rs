@@ -83,7 +83,8 @@
 //! ```
 //!
 //! # Crate features
-//! None.
+//! - `serde`: `Serialize` and `Deserialize` for [`Hints`], so a request's hints can travel
+//!   with it. Off by default.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
 #![warn(missing_debug_implementations, unreachable_pub)]

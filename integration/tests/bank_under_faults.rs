@@ -58,7 +58,7 @@ fn transfer(
     let a = parse(t.get_for_update(&account(from))?);
     let b = parse(t.get_for_update(&account(to))?);
     if a < amount {
-        t.rollback()?;
+        t.rollback();
         return Ok(None);
     }
     t.put(&account(from), (a - amount).to_string().as_bytes())?;

@@ -25,9 +25,10 @@ use std::time::{Duration, Instant};
 
 use common::{ProcCluster, long, surgedb, wait_until};
 use parking_lot::Mutex;
-use surge_txn::NodeRouter;
+use surge_txn::rpc::NodeRouter;
 use surge_txn::{
-    Context, HotHints, HotOp, KvRequest, KvResponse, TXN_CRASH_ENV, TxnError, TxnMode,
+    HotHints, HotOp, TXN_CRASH_ENV, TxnError, TxnMode,
+    rpc::{Context, KvRequest, KvResponse},
     txn_crash_points,
 };
 use surgedb::wire::CoordinatorState;

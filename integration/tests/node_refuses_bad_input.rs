@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::SoloNode;
-use surge_txn::{KvRequest, KvResponse, KvService};
+use surge_txn::rpc::{KvRequest, KvResponse, KvService};
 use surgedb::RemoteService;
 use surgedb::wire::{
     ClientFrame, Hello, MAX_FRAME, PROTOCOL_VERSION, ServerFrame, WireError, encode_hello,

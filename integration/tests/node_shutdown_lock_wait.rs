@@ -14,9 +14,8 @@ use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use common::SoloNode;
-use surge_txn::{
-    Context, KvRequest, KvResponse, KvService, LockKey, RegionError, TxnError, TxnMode,
-};
+use surge_txn::rpc::{Context, KvRequest, KvResponse, KvService, LockKey};
+use surge_txn::{RegionError, TxnError, TxnMode};
 use surgedb::local::signal;
 use surgedb::{Client, ClientError, RemoteConfig, RemoteService};
 

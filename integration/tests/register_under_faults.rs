@@ -54,7 +54,7 @@ fn cas(client: &TxnClient, key: &[u8], expect: u64, new: u64) -> Result<Result<(
     let mut t = client.begin(TxnMode::Pessimistic)?;
     let found = decode(t.get_for_update(key)?);
     if found != expect {
-        t.rollback()?;
+        t.rollback();
         return Ok(Err(found));
     }
     t.put(key, new.to_string().as_bytes())?;

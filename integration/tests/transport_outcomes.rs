@@ -8,9 +8,8 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use surgedb::txn::{
-    KvRequest, KvResponse, KvService, RegionEpoch, RegionError, RegionInfo, TxnError, TxnMode,
-};
+use surgedb::txn::rpc::{KvRequest, KvResponse, KvService};
+use surgedb::txn::{RegionEpoch, RegionError, RegionInfo, TxnError, TxnMode};
 use surgedb::wire::{ClientFrame, ServerFrame, read_frame, write_frame};
 use surgedb::{Client, ClientOptions};
 
@@ -190,7 +189,7 @@ fn client_call_does_not_try_another_node_after_a_sent_request_failed() {
     });
     let client = Client::connect(&cluster.addrs[..1], ClientOptions::default()).expect("connect");
     let commit = KvRequest::Commit {
-        ctx: surgedb::txn::Context {
+        ctx: surgedb::txn::rpc::Context {
             region_id: 2,
             epoch: RegionEpoch {
                 version: 1,

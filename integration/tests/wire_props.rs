@@ -2,7 +2,7 @@
 //! them returns errors, never panics or allocates what a length prefix merely claims; what is
 //! written is read back equal and in order; a stream cut anywhere yields an error, never a
 //! wrong frame; a hello of another version or magic is refused by name.
-//! (`integration/fuzz` runs the same checks coverage-guided.)
+//! (`integration/fuzz` runs the same checks, `surgedb::wire::checks`, coverage-guided.)
 #![allow(clippy::unwrap_used)] // strategies and helpers outside #[test] fns
 
 use std::fmt::Debug;
@@ -14,14 +14,16 @@ use proptest::sample::Index;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use surge_txn::{
-    CommitKind, Context, HotReject, KeyError, KvRequest, KvResponse, LockKey, LockMode, Mutation,
-    PessimisticAction, RegionEpoch, RegionError, RegionInfo, ServiceError, TxnError, TxnProps,
-    WaitForEdge,
+    HotHints, HotOp, HotOutcome, HotReject, KeyError, LockMode, RegionEpoch, RegionError,
+    RegionInfo, ServiceError, TxnError, TxnMode, WaitForEdge,
+    actions::{CommitKind, Mutation, PessimisticAction, TxnProps},
+    rpc::{Context, KvRequest, KvResponse, LockKey},
 };
+use surgedb::wire::checks::{check_decoded, check_hello, check_stream};
 use surgedb::wire::{
     ClientFrame, CoordinatorState, FrameError, Hello, MAGIC, MAX_FRAME, PROTOCOL_VERSION,
-    ServerFrame, ServerStats, SessionMode, TxnFailure, TxnOp, TxnReply, WireError, WireHints,
-    WireHotOp, decode_hello, encode_hello, encode_hello_with_version, read_frame, write_frame,
+    ServerFrame, ServerStats, TxnFailure, TxnOp, TxnReply, WireError, decode_hello, encode_hello,
+    encode_hello_with_version, read_frame, write_frame,
 };
 
 // ---- strategies ----
@@ -230,14 +232,26 @@ fn kv_request() -> impl Strategy<Value = KvRequest> {
     ]
 }
 
+/// Hints with each of the three set or not.
+fn hints(commit_on_success: bool, rollback_on_fail: bool, target: Option<u64>) -> HotHints {
+    let mut h = HotHints::new();
+    if commit_on_success {
+        h = h.commit_on_success();
+    }
+    if rollback_on_fail {
+        h = h.rollback_on_fail();
+    }
+    if let Some(n) = target {
+        h = h.target_affect_row(n);
+    }
+    h
+}
+
 fn txn_op() -> impl Strategy<Value = TxnOp> {
     let txn = any::<u64>;
     prop_oneof![
-        prop_oneof![
-            Just(SessionMode::Optimistic),
-            Just(SessionMode::Pessimistic)
-        ]
-        .prop_map(|mode| TxnOp::Begin { mode }),
+        prop_oneof![Just(TxnMode::Optimistic), Just(TxnMode::Pessimistic)]
+            .prop_map(|mode| TxnOp::Begin { mode }),
         (txn(), key()).prop_map(|(txn, key)| TxnOp::Get { txn, key }),
         (txn(), vec(key(), 0..6)).prop_map(|(txn, keys)| TxnOp::BatchGet { txn, keys }),
         (txn(), key(), option::of(key()), any::<u64>()).prop_map(|(txn, start, end, limit)| {
@@ -262,12 +276,8 @@ fn txn_op() -> impl Strategy<Value = TxnOp> {
             .prop_map(
                 |(key, (delta, min, max), (cos, rof, target))| TxnOp::HotUpdate {
                     key,
-                    op: WireHotOp { delta, min, max },
-                    hints: WireHints {
-                        commit_on_success: cos,
-                        rollback_on_fail: rof,
-                        target_affect_row: target,
-                    },
+                    op: HotOp { delta, min, max },
+                    hints: hints(cos, rof, target),
                 }
             ),
         Just(TxnOp::State),
@@ -330,13 +340,13 @@ fn txn_result() -> impl Strategy<Value = Result<TxnReply, TxnFailure>> {
         vec((key(), value()), 0..4).prop_map(|pairs| Ok(TxnReply::Pairs(pairs))),
         Just(Ok(TxnReply::Done)),
         any::<u64>().prop_map(|commit_ts| Ok(TxnReply::Committed { commit_ts })),
-        any::<(Option<i64>, u64, Option<u64>, u64)>().prop_map(
-            |(value, affected_rows, commit_ts, group_writes)| Ok(TxnReply::Hot {
+        any::<(Option<i64>, u64, Option<u64>, usize)>().prop_map(
+            |(value, affected_rows, commit_ts, group_writes)| Ok(TxnReply::Hot(HotOutcome {
                 value,
                 affected_rows,
                 commit_ts,
                 group_writes,
-            })
+            }))
         ),
         (any::<u64>(), option::of(text())).prop_map(|(attempts, last_error)| Ok(TxnReply::State(
             CoordinatorState::Recovering {
@@ -442,52 +452,24 @@ where
     Ok(())
 }
 
-/// Decodes `body` as a `T`; what decodes must survive a round trip.
-fn check_decoded<T>(body: &[u8]) -> Result<(), TestCaseError>
-where
-    T: Serialize + DeserializeOwned + PartialEq + Debug,
-{
-    if let Ok(value) = postcard::from_bytes::<T>(body) {
-        let again = postcard::from_bytes::<T>(&encode(&value));
-        prop_assert_eq!(again.ok(), Some(value));
-    }
-    Ok(())
-}
-
-/// Reads `data` as a connection does, decoding every body as a hello and as both frame kinds,
-/// until the stream ends or framing is lost; returns how many frames were read.
+/// Reads `data` as a connection does, decoding every body as a hello and as both frame kinds
+/// (the checks `integration/fuzz` runs too), until the stream ends or framing is lost;
+/// returns how many frames were read.
 fn read_and_decode_all(data: &[u8]) -> Result<usize, TestCaseError> {
-    let mut stream = data;
-    let mut body = Vec::new();
-    let mut frames = 0;
-    loop {
-        let left = stream.len();
-        match read_frame(&mut stream, &mut body) {
-            Ok(()) => {
-                prop_assert_eq!(left - stream.len(), 4 + body.len());
-                frames += 1;
-                check_decoded::<ClientFrame>(&body)?;
-                check_decoded::<ServerFrame>(&body)?;
-                if let Ok(hello) = decode_hello(&body) {
-                    prop_assert_eq!(decode_hello(&encode_hello(&hello)), Ok(hello));
-                }
-            }
-            Err(FrameError::TooLarge { len, max }) => {
-                prop_assert!(len > MAX_FRAME && max == MAX_FRAME);
-                break;
-            }
-            Err(FrameError::Closed) => break,
-            Err(e) => return Err(TestCaseError::fail(format!("a slice read failed: {e}"))),
-        }
-    }
+    let read = check_stream(data, |body| {
+        check_decoded::<ClientFrame>(body)?;
+        check_decoded::<ServerFrame>(body)?;
+        check_hello(body)
+    })
+    .map_err(|e| TestCaseError::fail(e.to_string()))?;
     // Memory follows the bytes that arrived (std's read_to_end grows by doubling), never
     // the lengths claimed.
     prop_assert!(
-        body.capacity() <= 2 * data.len() + 64,
+        read.buffer_capacity <= 2 * data.len() + 64,
         "{}",
-        body.capacity()
+        read.buffer_capacity
     );
-    Ok(frames)
+    Ok(read.frames)
 }
 
 // ---- properties ----

@@ -375,6 +375,25 @@ mod tests {
                 false,
             ),
             (
+                "read of a value overwritten by a completed write",
+                vec![
+                    op(Write(1), 0, Some(1)),
+                    op(Write(2), 2, Some(3)),
+                    op(Read(1), 4, Some(5)),
+                ],
+                false,
+            ),
+            (
+                "unknown write observed, then an older value read",
+                vec![
+                    op(Write(1), 0, Some(1)),
+                    op(Write(2), 2, None),
+                    op(Read(2), 3, Some(4)),
+                    op(Read(1), 5, Some(6)),
+                ],
+                false,
+            ),
+            (
                 "reads disagree on the order of two concurrent writes",
                 vec![
                     op(Write(1), 0, Some(10)),

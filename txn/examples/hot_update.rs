@@ -249,7 +249,7 @@ fn run(args: &Args) -> Result<(), String> {
     let cluster = LocalCluster::start(ClusterConfig::new(dir.path()))
         .map_err(|e| format!("The cluster did not start: {e}."))?;
     let client = TxnClient::new(cluster.router(), ClientConfig::default());
-    let mut t = client
+    let t = client
         .begin(TxnMode::Pessimistic)
         .and_then(|mut t| t.put(HOT_KEY, &HotOp::encode(0)).map(|()| t))
         .map_err(|e| format!("The hot row could not be written: {e}."))?;

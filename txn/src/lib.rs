@@ -9,15 +9,27 @@
 //!
 //! The crate is built in layers, each a folder, calls going down only:
 //! - engine: [`Engine`] and [`MemEngine`], a region's lock / write / default column families;
-//! - mvcc and actions: [`Lock`], [`Write`], [`MvccReader`], [`MvccTxn`] and the Percolator
-//!   actions ([`prewrite`], [`commit`], [`acquire_pessimistic_lock`], [`check_txn_status`], ...),
-//!   pure functions over a snapshot;
+//! - mvcc and actions: the Percolator actions ([`actions::prewrite`], [`actions::commit`],
+//!   [`actions::acquire_pessimistic_lock`], ...), pure functions over a snapshot;
 //! - region: a data region's replica (latches, the leader's lock table, the Raft state
 //!   machine) and its changes: leader transfer, split and merge with in-memory lock migration;
-//! - placement: the meta group ([`META_REGION_ID`]): region map and timestamp oracle;
-//! - service: [`KvRequest`] / [`KvResponse`], [`KvService`], [`NodeRouter`] and [`KvNode`];
+//! - placement: the meta group ([`rpc::META_REGION_ID`]): region map and timestamp oracle;
+//! - service: [`KvNode`], serving [`rpc::KvRequest`]s;
 //! - client: [`TxnClient`] and [`Transaction`];
 //! - cluster: [`LocalCluster`], N nodes in one process with durable WALs and a faulty network.
+//!
+//! # What is where
+//!
+//! The crate root holds what an application uses: the client ([`TxnClient`],
+//! [`Transaction`], [`TxnMode`], [`ClientConfig`], [`TxnError`] and the errors it carries),
+//! hot-row updates ([`HotOp`], [`HotHints`]), the in-process cluster ([`LocalCluster`]) and
+//! its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`]). Three modules hold the
+//! rest, each for its own reader:
+//! - [`rpc`]: the node protocol ([`rpc::KvRequest`], [`rpc::KvService`], [`rpc::NodeRouter`]),
+//!   for transport implementers and those who start nodes themselves;
+//! - [`actions`]: the Percolator actions and the MVCC types they work on, for tests and reuse
+//!   of the storage side;
+//! - [`codec`]: key, timestamp and record encodings, for tools that read engine data.
 //!
 //! # Example
 //!
@@ -49,57 +61,62 @@
 //!
 //! # Crate features
 //!
-//! None.
+//! - `serde`: `Serialize` and `Deserialize` for the values an application hands the client
+//!   and gets back, to carry them over a transport of its own: [`TxnMode`], [`HotOp`],
+//!   [`HotOutcome`] and [`HotHints`]. Off by default. The node protocol ([`rpc`]), the MVCC
+//!   records and the errors derive them always, since nodes replicate and send them.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
-mod actions;
+pub mod actions;
 mod client;
 mod cluster;
+pub mod codec;
 mod engine;
 mod mvcc;
 mod pause;
 mod placement;
 mod region;
+pub mod rpc;
 mod service;
 mod ts;
+// The write-only benchmark's workload, shared by the `write_only` example and `surgedb
+// bench locks`. Not an API.
+#[doc(hidden)]
+pub mod workload;
 
-// engine layer re-exports
-pub use engine::{
-    Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch, decode_key, encode_key,
-    encode_key_with_ts, split_ts,
-};
-// mvcc re-exports
-pub use mvcc::{
-    Lock, LockInfo, LockNotFoundReason, LockType, Mutation, MvccError, MvccReader, MvccTxn,
-    PessimisticAction, SHORT_VALUE_MAX_LEN, TxnCommitRecord, TxnWrites, Write, WriteType,
-};
-// actions layer re-exports
-pub use actions::*;
-pub use pause::{MAX_PAUSE, PauseGuard, arm_pause, pause_points};
-pub use ts::{LOGICAL_BITS, compose_ts, physical_ms};
-// client layer re-exports
 pub use client::{
-    BinlogOptions, BinlogRecoveryReport, TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, txn_crash_points,
+    BinlogOptions, BinlogRecoveryReport, ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD,
+    HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair,
+    Transaction, TxnClient, TxnError, TxnMode,
 };
-pub use client::{
-    ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters,
-    HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair, Transaction, TxnClient,
-    TxnError, TxnMode,
-};
+pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
+pub use engine::{Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch};
 /// Hot-row update hints (`commit_on_success`, `rollback_on_fail`, `target_affect_row(n)`),
 /// from `surge-hotspot`.
 pub use surge_hotspot::Hints as HotHints;
-// region, placement, service and cluster layers
-pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
-pub use placement::{META_REGION_ID, even_split_keys, initial_regions};
-pub use region::{Context, LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
+// The errors a `TxnError` carries, and what they carry.
+pub use mvcc::{LockInfo, LockNotFoundReason, MvccError};
+pub use region::{LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
+pub use service::{KeyError, KvNode, KvNodeConfig, ServiceError, WaitForEdge};
+
+// Inside the crate every item keeps its flat root path (`crate::KvRequest`,
+// `crate::prewrite`): the modules above group the public docs by reader, not the layering.
+pub(crate) use actions::*;
+pub(crate) use codec::*;
+pub(crate) use rpc::*;
+
+// Crash-test hooks: the environment variables a test sets to kill a committing process at a
+// named point (`tests/binlog_crash.rs`, the `surgedb` node tests). Not an API.
+#[doc(hidden)]
+pub use client::{TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, txn_crash_points};
+
+// Test hooks: named places where a test parks a thread to force a race in an exact order
+// (`tests/lock_migration_races.rs`, `tests/locking_read_max_ts.rs`). Inert unless armed. Not an API.
+#[doc(hidden)]
+pub use pause::{MAX_PAUSE, PauseGuard, arm_pause, pause_points};
 #[doc(hidden)]
 pub use region::{PausePoints, region_pause_points};
-pub use service::{
-    KeyError, KvNode, KvNodeConfig, KvRequest, KvResponse, KvService, LockKey, NodeRouter,
-    NodeStatusReport, PROTOCOL_VERSION, RegionStatus, ServiceError, WaitForEdge,
-};
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

@@ -8,8 +8,9 @@ mod actions_support;
 
 use actions_support::*;
 use surge_txn::{
-    LockNotFoundReason, LockType, Mutation, MvccError, PessimisticAction, TxnCommitRecord,
-    WriteType, pessimistic_rollback, prewrite,
+    LockNotFoundReason, MvccError,
+    actions::{Mutation, PessimisticAction, TxnCommitRecord, pessimistic_rollback, prewrite},
+    codec::{LockType, WriteType},
 };
 
 #[test]

@@ -7,9 +7,12 @@ mod actions_support;
 
 use actions_support::*;
 use surge_txn::{
-    CommitKind, Engine, LockType, Mutation, MvccError, PessimisticAction, SHORT_VALUE_MAX_LEN,
-    TxnCommitRecord, TxnStatus, WriteType, batch_get, check_txn_status, compose_ts, point_get,
-    prewrite, resolve_lock, scan, scan_lock, txn_heartbeat,
+    Engine, MvccError,
+    actions::{
+        CommitKind, Mutation, PessimisticAction, TxnCommitRecord, TxnStatus, batch_get,
+        check_txn_status, point_get, prewrite, resolve_lock, scan, scan_lock, txn_heartbeat,
+    },
+    codec::{LockType, SHORT_VALUE_MAX_LEN, WriteType, compose_ts},
 };
 
 const SKIP: PessimisticAction = PessimisticAction::SkipPessimisticCheck;

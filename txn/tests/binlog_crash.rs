@@ -59,7 +59,7 @@ fn child_process() {
     let c = cluster(&dir.join("cluster"));
     let client = coordinator(&c, &dir.join("binlog"));
     for i in 0.. {
-        let mut t = write_txn(&client, i);
+        let t = write_txn(&client, i);
         println!("inflight {i} {}", t.start_ts());
         let start_ts = t.start_ts();
         t.commit().expect("commit");
@@ -135,7 +135,7 @@ fn crash_at(point: &str) {
             }
         }
     }
-    t.rollback().expect("rollback");
+    t.rollback();
     let waited = started.elapsed();
     assert!(
         waited < Duration::from_secs(10),
@@ -154,7 +154,7 @@ fn crash_at(point: &str) {
     );
     // The restarted coordinator goes on writing the same keys.
     for j in i + 1..i + 4 {
-        let mut t = write_txn(&client, j);
+        let t = write_txn(&client, j);
         let start_ts = t.start_ts();
         t.commit().expect("commit after restart");
         acked.insert(start_ts);

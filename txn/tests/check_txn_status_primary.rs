@@ -8,9 +8,9 @@
 mod support;
 
 use support::{commit_keys, get_at, leader_and_ctx, prewrite_request, timestamp, txn_props};
-use surge_txn::{
-    ClusterConfig, CommitKind, KeyError, KvRequest, KvResponse, LocalCluster, MvccError,
-};
+use surge_txn::actions::CommitKind;
+use surge_txn::rpc::{KvRequest, KvResponse};
+use surge_txn::{ClusterConfig, KeyError, LocalCluster, MvccError};
 
 #[test]
 fn check_txn_status_on_a_secondary_is_refused_and_leaves_its_lock_alone() {

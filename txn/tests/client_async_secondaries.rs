@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use surge_txn::{
-    ClientConfig, ClusterConfig, KvRequest, KvResponse, LocalCluster, TxnClient, TxnMode,
+    ClientConfig, ClusterConfig, LocalCluster, TxnClient, TxnMode,
+    rpc::{KvRequest, KvResponse},
 };
 
 #[test]
@@ -38,7 +39,7 @@ fn secondaries_committed_in_the_background_are_visible_and_their_locks_go() {
             if let Ok(KvResponse::Locks { locks }) = c.call(
                 leader,
                 KvRequest::ScanLock {
-                    ctx: surge_txn::Context {
+                    ctx: surge_txn::rpc::Context {
                         region_id: region.id,
                         epoch: region.epoch,
                     },

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a failed unwrap is a failed test
 
 use proptest::prelude::*;
-use surge_txn::{
+use surge_txn::codec::{
     Lock, LockType, Write, WriteType, decode_key, encode_key, encode_key_with_ts, split_ts,
 };
 

@@ -13,9 +13,10 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use binlog_support::{check_binlog, cluster, coordinator, key, mariadb_binlog, store_table};
+use binlog_support::{check_binlog, cluster, coordinator, key, store_table};
 use surge_binlog::{CRASH_ENV, EventBody, LogReader, RowsKind, crash_points};
 use surge_testkit::CrashChild;
+use surge_testkit::mariadb_binlog;
 use surge_txn::{HotGroupRecord, HotHints, HotOp, TxnError, TxnMode};
 
 /// Threads updating the hot key at once.
@@ -205,7 +206,7 @@ fn every_acknowledged_member_is_its_own_binlog_transaction_in_arrival_order() {
     assert_eq!(got, logged_afters);
 
     let files = client.binlog().expect("binlog").file_paths();
-    let Some(text) = mariadb_binlog(&files) else {
+    let Some(text) = mariadb_binlog::verify(&files, "-v") else {
         return;
     };
     assert_eq!(

@@ -16,11 +16,11 @@ mod support;
 use support::{
     commit_keys, get_at, leader_and_ctx, lock_pessimistic, prewrite_request, timestamp, txn_props,
 };
+use surge_txn::actions::CommitKind;
+use surge_txn::codec::LockType;
 use surge_txn::region_pause_points::{MIGRATION_LOCKS_TAKEN, WRITE_BEFORE_PROPOSE};
-use surge_txn::{
-    ClusterConfig, CommitKind, KvNode, KvRequest, KvResponse, LocalCluster, LockInfo, LockMode,
-    LockType,
-};
+use surge_txn::rpc::{KvRequest, KvResponse};
+use surge_txn::{ClusterConfig, KvNode, LocalCluster, LockInfo, LockMode};
 
 /// Longest a test waits for a thread to reach its pause point.
 const PARK: Duration = Duration::from_secs(10);

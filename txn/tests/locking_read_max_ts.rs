@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 mod support;
 
+use surge_txn::actions::{CommitKind, Mutation, PessimisticAction, TxnProps};
+use surge_txn::rpc::{Context, KvRequest, KvResponse, LockKey};
 use surge_txn::{
-    ClientConfig, ClusterConfig, CommitKind, Context, KeyError, KvRequest, KvResponse,
-    LocalCluster, LockKey, LockMode, Mutation, MvccError, PessimisticAction, TxnClient, TxnMode,
-    TxnProps, arm_pause, pause_points,
+    ClientConfig, ClusterConfig, KeyError, LocalCluster, LockMode, MvccError, TxnClient, TxnMode,
+    arm_pause, pause_points,
 };
 
 fn props(start_ts: u64, primary: &[u8], for_update_ts: u64, commit_kind: CommitKind) -> TxnProps {

@@ -6,8 +6,9 @@ use std::time::Duration;
 mod support;
 
 use surge_txn::{
-    ClusterConfig, CommitKind, KvRequest, KvResponse, LocalCluster, LockKey, LockMode, Mutation,
-    PessimisticAction, TxnProps,
+    ClusterConfig, LocalCluster, LockMode,
+    actions::{CommitKind, Mutation, PessimisticAction, TxnProps},
+    rpc::{KvRequest, KvResponse, LockKey},
 };
 
 use support::{leader_and_ctx as ctx_of, timestamp as ts};

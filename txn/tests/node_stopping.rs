@@ -11,10 +11,8 @@ use std::time::{Duration, Instant};
 mod support;
 
 use support::{Layout, TestCluster};
-use surge_txn::{
-    ClientConfig, KvNode, KvRequest, KvResponse, KvService, LockKey, LockMode, NodeRouter,
-    RegionError, ServiceError, TxnError, TxnMode,
-};
+use surge_txn::rpc::{KvRequest, KvResponse, KvService, LockKey, NodeRouter};
+use surge_txn::{ClientConfig, KvNode, LockMode, RegionError, ServiceError, TxnError, TxnMode};
 
 /// The wait the waiting requests ask for: far longer than any of these tests may take, so a
 /// wait that ends in time was ended by the stop.
@@ -24,7 +22,7 @@ const LONG_WAIT: Duration = Duration::from_secs(60);
 const PROMPT: Duration = Duration::from_secs(10);
 
 fn lock_req(
-    ctx: surge_txn::Context,
+    ctx: surge_txn::rpc::Context,
     key: &[u8],
     start_ts: u64,
     wait: Option<Duration>,

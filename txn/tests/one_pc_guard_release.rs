@@ -9,8 +9,10 @@ use std::time::Duration;
 mod support;
 
 use support::{leader_and_ctx, prewrite_request, timestamp, txn_props};
+use surge_txn::actions::CommitKind;
 use surge_txn::region_pause_points::WRITE_BEFORE_PROPOSE;
-use surge_txn::{ClusterConfig, CommitKind, KvRequest, KvResponse, LocalCluster, RegionError};
+use surge_txn::rpc::{KvRequest, KvResponse};
+use surge_txn::{ClusterConfig, LocalCluster, RegionError};
 
 #[test]
 fn a_one_phase_commit_refused_at_apply_releases_its_guards() {

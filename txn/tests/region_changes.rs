@@ -6,9 +6,9 @@ use std::time::Duration;
 
 mod support;
 
+use surge_txn::rpc::{KvRequest, KvResponse};
 use surge_txn::{
-    ClientConfig, ClusterConfig, KvRequest, KvResponse, LocalCluster, LockMode, NodeCounters,
-    TxnClient, TxnError, TxnMode,
+    ClientConfig, ClusterConfig, LocalCluster, LockMode, NodeCounters, TxnClient, TxnError, TxnMode,
 };
 
 fn cluster(regions: usize) -> (tempfile::TempDir, LocalCluster) {
@@ -35,7 +35,7 @@ fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<Vec<u8>> {
         .call(
             leader,
             KvRequest::ScanLock {
-                ctx: surge_txn::Context {
+                ctx: surge_txn::rpc::Context {
                     region_id: r.id,
                     epoch: r.epoch,
                 },
@@ -99,7 +99,7 @@ fn test_propose_in_memory_pessimistic_locks_on_transfer() {
         t2.put(b"\x10k1", b"v2"),
         Err(TxnError::LockWaitTimeout { .. })
     ));
-    t2.rollback().expect("rollback");
+    t2.rollback();
     t1.commit()
         .expect("T1 commits after the transfer: its lock was migrated");
     assert_eq!(cl.get(b"\x10k1").expect("get"), Some(b"v1".to_vec()));
@@ -192,7 +192,7 @@ fn test_split_pessimistic_locks_with_concurrent_prewrite_gets_epoch_errors() {
         .call(
             leader,
             KvRequest::Get {
-                ctx: surge_txn::Context {
+                ctx: surge_txn::rpc::Context {
                     region_id: old.id,
                     epoch: old.epoch,
                 },
@@ -360,14 +360,17 @@ fn test_split_with_concurrent_pessimistic_locking_never_loses_a_lock() {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     i += 1;
                     let mut t = cl.begin(TxnMode::Pessimistic).expect("begin");
-                    let r = (|| {
-                        for k in 0..4u8 {
-                            // Keys all over the key space, so every split cuts through them.
-                            let key = [k * 60 + w, b'k', (i % 7) as u8];
-                            t.put(&key, &i.to_be_bytes())?;
+                    // Keys all over the key space, so every split cuts through them.
+                    let written = (0..4u8).try_for_each(|k| {
+                        t.put(&[k * 60 + w, b'k', (i % 7) as u8], &i.to_be_bytes())
+                    });
+                    let r = match written {
+                        Ok(()) => t.commit(),
+                        Err(e) => {
+                            t.rollback();
+                            Err(e)
                         }
-                        t.commit()
-                    })();
+                    };
                     match r {
                         Ok(_) => {
                             committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -375,9 +378,8 @@ fn test_split_with_concurrent_pessimistic_locking_never_loses_a_lock() {
                         Err(TxnError::PessimisticLockNotFound { .. }) => {
                             lock_not_found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
-                        Err(_) => {
-                            let _ = t.rollback();
-                        }
+                        // A failed commit released its locks; a failed put was rolled back.
+                        Err(_) => {}
                     }
                 }
             });
@@ -416,7 +418,7 @@ fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
     client(&c)
         .begin(TxnMode::Optimistic)
         .and_then(|mut t| t.put(b"\x90warm", b"1").map(|()| t))
-        .and_then(|mut t| t.commit())
+        .and_then(|t| t.commit())
         .expect("warm-up commit at the target");
 
     let start_ts = ts();
@@ -440,20 +442,20 @@ fn a_one_phase_commit_at_a_merge_target_lands_above_the_sources_reads() {
             KvRequest::Prewrite {
                 ctx,
                 mutations: vec![(
-                    surge_txn::Mutation::Put {
+                    surge_txn::actions::Mutation::Put {
                         key: key.clone(),
                         value: b"late".to_vec(),
                     },
-                    surge_txn::PessimisticAction::SkipPessimisticCheck,
+                    surge_txn::actions::PessimisticAction::SkipPessimisticCheck,
                 )],
-                props: surge_txn::TxnProps {
+                props: surge_txn::actions::TxnProps {
                     start_ts,
                     primary: key.clone(),
                     lock_ttl: 3000,
                     for_update_ts: 0,
                     txn_size: 1,
                     min_commit_ts: 0,
-                    commit_kind: surge_txn::CommitKind::OnePc { commit_ts: hint },
+                    commit_kind: surge_txn::actions::CommitKind::OnePc { commit_ts: hint },
                 },
             },
         )
@@ -597,10 +599,8 @@ fn a_merge_whose_commit_gets_no_answer_neither_rolls_back_nor_loses_a_write() {
         let writer = TxnClient::new(c.router(), cfg);
         let mut t = writer.begin(TxnMode::Optimistic).expect("begin");
         t.put(&key, b"v1").expect("put");
+        // A failed commit cleans up after itself (`commit` takes the transaction).
         let acked = t.commit().is_ok();
-        if !acked {
-            let _ = t.rollback();
-        }
         let delivered = c.deliver_held_requests();
         assert!(delivered > 0, "the held CommitMerge was not delivered");
         let merged = merge.join().expect("merge thread");
@@ -615,7 +615,7 @@ fn a_merge_whose_commit_gets_no_answer_neither_rolls_back_nor_loses_a_write() {
             .call(
                 leader,
                 KvRequest::Get {
-                    ctx: surge_txn::Context {
+                    ctx: surge_txn::rpc::Context {
                         region_id: holder.id,
                         epoch: holder.epoch,
                     },

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use support::{Layout, TestCluster};
-use surge_txn::{ClientConfig, LockMode, META_REGION_ID, TxnClient, TxnError, TxnMode};
+use surge_txn::{ClientConfig, LockMode, TxnClient, TxnError, TxnMode, rpc::META_REGION_ID};
 
 const ROW: &[u8] = b"\x10row";
 
@@ -131,9 +131,10 @@ fn lost_lock(mode: LockMode, cut_first: bool) {
             .join()
             .expect("T2 thread")
             .expect("T2 proceeds once T1's lock is gone");
+        let t1_start_ts = t1.start_ts();
         match t1.commit() {
             Err(TxnError::PessimisticLockNotFound { start_ts, key }) => {
-                assert_eq!((start_ts, key.as_slice()), (t1.start_ts(), ROW));
+                assert_eq!((start_ts, key.as_slice()), (t1_start_ts, ROW));
             }
             other => panic!("{mode}: T1's commit after its lock was lost: {other:?}"),
         }

@@ -2,7 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use surge_txn::{ClusterConfig, KvRequest, KvResponse, LocalCluster, META_REGION_ID};
+use surge_txn::{
+    ClusterConfig, LocalCluster,
+    rpc::{KvRequest, KvResponse, META_REGION_ID},
+};
 
 /// A timestamp from whichever node leads the meta group (retrying through elections).
 fn ts(c: &LocalCluster) -> u64 {

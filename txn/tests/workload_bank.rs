@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use support::{FaultSchedule, Layout, SplitMix64, TestCluster, fault_tolerant_client, long_run};
-use surge_txn::{LockMode, META_REGION_ID, Transaction, TxnClient, TxnError, TxnMode};
+use surge_txn::{LockMode, Transaction, TxnClient, TxnError, TxnMode, rpc::META_REGION_ID};
 
 const ACCOUNTS: usize = 8;
 const INITIAL: i64 = 1000;

@@ -30,20 +30,21 @@ fn balance(v: Option<Vec<u8>>) -> i64 {
 /// cleanly, `Err` unknown outcome.
 fn transfer(cl: &TxnClient, from: usize, to: usize, amount: i64) -> Result<bool, String> {
     let mut t = cl.begin(TxnMode::Pessimistic).map_err(|e| e.to_string())?;
-    let r = (|| -> Result<(), TxnError> {
+    let written = (|| -> Result<(), TxnError> {
         let a = balance(t.get_for_update(&key(from))?);
         let b = balance(t.get_for_update(&key(to))?);
         t.put(&key(from), (a - amount).to_string().as_bytes())?;
-        t.put(&key(to), (b + amount).to_string().as_bytes())?;
-        t.commit().map(|_| ())
+        t.put(&key(to), (b + amount).to_string().as_bytes())
     })();
-    match r {
-        Ok(()) => Ok(true),
+    if written.is_err() {
+        t.rollback();
+        return Ok(false);
+    }
+    match t.commit() {
+        Ok(_) => Ok(true),
         Err(TxnError::Undetermined { .. }) => Err("undetermined".into()),
-        Err(_) => {
-            let _ = t.rollback();
-            Ok(false)
-        }
+        // Not committed, and the commit released the locks.
+        Err(_) => Ok(false),
     }
 }
 

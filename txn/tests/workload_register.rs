@@ -23,7 +23,7 @@ use support::{
     FaultSchedule, History, Layout, Op, OpKind, SplitMix64, TestCluster, check_registers,
     fault_tolerant_client, long_run,
 };
-use surge_txn::{LockMode, META_REGION_ID, TxnClient, TxnError, TxnMode};
+use surge_txn::{LockMode, TxnClient, TxnError, TxnMode, rpc::META_REGION_ID};
 
 const REGISTERS: u64 = 3;
 const CLIENTS: u64 = 4;
@@ -83,7 +83,7 @@ fn cas(
     let mut t = client.begin(mode)?;
     let found = decode(t.get_for_update(key)?);
     if found != expect {
-        t.rollback()?;
+        t.rollback();
         return Ok(Err(found));
     }
     t.put(key, new.to_string().as_bytes())?;

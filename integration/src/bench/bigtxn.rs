@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use surge_binlog::CommitMethod;
-use surge_txn::NodeRouter;
+use surge_txn::rpc::NodeRouter;
 
 use super::stats::Latency;
 use super::{BenchError, BenchTarget, Progress};

@@ -31,18 +31,17 @@ fn increment(client: &TxnClient, on: bool) -> Result<(), TxnError> {
             .map(|_| ());
     }
     let mut t = client.begin(TxnMode::Pessimistic)?;
-    let r = (|| {
-        let current = t
-            .get_for_update(HOT_KEY)?
-            .and_then(|v| HotOp::decode(&v))
-            .unwrap_or(0);
-        t.put(HOT_KEY, &HotOp::encode(current + 1))?;
-        t.commit().map(|_| ())
-    })();
-    if r.is_err() {
-        let _ = t.rollback();
+    let written = t.get_for_update(HOT_KEY).and_then(|current| {
+        let current = current.and_then(|v| HotOp::decode(&v)).unwrap_or(0);
+        t.put(HOT_KEY, &HotOp::encode(current + 1))
+    });
+    match written {
+        Ok(()) => t.commit().map(|_| ()),
+        Err(e) => {
+            t.rollback();
+            Err(e)
+        }
     }
-    r
 }
 
 #[derive(Debug, Default)]

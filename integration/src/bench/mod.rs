@@ -19,17 +19,17 @@ mod plot;
 mod report;
 mod stats;
 mod target;
-mod write_only;
 
 pub use bigtxn::{BigTxnOptions, BigTxnPoint, run_bigtxn};
 pub use hot_txn::{hot_txn_steps, run_hot_txn};
 pub use hotspot::{HotspotOptions, HotspotPoint, HotspotRun, run_hotspot};
-pub use locks::{LocksOptions, LocksPoint, WriteMode, run_locks};
+pub use locks::{LocksOptions, LocksPoint, run_locks};
 pub use plot::{Series, plot_svg};
 pub use report::{
     bigtxn_series, bigtxn_table, hotspot_series, hotspot_table, locks_series, locks_table,
 };
 pub use stats::Latency;
+pub use surge_txn::workload::WriteMode;
 pub use target::BenchTarget;
 
 /// Why a benchmark stopped.

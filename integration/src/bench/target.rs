@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use surge_txn::{
-    ClientConfig, ClusterConfig, LocalCluster, LockMode, NodeCounters, NodeRouter, TxnClient,
+    ClientConfig, ClusterConfig, LocalCluster, LockMode, NodeCounters, TxnClient, rpc::NodeRouter,
 };
+
+use surge_txn::workload::WorkloadCluster;
 
 use super::BenchError;
 use crate::{Client, ClientOptions};
@@ -112,5 +114,15 @@ impl BenchTarget {
                 .filter_map(|n| client.node_status(n).ok())
                 .fold(NodeCounters::default(), |sum, s| sum.add(&s.counters)),
         }
+    }
+}
+
+impl WorkloadCluster for BenchTarget {
+    fn set_lock_mode(&self, mode: LockMode) -> Result<(), String> {
+        BenchTarget::set_lock_mode(self, mode).map_err(|e| e.to_string())
+    }
+
+    fn counters(&self) -> NodeCounters {
+        BenchTarget::counters(self)
     }
 }

@@ -62,8 +62,9 @@ pub fn write(
         Some(v) => txn.put(key.as_bytes(), v.as_bytes())?,
         None => txn.delete(key.as_bytes())?,
     }
+    let node = txn.node();
     let ts = txn.commit()?;
-    writeln!(out, "OK (committed at {ts} by node {})", txn.node())?;
+    writeln!(out, "OK (committed at {ts} by node {node})")?;
     Ok(())
 }
 

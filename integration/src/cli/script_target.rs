@@ -39,16 +39,16 @@ pub trait ScriptTxn {
     /// # Errors
     /// The transaction's error.
     fn delete(&mut self, key: &[u8]) -> Result<(), ClientError>;
-    /// `commit`: the commit timestamp.
+    /// `commit`: the commit timestamp. Takes the transaction, whatever the outcome.
     ///
     /// # Errors
     /// The transaction's error.
-    fn commit(&mut self) -> Result<u64, ClientError>;
-    /// `rollback`.
+    fn commit(self: Box<Self>) -> Result<u64, ClientError>;
+    /// `rollback`. Takes the transaction.
     ///
     /// # Errors
-    /// The transaction's error.
-    fn rollback(&mut self) -> Result<(), ClientError>;
+    /// The transaction's error (a remote one's lost connection).
+    fn rollback(self: Box<Self>) -> Result<(), ClientError>;
 }
 
 impl ScriptTarget for Client {
@@ -79,11 +79,11 @@ impl ScriptTxn for RemoteTxn {
     fn delete(&mut self, key: &[u8]) -> Result<(), ClientError> {
         RemoteTxn::delete(self, key)
     }
-    fn commit(&mut self) -> Result<u64, ClientError> {
-        RemoteTxn::commit(self)
+    fn commit(self: Box<Self>) -> Result<u64, ClientError> {
+        RemoteTxn::commit(*self)
     }
-    fn rollback(&mut self) -> Result<(), ClientError> {
-        RemoteTxn::rollback(self)
+    fn rollback(self: Box<Self>) -> Result<(), ClientError> {
+        RemoteTxn::rollback(*self)
     }
 }
 
@@ -103,10 +103,11 @@ impl ScriptTxn for Transaction {
     fn delete(&mut self, key: &[u8]) -> Result<(), ClientError> {
         Ok(Transaction::delete(self, key)?)
     }
-    fn commit(&mut self) -> Result<u64, ClientError> {
-        Ok(Transaction::commit(self)?)
+    fn commit(self: Box<Self>) -> Result<u64, ClientError> {
+        Ok(Transaction::commit(*self)?)
     }
-    fn rollback(&mut self) -> Result<(), ClientError> {
-        Ok(Transaction::rollback(self)?)
+    fn rollback(self: Box<Self>) -> Result<(), ClientError> {
+        Transaction::rollback(*self);
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use surge_raft_lite::NodeId;
-use surge_txn::NodeStatusReport;
+use surge_txn::rpc::NodeStatusReport;
 
 use crate::client::ClientError;
 use crate::wire::CoordinatorState;

@@ -149,12 +149,13 @@ pub fn run_script(
             txn = Some(t);
             continue;
         }
-        let Some(t) = txn.as_mut() else {
+        let Some(mut t) = txn.take() else {
             return Err(ScriptError::Order {
                 line,
                 detail: "no open transaction (begin first)".into(),
             });
         };
+        // Commit and rollback take the transaction; every other step puts it back.
         match op {
             ScriptOp::Begin(_) => {}
             ScriptOp::Get(k) => {
@@ -178,16 +179,17 @@ pub fn run_script(
             ScriptOp::Commit => {
                 let ts = t.commit().map_err(fail("commit"))?;
                 writeln!(out, "commit: committed at {ts}")?;
-                txn = None;
+                continue;
             }
             ScriptOp::Rollback => {
                 t.rollback().map_err(fail("rollback"))?;
                 writeln!(out, "rollback: ok")?;
-                txn = None;
+                continue;
             }
         }
+        txn = Some(t);
     }
-    if let Some(mut t) = txn {
+    if let Some(t) = txn {
         t.rollback().map_err(|source| ScriptError::Txn {
             line: ops.last().map_or(0, |(l, _)| *l),
             op: "rollback at end of script".into(),

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use surge_raft_lite::NodeId;
 use surge_txn::{
-    ClientConfig, HotHints, HotOp, HotOutcome, KvRequest, KvResponse, KvService, LockMode,
-    NodeRouter, NodeStatusReport, RegionError, ServiceError, TxnClient, TxnError, TxnMode,
+    ClientConfig, HotHints, HotOp, HotOutcome, LockMode, RegionError, ServiceError, TxnClient,
+    TxnError, TxnMode,
+    rpc::{KvRequest, KvResponse, KvService, NodeRouter, NodeStatusReport},
 };
 
 use super::remote_service::{RemoteConfig, RemoteService};
@@ -89,13 +90,6 @@ pub enum ClientError {
         request: &'static str,
         /// The answer, debug-printed.
         answer: String,
-    },
-    /// The transaction mode has no name on the wire, so a node's coordinator cannot be
-    /// asked to run it (a mode added to the txn crate but not yet to the wire).
-    #[error("transaction mode {mode:?} cannot be sent to a node")]
-    UnsupportedMode {
-        /// The mode.
-        mode: surge_txn::TxnMode,
     },
     /// The cluster did not become ready in time.
     #[error("cluster not ready after {waited_ms} ms: {detail}")]
@@ -239,21 +233,11 @@ impl Client {
     ) -> Result<HotOutcome, ClientError> {
         let op = TxnOp::HotUpdate {
             key: key.to_vec(),
-            op: op.into(),
-            hints: hints.into(),
+            op,
+            hints,
         };
         match self.coordinator_call(node, op)? {
-            TxnReply::Hot {
-                value,
-                affected_rows,
-                commit_ts,
-                group_writes,
-            } => Ok(HotOutcome {
-                value,
-                affected_rows,
-                commit_ts,
-                group_writes: usize::try_from(group_writes).unwrap_or(usize::MAX),
-            }),
+            TxnReply::Hot(outcome) => Ok(outcome),
             other => Err(unexpected(&*self.remote(node)?, "hot_update", &other)),
         }
     }

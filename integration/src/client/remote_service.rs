@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
-use surge_txn::{KvRequest, KvResponse, KvService, ServiceError};
+use surge_txn::{
+    ServiceError,
+    rpc::{KvRequest, KvResponse, KvService},
+};
 
 use crate::wire::{
     ClientFrame, FrameError, Hello, ServerFrame, ServerStats, TxnFailure, TxnOp, TxnReply,

@@ -7,7 +7,7 @@ use surge_txn::{KvPair, TxnError, TxnMode};
 
 use super::cluster_client::ClientError;
 use super::remote_service::{Conn, RemoteService};
-use crate::wire::{SessionMode, TxnOp, TxnReply};
+use crate::wire::{TxnOp, TxnReply};
 
 /// A transaction that lives in a node's coordinator ([`crate::Client::begin`]): every
 /// operation is one round trip on a connection held for the transaction, and the node does
@@ -46,9 +46,7 @@ impl RemoteTxn {
         mut conn: Conn,
         mode: TxnMode,
     ) -> Result<RemoteTxn, ClientError> {
-        let wire_mode =
-            SessionMode::try_from(mode).map_err(|mode| ClientError::UnsupportedMode { mode })?;
-        let op = TxnOp::Begin { mode: wire_mode };
+        let op = TxnOp::Begin { mode };
         match remote.txn_call(&mut conn, op)? {
             Ok(TxnReply::Begun { txn, start_ts }) => Ok(RemoteTxn {
                 remote,
@@ -198,13 +196,15 @@ impl RemoteTxn {
     }
 
     /// Commits on the node and returns the commit timestamp; with the node's binlog, the
-    /// commit's binlog transaction is durable when this returns. The transaction is
-    /// finished afterwards, whatever the outcome.
+    /// commit's binlog transaction is durable when this returns. Takes the transaction, as
+    /// `Transaction::commit` does: it is finished whatever the outcome.
     ///
     /// # Errors
     /// As `Transaction::commit`; a connection lost before the answer is
     /// [`TxnError::Undetermined`] (inside [`ClientError::Txn`]): it may have committed.
-    pub fn commit(&mut self) -> Result<u64, ClientError> {
+    /// [`TxnError::TxnFinished`] if an earlier operation lost the connection (the node
+    /// rolled the transaction back).
+    pub fn commit(mut self) -> Result<u64, ClientError> {
         let txn = self.handle;
         let start_ts = self.start_ts;
         let reply = self.finish(TxnOp::Commit { txn }).map_err(|e| match e {
@@ -220,12 +220,13 @@ impl RemoteTxn {
         }
     }
 
-    /// Rolls back on the node (releasing its locks). The transaction is finished.
+    /// Rolls back on the node (releasing its locks) and takes the transaction.
     ///
     /// # Errors
-    /// [`TxnError::TxnFinished`] if it already was; [`ClientError::Service`] if the
-    /// connection failed (the node then rolls it back when it sees the connection close).
-    pub fn rollback(&mut self) -> Result<(), ClientError> {
+    /// [`TxnError::TxnFinished`] if an earlier operation lost the connection;
+    /// [`ClientError::Service`] if the connection failed now. Either way the node rolls the
+    /// transaction back when it sees the connection close.
+    pub fn rollback(mut self) -> Result<(), ClientError> {
         let txn = self.handle;
         match self.finish(TxnOp::Rollback { txn })? {
             TxnReply::Done => Ok(()),

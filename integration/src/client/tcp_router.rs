@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use surge_raft_lite::NodeId;
-use surge_txn::{KvService, NodeRouter, ServiceError};
+use surge_txn::{
+    ServiceError,
+    rpc::{KvService, NodeRouter},
+};
 
 use super::remote_service::{RemoteConfig, RemoteService};
 

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use surge_binlog::{CommitMethod, EventBody};
 use surge_txn::{
-    BinlogOptions, ClientConfig, ClusterConfig, LocalCluster, NodeRouter, TxnClient, TxnError,
-    TxnMode,
+    BinlogOptions, ClientConfig, ClusterConfig, LocalCluster, TxnClient, TxnError, TxnMode,
+    rpc::NodeRouter,
 };
 
 use super::ScenarioError;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
-use surge_txn::{ClientConfig, NodeRouter, TxnClient};
+use surge_txn::{ClientConfig, TxnClient, rpc::NodeRouter};
 
 use super::join_by::join_by;
 use crate::wire::{CoordinatorState, TxnFailure};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
-use surge_txn::KvService;
+use surge_txn::rpc::KvService;
 
 use super::coordinator::NodeCoordinator;
 use super::join_by::join_by;

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use surge_raft_lite::NodeId;
-use surge_txn::{KvNode, KvService, NodeRouter, ServiceError};
+use surge_txn::{
+    KvNode, ServiceError,
+    rpc::{KvService, NodeRouter},
+};
 
 use crate::client::TcpRouter;
 

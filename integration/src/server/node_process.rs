@@ -310,8 +310,10 @@ impl NodeProcess {
         // Every node founds the same map from the same inputs (the sorted peer ids of a
         // BTreeMap and the same split keys); a map that differed between nodes would split
         // the cluster.
-        let regions =
-            surge_txn::initial_regions(&surge_txn::even_split_keys(INITIAL_REGIONS), &peer_ids);
+        let regions = surge_txn::rpc::initial_regions(
+            &surge_txn::rpc::even_split_keys(INITIAL_REGIONS),
+            &peer_ids,
+        );
         let node = match KvNode::start(
             kv,
             raft,

@@ -56,7 +56,7 @@ impl TxnSession {
                         max: MAX_OPEN_TXNS as u64,
                     });
                 }
-                let txn = coordinator.client()?.begin(mode.into()).map_err(fail)?;
+                let txn = coordinator.client()?.begin(mode).map_err(fail)?;
                 let handle = self.next;
                 self.next += 1;
                 let start_ts = txn.start_ts();
@@ -68,8 +68,8 @@ impl TxnSession {
             }
             TxnOp::HotUpdate { key, op, hints } => coordinator
                 .client()?
-                .hot_update(&key, op.into(), hints.into())
-                .map(TxnReply::hot)
+                .hot_update(&key, op, hints)
+                .map(TxnReply::Hot)
                 .map_err(fail),
             TxnOp::Get { txn, key } => self.txn(txn)?.get(&key).map(TxnReply::Value).map_err(fail),
             TxnOp::GetForUpdate { txn, key } => self
@@ -112,14 +112,14 @@ impl TxnSession {
                 .map(|()| TxnReply::Done)
                 .map_err(fail),
             TxnOp::Commit { txn } => {
-                let mut t = self.take(txn)?;
+                let t = self.take(txn)?;
                 t.commit()
                     .map(|commit_ts| TxnReply::Committed { commit_ts })
                     .map_err(fail)
             }
             TxnOp::Rollback { txn } => {
-                let mut t = self.take(txn)?;
-                t.rollback().map(|()| TxnReply::Done).map_err(fail)
+                self.take(txn)?.rollback();
+                Ok(TxnReply::Done)
             }
         }
     }
@@ -139,10 +139,10 @@ impl TxnSession {
 
 impl Drop for TxnSession {
     fn drop(&mut self) {
-        for (_, mut txn) in self.open.drain() {
+        for (_, txn) in self.open.drain() {
             // A rollback that cannot reach a node is not an error: the lock expires and is
             // rolled back by whoever meets it.
-            let _ = txn.rollback();
+            txn.rollback();
         }
     }
 }

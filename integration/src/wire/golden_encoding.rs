@@ -4,21 +4,22 @@
 //! `PROTOCOL_VERSION`, which covers its `KvRequest`/`KvResponse` format only; a
 //! [`TxnFailure`] carries the txn crate's `TxnError` as it is, so a variant inserted or a
 //! field reordered there would change what a node sends without any version moving. These
-//! fixed values (every `TxnError`, `TxnFailure` and `TxnReply` variant, with varints of
-//! several bytes, negative integers, options both ways) pin the postcard bytes both ways:
-//! each value must encode to its expectation, and the expectation must decode to the value.
+//! fixed values (every `TxnError`, `TxnFailure` and `TxnReply` variant, and the `TxnOp`s
+//! that carry the txn crate's mode, hot-row operation and hints; with varints of several
+//! bytes, negative integers, options both ways) pin the postcard bytes both ways: each
+//! value must encode to its expectation, and the expectation must decode to the value.
 
 use std::fmt::{Debug, Write as _};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use surge_txn::{
-    HotReject, KeyError, MvccError, RegionEpoch, RegionError, RegionInfo, ServiceError, TxnError,
-    WaitForEdge,
+    HotHints, HotOp, HotOutcome, HotReject, KeyError, MvccError, RegionEpoch, RegionError,
+    RegionInfo, ServiceError, TxnError, TxnMode, WaitForEdge,
 };
 
 use super::PROTOCOL_VERSION;
-use crate::wire::{CoordinatorState, TxnFailure, TxnReply};
+use crate::wire::{CoordinatorState, TxnFailure, TxnOp, TxnReply};
 
 fn txn_errors() -> Vec<(TxnError, &'static str)> {
     let key = || b"k1".to_vec();
@@ -262,21 +263,21 @@ fn txn_replies() -> Vec<(TxnReply, &'static str)> {
         (TxnReply::Done, "03"),
         (TxnReply::Committed { commit_ts: 301 }, "04ad02"),
         (
-            TxnReply::Hot {
+            TxnReply::Hot(HotOutcome {
                 value: Some(-5),
                 affected_rows: 1,
                 commit_ts: Some(302),
                 group_writes: 3,
-            },
+            }),
             "0501090101ae0203",
         ),
         (
-            TxnReply::Hot {
+            TxnReply::Hot(HotOutcome {
                 value: None,
                 affected_rows: 0,
                 commit_ts: None,
                 group_writes: 0,
-            },
+            }),
             "0500000000",
         ),
         (
@@ -294,6 +295,64 @@ fn txn_replies() -> Vec<(TxnReply, &'static str)> {
                 last_error: None,
             }),
             "06010400",
+        ),
+    ]
+}
+
+/// The operations that carry the txn crate's mode, hot-row operation and hints (each
+/// field both ways: bounds and target present and absent, every hint on and off).
+fn txn_ops() -> Vec<(TxnOp, &'static str)> {
+    vec![
+        (
+            TxnOp::Begin {
+                mode: TxnMode::Optimistic,
+            },
+            "0000",
+        ),
+        (
+            TxnOp::Begin {
+                mode: TxnMode::Pessimistic,
+            },
+            "0001",
+        ),
+        (
+            TxnOp::HotUpdate {
+                key: b"k1".to_vec(),
+                op: HotOp {
+                    delta: -3,
+                    min: Some(0),
+                    max: Some(1000),
+                },
+                hints: HotHints::new()
+                    .commit_on_success()
+                    .rollback_on_fail()
+                    .target_affect_row(1),
+            },
+            "0a026b3105010001d00f01010101",
+        ),
+        (
+            TxnOp::HotUpdate {
+                key: b"k1".to_vec(),
+                op: HotOp {
+                    delta: 1 << 40,
+                    min: None,
+                    max: None,
+                },
+                hints: HotHints::new(),
+            },
+            "0a026b318080808080400000000000",
+        ),
+        (
+            TxnOp::HotUpdate {
+                key: Vec::new(),
+                op: HotOp {
+                    delta: 0,
+                    min: Some(i64::MIN),
+                    max: None,
+                },
+                hints: HotHints::new().commit_on_success().target_affect_row(300),
+            },
+            "0a000001ffffffffffffffffff0100010001ac02",
         ),
     ]
 }
@@ -334,6 +393,7 @@ fn what_the_protocol_carries_keeps_its_bytes() {
     compare("TxnError", txn_errors(), &mut diffs);
     compare("TxnFailure", txn_failures(), &mut diffs);
     compare("TxnReply", txn_replies(), &mut diffs);
+    compare("TxnOp", txn_ops(), &mut diffs);
     assert!(
         diffs.is_empty(),
         "the postcard encoding of values in the client protocol changed:\n{}\n\

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use surge_raft_lite::NodeId;
-use surge_txn::{KvRequest, KvResponse};
+use surge_txn::rpc::{KvRequest, KvResponse};
 
 use super::txn_failure::TxnFailure;
 use super::txn_op::TxnOp;
@@ -22,12 +22,13 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// checks keep them from drifting apart silently: the assertion below stops the build when
 /// the txn crate's `PROTOCOL_VERSION` (its `KvRequest`/`KvResponse` format) moves, and the
 /// golden test in `golden_encoding.rs` fails when the bytes of `TxnError` (inside
-/// [`super::TxnFailure`]), `TxnFailure` or [`super::TxnReply`] change, which the txn
-/// crate's version does not cover.
+/// [`super::TxnFailure`]), `TxnFailure`, [`super::TxnReply`] (with the txn crate's
+/// `HotOutcome`) or the [`super::TxnOp`]s carrying the txn crate's `TxnMode`, `HotOp` and
+/// `HotHints` change, which the txn crate's version does not cover.
 pub const PROTOCOL_VERSION: u32 = 3;
 
 const _: () = assert!(
-    surge_txn::PROTOCOL_VERSION == 2,
+    surge_txn::rpc::PROTOCOL_VERSION == 2,
     "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
 );
 

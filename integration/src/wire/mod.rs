@@ -13,19 +13,20 @@
 //! transactions belong to the connection's session: closing the connection rolls back those
 //! still open.
 
+// The decoder checks the fuzz targets and `tests/wire_props.rs` share. Not an API.
+#[doc(hidden)]
+pub mod checks;
 mod frame;
-mod hot_request;
 mod messages;
 mod txn_failure;
 mod txn_op;
 mod txn_reply;
 
 pub use frame::{FrameError, MAX_FRAME, read_frame, write_frame};
-pub use hot_request::{WireHints, WireHotOp};
 pub use messages::{
     ClientFrame, Hello, MAGIC, PROTOCOL_VERSION, ServerFrame, ServerStats, WireError, decode_hello,
     encode_hello, encode_hello_with_version,
 };
 pub use txn_failure::TxnFailure;
-pub use txn_op::{SessionMode, TxnOp};
+pub use txn_op::TxnOp;
 pub use txn_reply::{CoordinatorState, TxnReply};

@@ -1,41 +1,7 @@
-//! [`TxnOp`]: one step of a transaction run by a node's coordinator, and [`SessionMode`].
+//! [`TxnOp`]: one step of a transaction run by a node's coordinator.
 
 use serde::{Deserialize, Serialize};
-use surge_txn::TxnMode;
-
-use super::hot_request::{WireHints, WireHotOp};
-
-/// A transaction's mode on the wire (the txn crate's [`TxnMode`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SessionMode {
-    /// [`TxnMode::Optimistic`].
-    Optimistic,
-    /// [`TxnMode::Pessimistic`].
-    Pessimistic,
-}
-
-impl TryFrom<TxnMode> for SessionMode {
-    /// A mode the wire has no name for (`TxnMode` is `#[non_exhaustive]`: a mode added to
-    /// the txn crate needs one here too), handed back.
-    type Error = TxnMode;
-
-    fn try_from(mode: TxnMode) -> Result<SessionMode, TxnMode> {
-        match mode {
-            TxnMode::Optimistic => Ok(SessionMode::Optimistic),
-            TxnMode::Pessimistic => Ok(SessionMode::Pessimistic),
-            other => Err(other),
-        }
-    }
-}
-
-impl From<SessionMode> for TxnMode {
-    fn from(mode: SessionMode) -> TxnMode {
-        match mode {
-            SessionMode::Optimistic => TxnMode::Optimistic,
-            SessionMode::Pessimistic => TxnMode::Pessimistic,
-        }
-    }
-}
+use surge_txn::{HotHints, HotOp, TxnMode};
 
 /// One operation on a node's transaction coordinator. `txn` is the handle
 /// [`TxnOp::Begin`] returned on the same connection: transactions live in the connection's
@@ -46,7 +12,7 @@ pub enum TxnOp {
     /// Begins a transaction; answered with [`super::TxnReply::Begun`].
     Begin {
         /// Optimistic or pessimistic.
-        mode: SessionMode,
+        mode: TxnMode,
     },
     /// `Transaction::get`; answered with [`super::TxnReply::Value`].
     Get {
@@ -124,9 +90,9 @@ pub enum TxnOp {
         /// The row.
         key: Vec<u8>,
         /// What to do to its integer value.
-        op: WireHotOp,
+        op: HotOp,
         /// The statement's hints.
-        hints: WireHints,
+        hints: HotHints,
     },
     /// The coordinator's state (ready, recovering, off); answered with
     /// [`super::TxnReply::State`]. Needs no ready coordinator.

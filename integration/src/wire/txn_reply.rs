@@ -26,31 +26,10 @@ pub enum TxnReply {
         /// Its commit timestamp.
         commit_ts: u64,
     },
-    /// A hot-row update's outcome ([`HotOutcome`]).
-    Hot {
-        /// The member's new value (`None`: the key did not exist).
-        value: Option<i64>,
-        /// Rows affected (1, or 0 for a missing key).
-        affected_rows: u64,
-        /// Commit timestamp of the write holding it (`None`: nothing written).
-        commit_ts: Option<u64>,
-        /// Members in that write.
-        group_writes: u64,
-    },
+    /// A hot-row update's outcome.
+    Hot(HotOutcome),
     /// The coordinator's state.
     State(CoordinatorState),
-}
-
-impl TxnReply {
-    /// The reply carrying `outcome`.
-    pub fn hot(outcome: HotOutcome) -> TxnReply {
-        TxnReply::Hot {
-            value: outcome.value,
-            affected_rows: outcome.affected_rows,
-            commit_ts: outcome.commit_ts,
-            group_writes: u64::try_from(outcome.group_writes).unwrap_or(u64::MAX),
-        }
-    }
 }
 
 /// Where a node's transaction coordinator stands.

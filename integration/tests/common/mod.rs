@@ -168,8 +168,8 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) {
 
 /// The data region holding `key` in the founding map.
 pub fn region_of(key: &[u8]) -> u64 {
-    surge_txn::initial_regions(
-        &surge_txn::even_split_keys(surgedb::server::INITIAL_REGIONS),
+    surge_txn::rpc::initial_regions(
+        &surge_txn::rpc::even_split_keys(surgedb::server::INITIAL_REGIONS),
         &[1, 2, 3],
     )
     .iter()

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use surge_txn::{Lock, Write, decode_key, encode_key, split_ts};
+use surge_txn::codec::{Lock, Write, decode_key, encode_key, split_ts};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok((key, used)) = decode_key(data) {

@@ -1,6 +1,13 @@
 //! Percolator actions, one file each as in TiKV's `storage/txn/actions`: pure functions that
-//! read through an [`MvccReader`](crate::MvccReader) and record their changes in an
-//! [`MvccTxn`](crate::MvccTxn). Applying (or replicating) the changes is the region's job.
+//! read through an [`MvccReader`] and record their changes in an [`MvccTxn`], with the
+//! vocabulary they speak ([`Mutation`], [`TxnProps`], [`TxnStatus`], ...). Applying (or
+//! replicating) the changes is the region's job.
+//!
+//! For those who test or reuse the storage side of the protocol below the node (the crate's
+//! own action tests run them on a [`MemEngine`](crate::MemEngine) snapshot); a
+//! [`TxnClient`](crate::TxnClient) user never calls them, and a transport implementer meets
+//! only the types that travel in [`KvRequest`](crate::rpc::KvRequest) and
+//! [`KvResponse`](crate::rpc::KvResponse).
 //!
 //! Every action is deterministic in its inputs: the same snapshot and arguments give the
 //! same changes, so a retried request is answered the same way (idempotence is tested per
@@ -31,3 +38,7 @@ pub use rollback::rollback;
 pub use scan_lock::scan_lock;
 pub use snapshot_read::{batch_get, check_ts_conflict, point_get, scan};
 pub use txn_heartbeat::txn_heartbeat;
+
+pub use crate::mvcc::{
+    Mutation, MvccReader, MvccTxn, PessimisticAction, TxnCommitRecord, TxnWrites,
+};

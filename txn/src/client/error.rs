@@ -139,7 +139,9 @@ pub enum TxnError {
     /// not found by a heartbeat).
     #[error("key error: {0}")]
     Key(KeyError),
-    /// The transaction was already committed or rolled back.
+    /// The transaction was already over. A [`crate::Transaction`] never returns it (its
+    /// commit and rollback take it); a transaction reached through a session that ended
+    /// (the `surgedb` TCP client's, whose connection was lost) does.
     #[error("transaction already finished")]
     TxnFinished,
     /// The coordinator's binlog could not take the transaction (not opened, stopped after a

@@ -244,7 +244,8 @@ impl GroupExecutor for HotExecutor {
         } = group;
         let (Row::Int(value), false) = (row, changes.is_empty()) else {
             // Kept members affected no row: nothing to write; release the lock.
-            return txn.rollback();
+            txn.rollback();
+            return Ok(());
         };
         txn.put(key, &HotOp::encode(value))?;
         let start_ts = txn.start_ts();

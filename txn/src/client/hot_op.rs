@@ -11,6 +11,7 @@ use std::fmt;
 /// ordinary reads and `surgedb kv get` show it as text. A missing key is a row that does not
 /// exist: the update affects no row and writes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct HotOp {
     /// Added to the current value.
     pub delta: i64,
@@ -136,6 +137,7 @@ impl fmt::Display for HotReject {
 
 /// What a successful [`crate::TxnClient::hot_update`] did for this member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct HotOutcome {
     /// The member's own new value (the value after its own delta, with every earlier member
     /// of its group applied: what AliSQL's `SELECT ... FROM UPDATE` returns). `None` when the

@@ -5,6 +5,7 @@
 /// More modes may be added, so match with a wildcard arm.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TxnMode {
     /// Percolator as published: writes are buffered and conflicts are found at prewrite, so a
     /// conflicting transaction aborts at commit with [`crate::TxnError::WriteConflict`].

@@ -25,6 +25,19 @@ const MAX_FOR_UPDATE_TS_RETRIES: usize = 64;
 /// commit or rollback releases its locks (best effort, bounded by
 /// [`crate::ClientConfig::drop_cleanup_budget`]).
 ///
+/// [`Transaction::commit`] and [`Transaction::rollback`] take the transaction, so a finished
+/// one cannot be used by mistake:
+///
+/// ```compile_fail,E0382
+/// # fn run(client: &surge_txn::TxnClient) -> Result<(), surge_txn::TxnError> {
+/// let mut t = client.begin(surge_txn::TxnMode::Optimistic)?;
+/// t.put(b"k", b"v")?;
+/// t.commit()?;
+/// t.put(b"k", b"w")?; // use of moved value: `t`
+/// # Ok(())
+/// # }
+/// ```
+///
 /// # Invariants
 /// - Every key in `locked` is in the buffer (a lock is taken only for a write or a
 ///   `get_for_update`, both of which buffer the key), so each pessimistic lock is either
@@ -43,6 +56,9 @@ pub struct Transaction {
     maybe_locked: BTreeSet<Vec<u8>>,
     primary: Option<Vec<u8>>,
     max_for_update_ts: u64,
+    /// Set when commit, rollback or an abandon hook took over the locks, so that `Drop`
+    /// leaves them alone. The methods that set it take the transaction, so no other method
+    /// ever sees it set.
     finished: bool,
     /// The transaction's binlog cache and key states (`None` without a binlog): every
     /// write adds its row event as it runs (`binlog_txn.rs`).
@@ -80,10 +96,9 @@ impl Transaction {
     /// `start_ts`.
     ///
     /// # Errors
-    /// [`TxnError::TxnFinished`] after commit or rollback; [`TxnError::KeyIsLocked`] when a
-    /// live lock blocks the read for the whole budget; region errors after retries.
+    /// [`TxnError::KeyIsLocked`] when a live lock blocks the read for the whole budget;
+    /// region errors after retries.
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TxnError> {
-        self.check_active()?;
         match self.buffer.read(key) {
             BufferedRead::Value(v) => Ok(Some(v.to_vec())),
             BufferedRead::Deleted => Ok(None),
@@ -96,7 +111,6 @@ impl Transaction {
     /// # Errors
     /// As [`Transaction::get`].
     pub fn batch_get(&mut self, keys: &[Vec<u8>]) -> Result<Vec<KvPair>, TxnError> {
-        self.check_active()?;
         let mut out = Vec::new();
         let mut to_read = Vec::new();
         for key in keys {
@@ -126,7 +140,6 @@ impl Transaction {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>, TxnError> {
-        self.check_active()?;
         let fetch = limit.saturating_add(self.buffer.deletes_in(start, end));
         let pairs = self.core.snapshot_scan(start, end, fetch, self.start_ts)?;
         Ok(self.buffer.merge_scan(pairs, start, end, limit))
@@ -140,7 +153,6 @@ impl Transaction {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TxnError> {
-        self.check_active()?;
         let value = match self.mode {
             TxnMode::Pessimistic => {
                 let current = self.lock_key(key, true, false)?;
@@ -159,11 +171,10 @@ impl Transaction {
     /// Buffers `key = value` (locking the key first in a pessimistic transaction).
     ///
     /// # Errors
-    /// [`TxnError::TxnFinished`]; pessimistic: [`TxnError::LockWaitTimeout`],
-    /// [`TxnError::Deadlock`], [`TxnError::PessimisticLockRolledBack`], region errors after
-    /// retries. A failed lock leaves the transaction usable (as a failed statement in TiDB).
+    /// Pessimistic: [`TxnError::LockWaitTimeout`], [`TxnError::Deadlock`],
+    /// [`TxnError::PessimisticLockRolledBack`], region errors after retries. A failed lock
+    /// leaves the transaction usable (as a failed statement in TiDB).
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
-        self.check_active()?;
         self.lock_for_write(key)?;
         self.binlog_row(key, Some(value))?;
         self.buffer.put(key.to_vec(), value.to_vec());
@@ -178,7 +189,6 @@ impl Transaction {
     /// [`TxnError::AlreadyExist`] when the key has a value (the buffer counts: a key this
     /// transaction wrote exists, one it deleted does not); otherwise as [`Transaction::put`].
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
-        self.check_active()?;
         let exists = match self.buffer.read(key) {
             BufferedRead::Value(_) => true,
             BufferedRead::Deleted => false,
@@ -207,7 +217,6 @@ impl Transaction {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn delete(&mut self, key: &[u8]) -> Result<(), TxnError> {
-        self.check_active()?;
         self.lock_for_write(key)?;
         self.binlog_row(key, None)?;
         self.buffer.delete(key.to_vec());
@@ -216,24 +225,26 @@ impl Transaction {
 
     /// Commits and returns the commit timestamp (the `start_ts` for a transaction with
     /// nothing to write). Two-phase commit, or one-phase when every key is in one region.
-    /// The transaction is finished afterwards, whatever the outcome.
+    ///
+    /// Takes the transaction: it is over whatever the outcome, so nothing can be read or
+    /// written through it afterwards. A failed commit has nothing left to inspect: the error
+    /// names the key and timestamps it concerns, and [`Transaction::start_ts`] can be read
+    /// before committing.
     ///
     /// # Errors
     /// [`TxnError::WriteConflict`] (optimistic), [`TxnError::PessimisticLockNotFound`],
     /// [`TxnError::AlreadyExist`], [`TxnError::TxnLockNotFound`] (rolled back by others after
     /// its locks expired), region errors after retries: the transaction did not commit and
     /// its locks were released. [`TxnError::Undetermined`]: it may have committed.
-    pub fn commit(&mut self) -> Result<u64, TxnError> {
+    pub fn commit(mut self) -> Result<u64, TxnError> {
         self.commit_until(StopAt::Never)
     }
 
-    /// Rolls back: releases the transaction's pessimistic locks. Nothing was written.
-    ///
-    /// # Errors
-    /// [`TxnError::TxnFinished`] after commit or rollback. Unreachable locks are not an
-    /// error: they expire and are rolled back by others.
-    pub fn rollback(&mut self) -> Result<(), TxnError> {
-        self.check_active()?;
+    /// Rolls back: releases the transaction's pessimistic locks (nothing was written) and
+    /// takes the transaction. Unreachable locks are not an error: they expire and are rolled
+    /// back by others. Dropping a transaction does the same within a smaller time budget
+    /// ([`crate::ClientConfig::drop_cleanup_budget`]).
+    pub fn rollback(mut self) {
         self.finished = true;
         self.release_locks(
             self.core
@@ -242,7 +253,6 @@ impl Transaction {
                 .min(std::time::Duration::from_secs(2)),
         );
         bump(&self.core.counters.rollbacks);
-        Ok(())
     }
 
     /// Test hook: prewrites every key (two-phase, never one-phase), then forgets the
@@ -277,7 +287,7 @@ impl Transaction {
     /// As [`Transaction::commit`].
     #[doc(hidden)]
     pub fn __commit_pausing_after_prewrite(
-        &mut self,
+        self,
         pause: impl FnOnce() + 'static,
     ) -> Result<u64, TxnError> {
         super::binlog_crash::pause_after_prewrite(Some(Box::new(pause)));
@@ -296,7 +306,6 @@ impl Transaction {
     }
 
     fn commit_until(&mut self, stop: StopAt) -> Result<u64, TxnError> {
-        self.check_active()?;
         self.finished = true;
         let mutations = self.buffer.mutations(&self.locked);
         let primary = match self.mode {
@@ -342,14 +351,6 @@ impl Transaction {
             }
         }
         result
-    }
-
-    fn check_active(&self) -> Result<(), TxnError> {
-        if self.finished {
-            Err(TxnError::TxnFinished)
-        } else {
-            Ok(())
-        }
     }
 
     fn lock_for_write(&mut self, key: &[u8]) -> Result<(), TxnError> {

@@ -5,10 +5,13 @@
 
 use surge_lock_table::{MemoryBudget, RegionLockTable};
 use surge_txn::{
-    Cf, CommitKind, Engine, Lock, MemEngine, Mutation, MvccError, MvccReader, MvccTxn,
-    PessimisticAction, PessimisticLockOutcome, PessimisticLockRequest, TxnCommitRecord, TxnProps,
-    Write, WriteType, acquire_pessimistic_lock, commit, encode_key, encode_key_with_ts, prewrite,
-    rollback,
+    Cf, Engine, MemEngine, MvccError,
+    actions::{
+        CommitKind, Mutation, MvccReader, MvccTxn, PessimisticAction, PessimisticLockOutcome,
+        PessimisticLockRequest, TxnCommitRecord, TxnProps, acquire_pessimistic_lock, commit,
+        prewrite, rollback,
+    },
+    codec::{Lock, Write, WriteType, encode_key, encode_key_with_ts},
 };
 
 /// A region's data, and optionally its in-memory pessimistic lock table.

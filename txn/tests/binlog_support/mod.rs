@@ -124,9 +124,3 @@ pub fn check_binlog(dir: &Path, acked: &BTreeSet<u64>, store: &Table) -> Vec<u64
     );
     xids
 }
-
-/// `mariadb-binlog --verify-binlog-checksum -v FILES`, or `None` when not installed (and not
-/// required by `SURGE_REQUIRE_MARIADB_BINLOG=1`).
-pub fn mariadb_binlog(files: &[std::path::PathBuf]) -> Option<String> {
-    surge_testkit::mariadb_binlog::verify(files, "-v")
-}

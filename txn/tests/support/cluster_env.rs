@@ -2,11 +2,12 @@
 //! requests the tests use to look behind the client (timestamps, lock scans, node status,
 //! reads at a chosen version).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::raw_requests;
 use surge_txn::{
-    ClientConfig, ClusterConfig, Context, KvRequest, KvResponse, LocalCluster, LockInfo, LockMode,
-    NodeStatusReport, TxnClient,
+    ClientConfig, ClusterConfig, LocalCluster, LockInfo, LockMode, TxnClient,
+    rpc::{Context, KvRequest, KvResponse, NodeStatusReport},
 };
 
 /// A running cluster and the directory of its WALs, removed when dropped (after the
@@ -66,43 +67,13 @@ impl TestCluster {
     /// A fresh timestamp from whichever node answers (the meta leader), retrying across
     /// elections for up to 30 s.
     pub fn timestamp(&self) -> u64 {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            for id in self.cluster.node_ids() {
-                if let Ok(KvResponse::Timestamp { ts }) =
-                    self.cluster.call(*id, KvRequest::GetTimestamp { count: 1 })
-                {
-                    return ts;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("no timestamp oracle answered within 30 s");
+        raw_requests::timestamp(&self.cluster)
     }
 
     /// The leader of the region of `key` and the context of a request to it, waiting up to
     /// 30 s for a leader.
     pub fn leader_ctx(&self, key: &[u8]) -> (u64, Context) {
-        let region = self
-            .cluster
-            .region_of(key)
-            .expect("a region holds every key");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(leader) = self.cluster.leader_of_group(region.id) {
-                let ctx = Context {
-                    region_id: region.id,
-                    epoch: region.epoch,
-                };
-                return (leader, ctx);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "region {} has no leader",
-                region.id
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        raw_requests::leader_and_ctx(&self.cluster, key)
     }
 
     /// Sends the request `make` builds for the region of `key` to its leader.
@@ -133,16 +104,7 @@ impl TestCluster {
 
     /// The committed value of `key` at `version`, read from its region's leader.
     pub fn get_at(&self, key: &[u8], version: u64) -> Option<Vec<u8>> {
-        let reply = self.call_leader(key, |ctx| KvRequest::Get {
-            ctx,
-            key: key.to_vec(),
-            version,
-            bypass_locks: Vec::new(),
-        });
-        match reply {
-            KvResponse::Get { value } => value,
-            other => panic!("get {key:?} at {version}: {other:?}"),
-        }
+        raw_requests::get_at(&self.cluster, key, version)
     }
 
     /// The status of every running node.

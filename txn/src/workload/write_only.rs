@@ -1,5 +1,4 @@
-//! sysbench `oltp_write_only` in key-value form, the workload of TiKV's in-memory
-//! pessimistic lock write-up (TiKV 6.0), as the txn crate's `write_only` example runs it.
+//! The table and the event of sysbench `oltp_write_only` in key-value form.
 //!
 //! One event, on a table of `rows` rows:
 //! 1. update an indexed column: lock and rewrite row `a`, and write its index entry;
@@ -11,7 +10,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use surge_txn::{TxnClient, TxnError, TxnMode};
+use super::rng::Rng;
+use crate::{Transaction, TxnClient, TxnError, TxnMode};
 
 /// Rows per loading transaction.
 const LOAD_BATCH: usize = 250;
@@ -43,30 +43,14 @@ fn row_value(k: u64, salt: u64) -> Vec<u8> {
     v
 }
 
-/// A splitmix64 generator: each client draws its rows from its own.
-#[derive(Debug, Clone)]
-pub(super) struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed`.
-    pub(super) fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// Loads rows `1..=rows` with their index entries, `threads` loaders at once.
 ///
 /// # Errors
 /// The first loading transaction that failed.
-pub(super) fn load(client: &TxnClient, rows: u64, threads: usize) -> Result<(), TxnError> {
+///
+/// # Panics
+/// When a loader thread panicked (the panic goes on here).
+pub fn load(client: &TxnClient, rows: u64, threads: usize) -> Result<(), TxnError> {
     let ids: Vec<u64> = (1..=rows).collect();
     let chunks: Vec<&[u64]> = ids.chunks(LOAD_BATCH).collect();
     let next = AtomicUsize::new(0);
@@ -86,45 +70,46 @@ pub(super) fn load(client: &TxnClient, rows: u64, threads: usize) -> Result<(), 
                 })
             })
             .collect();
-        loaders
-            .into_iter()
-            .try_for_each(|l| l.join().unwrap_or(Ok(())))
+        loaders.into_iter().try_for_each(|l| {
+            l.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
     })
 }
 
-/// One `oltp_write_only` event in a transaction of `mode`, rolled back if it fails.
+/// One `oltp_write_only` event in a transaction of `mode` on a table of `rows` rows;
+/// returns the commit timestamp. Rolled back if a statement fails.
 ///
 /// # Errors
 /// The transaction's error (a conflict, a lock wait timeout, ...).
-pub(super) fn event(
-    client: &TxnClient,
-    mode: TxnMode,
-    rng: &mut Rng,
-    rows: u64,
-) -> Result<u64, TxnError> {
+pub fn event(client: &TxnClient, mode: TxnMode, rng: &mut Rng, rows: u64) -> Result<u64, TxnError> {
     let rows = rows.max(1);
     let mut t = client.begin(mode)?;
     let (a, b, c) = (
-        1 + rng.next() % rows,
-        1 + rng.next() % rows,
-        1 + rng.next() % rows,
+        1 + rng.next_u64() % rows,
+        1 + rng.next_u64() % rows,
+        1 + rng.next_u64() % rows,
     );
-    let r = (|| {
-        let row = t.get_for_update(&row_key(a))?;
-        let k = row
-            .as_deref()
-            .and_then(|v| v.get(..8))
-            .and_then(|b| b.try_into().ok())
-            .map_or(a, u64::from_be_bytes);
-        t.put(&row_key(a), &row_value(k + 1, rng.next()))?;
-        t.put(&index_key(k + 1, a), b"")?;
-        t.put(&row_key(b), &row_value(b, rng.next()))?;
-        t.delete(&row_key(c))?;
-        t.put(&row_key(c), &row_value(c, rng.next()))?;
-        t.commit()
-    })();
-    if r.is_err() {
-        let _ = t.rollback();
+    match statements(&mut t, rng, a, b, c) {
+        Ok(()) => t.commit(),
+        Err(e) => {
+            t.rollback();
+            Err(e)
+        }
     }
-    r
+}
+
+/// The event's writes on rows `a`, `b` and `c`.
+fn statements(t: &mut Transaction, rng: &mut Rng, a: u64, b: u64, c: u64) -> Result<(), TxnError> {
+    let row = t.get_for_update(&row_key(a))?;
+    let k = row
+        .as_deref()
+        .and_then(|v| v.get(..8))
+        .and_then(|b| b.try_into().ok())
+        .map_or(a, u64::from_be_bytes);
+    t.put(&row_key(a), &row_value(k + 1, rng.next_u64()))?;
+    t.put(&index_key(k + 1, a), b"")?;
+    t.put(&row_key(b), &row_value(b, rng.next_u64()))?;
+    t.delete(&row_key(c))?;
+    t.put(&row_key(c), &row_value(c, rng.next_u64()))
 }
