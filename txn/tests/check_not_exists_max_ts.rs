@@ -63,7 +63,12 @@ fn a_check_not_exists_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
         )
         .expect("prewrite call");
     assert!(
-        matches!(reply, KvResponse::Prewrite { one_pc_commit_ts: 0 }),
+        matches!(
+            reply,
+            KvResponse::Prewrite {
+                one_pc_commit_ts: 0
+            }
+        ),
         "C's prewrite: {reply:?}"
     );
 
