@@ -52,9 +52,7 @@ fn prewrite(
     .expect("prewrite call")
 }
 
-/// Node `node`'s Raft commit index of group `region_id`. (Not `NodeStatus`: it holds the
-/// node's region map while asking the Raft thread, which waits for that map to apply a
-/// split.)
+/// Node `node`'s Raft commit index of group `region_id`.
 fn committed_on(c: &LocalCluster, node: u64, region_id: u64) -> u64 {
     c.node(node)
         .and_then(|n| n.raft_status(region_id))

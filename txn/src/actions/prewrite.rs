@@ -193,7 +193,11 @@ fn check_for_newer_version(
 ///   TiKV, a record at exactly `start_ts` by another transaction is in the snapshot and no
 ///   conflict) or non-rollback records after `for_update_ts` (pessimistic).
 /// - [`Mutation::CheckNotExists`] only checks ([`MvccError::AlreadyExist`]); it writes
-///   nothing.
+///   nothing. That check is a read at `start_ts` that no lock protects afterwards: the
+///   caller raises the region's `max_ts` to `start_ts` first, under the key's latches
+///   ([`Mutation::should_not_exist`]; TiKV's prewrite calls `update_max_ts(start_ts)`),
+///   so that a one-phase commit of the key chosen later lands above it and the checker's
+///   snapshot keeps the key absent.
 ///
 /// Values of at most [`SHORT_VALUE_MAX_LEN`] bytes sit in the lock; longer ones go to the
 /// default column family at `(key, start_ts)`.

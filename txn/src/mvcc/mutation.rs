@@ -42,6 +42,15 @@ impl Mutation {
             | Mutation::CheckNotExists { key } => key,
         }
     }
+
+    /// Whether the prewrite checks that the key has no value (TiKV's `should_not_exist`:
+    /// here only [`Mutation::CheckNotExists`]). That check is a read at the transaction's
+    /// `start_ts` which leaves no lock behind, so the caller raises the region's `max_ts`
+    /// to `start_ts` before the prewrite, under the key's latches (see
+    /// [`crate::prewrite`]).
+    pub fn should_not_exist(&self) -> bool {
+        matches!(self, Mutation::CheckNotExists { .. })
+    }
 }
 
 /// What prewrite must check about a key's pessimistic lock (TiKV's `PessimisticAction`).

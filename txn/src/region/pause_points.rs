@@ -21,6 +21,9 @@ pub mod region_pause_points {
     /// A leader transfer or a merge changed the lock table's status (no new in-memory
     /// locks from now on) and took the list of locks to migrate; they are not proposed yet.
     pub const MIGRATION_LOCKS_TAKEN: &str = "region.migration.locks_taken";
+    /// A replica applying a split (the Raft driver thread) made the child and is about to
+    /// add it to its node's region map (the map's write lock not taken yet).
+    pub const SPLIT_CHILD_BEFORE_HOST: &str = "region.split.child_before_host";
 }
 
 /// How long a thread stays parked at most: a test that fails before it releases its point

@@ -387,12 +387,22 @@ impl KvNode {
 
     /// The regions this node leads whose data passed `size` bytes.
     pub(super) fn regions_over(&self, size: u64) -> Vec<u64> {
-        self.regions
-            .read()
-            .values()
+        self.hosted_peers()
+            .into_iter()
             .filter(|p| p.leader_term() != 0 && p.data_size() > size)
             .map(|p| p.id())
             .collect()
+    }
+
+    /// The region replicas this node hosts now, taken out of the region map.
+    ///
+    /// The map's lock must never be held across a call to the Raft driver or any other
+    /// wait: the driver takes its write lock while it applies a split (the child joins the
+    /// map) or a merge (the source leaves it), so a reader that asks the driver while it
+    /// holds the map waits for a thread that waits for it, and the node hangs for good.
+    /// Callers that do more than read a field use this list, with the lock already let go.
+    fn hosted_peers(&self) -> Vec<Arc<RegionPeer>> {
+        self.regions.read().values().cloned().collect()
     }
 
     /// Whether this node leads the meta group.
@@ -492,10 +502,11 @@ impl KvNode {
     }
 
     fn status(&self) -> NodeStatusReport {
+        // Not under the region map's lock: each region's status is a call to the Raft
+        // driver (see `hosted_peers`).
         let regions = self
-            .regions
-            .read()
-            .values()
+            .hosted_peers()
+            .iter()
             .map(|p| {
                 let st = self.raft_status(p.id());
                 let (locks, bytes, lock_status) = p.memory_locks();
@@ -574,6 +585,8 @@ impl RegionHost for NodeHost {
     fn spawn_split_child(&self, child: Arc<RegionPeer>, seed: bytes::Bytes) {
         let Some(node) = self.node() else { return };
         let info = child.info();
+        node.pause
+            .reach(crate::region::region_pause_points::SPLIT_CHILD_BEFORE_HOST);
         node.regions.write().insert(info.id, child.clone());
         // The driver thread calls this while applying: never wait for it, and skip when the
         // node is shutting down (its raft node is being taken).

@@ -220,6 +220,12 @@ impl KvNode {
                             None => props.clone(),
                         };
                         for (m, action) in &mutations {
+                            // A check that the key does not exist is a read at start_ts
+                            // that leaves no lock, under the key's latches: a one-phase
+                            // commit chosen after it lands above it (TiKV's update_max_ts).
+                            if m.should_not_exist() {
+                                peer.concurrency.update_max_ts(props.start_ts);
+                            }
                             crate::prewrite(txn, r, &props, m, *action, None)?;
                         }
                         Ok(cts.unwrap_or(0))
