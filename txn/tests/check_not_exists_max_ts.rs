@@ -8,10 +8,9 @@
 mod support;
 
 use support::{get_at, leader_and_ctx, timestamp, txn_props};
-use surge_txn::{
-    ClientConfig, ClusterConfig, CommitKind, KvRequest, KvResponse, LocalCluster, LockMode,
-    Mutation, PessimisticAction, TxnClient, TxnMode,
-};
+use surge_txn::actions::{CommitKind, Mutation, PessimisticAction};
+use surge_txn::rpc::{KvRequest, KvResponse};
+use surge_txn::{ClientConfig, ClusterConfig, LocalCluster, LockMode, TxnClient, TxnMode};
 
 /// Raw requests, one region. The checker C prewrites its primary and a `CheckNotExists` of
 /// `k` at `start_ts` S; a one-phase commit T of `k` then comes with a commit_ts hint (and a

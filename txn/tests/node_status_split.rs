@@ -12,7 +12,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use surge_txn::region_pause_points::SPLIT_CHILD_BEFORE_HOST;
-use surge_txn::{ClusterConfig, KvRequest, KvResponse, LocalCluster, LockMode};
+use surge_txn::rpc::{KvRequest, KvResponse};
+use surge_txn::{ClusterConfig, LocalCluster, LockMode};
 
 /// Longest a test waits for a thread to reach its pause point, or for a reply.
 const WAIT: Duration = Duration::from_secs(10);
