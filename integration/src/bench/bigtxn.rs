@@ -70,10 +70,15 @@ pub struct BigTxnPoint {
     pub small_commits: u64,
     /// Worst of the rounds' small-commit latency summaries in the window.
     pub small: Latency,
-    /// Slowest small commit that started during the commit step, in ms.
-    pub small_max_in_step_ms: f64,
-    /// Slowest small commit that started after the step (secondaries in flight), in ms.
-    pub small_max_after_step_ms: f64,
+    /// Small commits in flight during the commit step (started before it ended, finished
+    /// after it began: those it could hold up), over all rounds.
+    pub small_in_step: u64,
+    /// Slowest of the small commits in flight during the commit step, in ms; `None` (JSON
+    /// `null`) when none was.
+    pub small_max_in_step_ms: Option<f64>,
+    /// Slowest small commit that started after the step (secondaries in flight), in ms;
+    /// `None` when none did.
+    pub small_max_after_step_ms: Option<f64>,
     /// Caches committed by rename, over all rounds.
     pub renames: u64,
     /// Whether every acknowledged commit was read back from the binlog exactly once.
@@ -91,8 +96,9 @@ impl BigTxnPoint {
             commit_step_ms: 0.0,
             small_commits: 0,
             small: Latency::default(),
-            small_max_in_step_ms: 0.0,
-            small_max_after_step_ms: 0.0,
+            small_in_step: 0,
+            small_max_in_step_ms: None,
+            small_max_after_step_ms: None,
             renames: 0,
             read_back_ok: true,
             mariadb_binlog_ok: Some(true),
@@ -105,8 +111,13 @@ impl BigTxnPoint {
         self.commit_step_ms = self.commit_step_ms.max(ms(r.commit_step));
         self.small_commits += r.small_in_window;
         self.small = self.small.worst(&r.small_latency);
-        self.small_max_in_step_ms = self.small_max_in_step_ms.max(ms(r.small_max_in_step));
-        self.small_max_after_step_ms = self.small_max_after_step_ms.max(ms(r.small_max_after_step));
+        let worst = |a: Option<f64>, b: Option<Duration>| match (a, b.map(ms)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.small_in_step += r.small_in_step.count;
+        self.small_max_in_step_ms = worst(self.small_max_in_step_ms, r.small_in_step.slowest);
+        self.small_max_after_step_ms = worst(self.small_max_after_step_ms, r.small_max_after_step);
         self.renames += r.renames;
         self.read_back_ok &= r.read_back_ok();
         self.mariadb_binlog_ok = match (self.mariadb_binlog_ok, r.mariadb_binlog_ok) {

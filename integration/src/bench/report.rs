@@ -105,7 +105,7 @@ pub fn hotspot_series(points: &[HotspotPoint]) -> Vec<Series> {
 /// `bench bigtxn` as a table.
 pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
     let mut t = format!(
-        "{:<7} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9}\n",
+        "{:<7} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>10} {:>8} {:>9}\n",
         "method",
         "big MiB",
         "prewrite",
@@ -115,15 +115,29 @@ pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
         "p99 ms",
         "max ms",
         "max vs",
-        "max in",
+        "in flight",
+        "slowest",
         "max after",
         "renames",
         "read back"
     );
     let _ = writeln!(
         t,
-        "{:<7} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9}",
-        "", "", "(s)", "step (ms)", "commits", "", "", "", "none", "step (ms)", "step (ms)", "", ""
+        "{:<7} {:>7} {:>9} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12} {:>10} {:>8} {:>9}",
+        "",
+        "",
+        "(s)",
+        "step (ms)",
+        "commits",
+        "",
+        "",
+        "",
+        "none",
+        "in step",
+        "of them (ms)",
+        "step (ms)",
+        "",
+        ""
     );
     let none = points.iter().find(|p| p.method == "none");
     for p in points {
@@ -133,9 +147,15 @@ pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
                 p.small.max_us as f64 / (n.small.max_us as f64).max(1.0)
             )
         });
+        let ms = |v: Option<f64>| v.map_or_else(|| "none".to_string(), |v| format!("{v:.1}"));
+        let (waiting, slowest) = if p.method == "none" {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (p.small_in_step.to_string(), ms(p.small_max_in_step_ms))
+        };
         let _ = writeln!(
             t,
-            "{:<7} {:>7} {:>9.1} {:>10.1} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9.1} {:>10.1} {:>8} {:>9}",
+            "{:<7} {:>7} {:>9.1} {:>10.1} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>12} {:>10} {:>8} {:>9}",
             p.method,
             p.big_mib,
             p.prewrite_s,
@@ -145,8 +165,9 @@ pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
             p.small.p99_us as f64 / 1e3,
             p.small.max_us as f64 / 1e3,
             vs,
-            p.small_max_in_step_ms,
-            p.small_max_after_step_ms,
+            waiting,
+            slowest,
+            ms(p.small_max_after_step_ms),
             p.renames,
             if p.read_back_ok { "ok" } else { "MISSING" }
         );
@@ -169,4 +190,48 @@ pub fn bigtxn_series(points: &[BigTxnPoint]) -> Vec<Series> {
             ],
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bigtxn_point(method: &'static str, in_step: u64, slowest: Option<f64>) -> BigTxnPoint {
+        BigTxnPoint {
+            method,
+            big_mib: if method == "none" { 0 } else { 256 },
+            prewrite_s: 0.0,
+            commit_step_ms: 224.0,
+            small_commits: 100,
+            small: crate::bench::Latency::of(vec![4_000; 100]),
+            small_in_step: in_step,
+            small_max_in_step_ms: slowest,
+            small_max_after_step_ms: Some(5.0),
+            renames: 0,
+            read_back_ok: true,
+            mariadb_binlog_ok: None,
+        }
+    }
+
+    #[test]
+    fn bigtxn_table_says_none_when_no_small_commit_was_in_flight_during_the_step() {
+        let table = bigtxn_table(&[
+            bigtxn_point("none", 0, None),
+            bigtxn_point("copy", 3, Some(229.0)),
+            bigtxn_point("rename", 0, None),
+        ]);
+        let cells = |m: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(m))
+                .unwrap_or_else(|| panic!("{m}: {table}"))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        // ..., max vs none, in flight in step, slowest of them, max after step, ...
+        assert_eq!(cells("copy")[9..12], ["3", "229.0", "5.0"], "{table}");
+        assert_eq!(cells("rename")[9..12], ["0", "none", "5.0"], "{table}");
+        assert_eq!(cells("none")[9..11], ["-", "-"], "{table}");
+    }
 }
