@@ -44,7 +44,8 @@ pub mod server;
 pub mod wire;
 
 pub use client::{
-    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, RemoteTxn, TcpRouter, Welcome,
+    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, RemoteTxn, TcpRouter,
+    Unreached, Welcome, unreached_reason,
 };
 
 pub use surge_binlog as binlog;

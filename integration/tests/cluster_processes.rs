@@ -51,6 +51,14 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
         "{out}"
     );
     assert_eq!(out.matches("  1/1 ").count(), 3 * 16, "{out}");
+    // The key-range column says what it is, and shows whole keys.
+    assert_eq!(
+        out.matches("  region  keys [start, end)  ").count(),
+        3,
+        "{out}"
+    );
+    assert_eq!(out.matches(" [-inf, \\x10) ").count(), 3, "{out}");
+    assert_eq!(out.matches(" [\\xf0, +inf) ").count(), 3, "{out}");
     // Every node's coordinator is up, with its own binlog under its data directory.
     assert_eq!(
         out.matches("  coordinator: ready, binlog ").count(),
@@ -71,6 +79,20 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     assert!(c.log(2).contains("surgedb node 2: stopped"), "{}", c.log(2));
     let (ok, out, _) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
     assert!(ok && out == "90\n", "{out}");
+    // Status names the node that is down and how to start it again.
+    let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
+    let addr2 = &c.manifest.nodes[1].addr;
+    assert!(
+        ok && out.contains(&format!("node 2 at {addr2}: DOWN (connect: ")),
+        "{out}{err}"
+    );
+    assert!(
+        out.contains(&format!(
+            "DOWN: node 2; run `surgedb cluster start --data {d}` to start it again"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("node 0"), "{out}");
     let (ok, _, err) = surgedb(&["cluster", "stop", "--data", d, "--node", "9"]);
     assert!(!ok && err.contains("has no node 9"), "{err}");
     let (ok, out, err) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
@@ -89,6 +111,22 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
             c.log(node)
         );
     }
+    // Every node stopped: the commands name each node and say how to start the cluster.
+    let (ok, _, err) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
+    assert!(!ok, "{err}");
+    for n in &c.manifest.nodes {
+        assert!(
+            err.contains(&format!("node {} at {}: connect: ", n.id, n.addr)),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains(&format!("run `surgedb cluster start --data {d}`")),
+        "{err}"
+    );
+    let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
+    assert!(!ok && out.matches(": DOWN (").count() == 3, "{out}{err}");
+    assert!(err.contains("no node answers"), "{err}");
     let (ok, out, err) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
     assert!(ok && out.matches(": started").count() == 3, "{out}{err}");
     let (ok, out, _) = surgedb(&["kv", "scan", "--cluster-dir", d]);

@@ -43,7 +43,9 @@ mod tests {
         let t0 = Instant::now();
         // The step runs from 100 ms to 324 ms (a 224 ms copy).
         let (from, to) = (t0 + ms(100), t0 + ms(324));
-        let cases: &[(&str, &[(u64, u64)], u64, Option<u64>)] = &[
+        // (name, commits as (start, latency) in ms, count in flight, slowest in ms)
+        type Case = (&'static str, &'static [(u64, u64)], u64, Option<u64>);
+        let cases: &[Case] = &[
             // Both clients blocked: their commits started before the step, ended after it.
             ("stalled across", &[(95, 232), (98, 229)], 2, Some(232)),
             // One ended just before the step, one started just after: neither was waiting.
