@@ -58,7 +58,8 @@ enum Command {
     },
     /// Run a script of transactional operations (one per line; `-` reads standard input):
     /// `begin optimistic|pessimistic`, `get K`, `get_for_update K`, `put K V`, `delete K`,
-    /// `commit`, `rollback`; `#` starts a comment.
+    /// `commit`, `rollback`, `sleep MS` (to stage a conflict with another script); `#`
+    /// starts a comment.
     Txn {
         #[command(flatten)]
         target: Target,

@@ -19,4 +19,4 @@ pub use connect::{ConnectError, connect_dir};
 pub use kv::{KvError, get, scan, write};
 pub use script_target::{ScriptTarget, ScriptTxn};
 pub use status::{NodeReport, StatusError, cluster_status, print_status};
-pub use txn_script::{ScriptError, ScriptOp, parse_script, run_script, show};
+pub use txn_script::{MAX_SLEEP_MS, ScriptError, ScriptOp, parse_script, run_script, show};
