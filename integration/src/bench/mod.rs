@@ -25,9 +25,10 @@ pub use bigtxn::{BigTxnOptions, BigTxnPoint, run_bigtxn};
 pub use hot_txn::{hot_txn_steps, run_hot_txn};
 pub use hotspot::{HotspotOptions, HotspotPoint, HotspotRun, run_hotspot};
 pub use locks::{LocksOptions, LocksPoint, WriteMode, run_locks};
-pub use plot::{Series, plot_svg};
+pub use plot::{Plot, Series, XAxis, YAxis, plot_svg};
 pub use report::{
     bigtxn_series, bigtxn_table, hotspot_series, hotspot_table, locks_series, locks_table,
+    percentile_name,
 };
 pub use stats::Latency;
 pub use target::BenchTarget;

@@ -175,6 +175,15 @@ pub fn bigtxn_table(points: &[BigTxnPoint]) -> String {
     t
 }
 
+/// `p50` for 50, ..., `max` for 100: the x ticks of [`bigtxn_series`].
+pub fn percentile_name(p: f64) -> String {
+    if p >= 100.0 {
+        "max".into()
+    } else {
+        format!("p{p}")
+    }
+}
+
 /// Small-commit latency (ms) at p50, p95, p99 and the maximum (x = 50, 95, 99, 100), one line
 /// per method.
 pub fn bigtxn_series(points: &[BigTxnPoint]) -> Vec<Series> {
@@ -233,5 +242,14 @@ mod tests {
         assert_eq!(cells("copy")[9..12], ["3", "229.0", "5.0"], "{table}");
         assert_eq!(cells("rename")[9..12], ["0", "none", "5.0"], "{table}");
         assert_eq!(cells("none")[9..11], ["-", "-"], "{table}");
+    }
+
+    #[test]
+    fn percentiles_are_named_as_the_table_names_them() {
+        let names: Vec<String> = [50.0, 95.0, 99.0, 100.0]
+            .into_iter()
+            .map(percentile_name)
+            .collect();
+        assert_eq!(names, ["p50", "p95", "p99", "max"]);
     }
 }

@@ -9,7 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::bench::{
-    self, BenchError, BenchTarget, BigTxnOptions, HotspotOptions, LocksOptions, Progress, Series,
+    self, BenchError, BenchTarget, BigTxnOptions, HotspotOptions, LocksOptions, Plot, Progress,
+    Series, XAxis, YAxis,
 };
 
 /// How a benchmark's results are written.
@@ -69,7 +70,7 @@ fn report<P: Serialize>(
     begun: Instant,
     points: &[P],
     text: [String; 2],
-    plot: (&str, &str, &str, Vec<Series>),
+    plot: Plot,
 ) -> Result<(), String> {
     let seconds = begun.elapsed().as_secs_f64();
     let io = |e: std::io::Error| format!("cannot write the report: {e}");
@@ -89,13 +90,24 @@ fn report<P: Serialize>(
         writeln!(out, "(whole run: {seconds:.1} s)").map_err(io)?;
     }
     if let Some(path) = &output.plot {
-        let (title, x, y, series) = plot;
-        bench::plot_svg(path, title, x, y, &series).map_err(|e| e.to_string())?;
+        bench::plot_svg(path, &plot).map_err(|e| e.to_string())?;
         if !output.json {
             writeln!(out, "plot: {}", path.display()).map_err(io)?;
         }
     }
     Ok(())
+}
+
+/// A [`Plot`] of `series`.
+fn plot(title: &str, x: &str, y: &str, axes: (XAxis, YAxis), series: Vec<Series>) -> Plot {
+    Plot {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        x_axis: axes.0,
+        y_axis: axes.1,
+        series,
+    }
 }
 
 fn text(e: BenchError) -> String {
@@ -150,10 +162,11 @@ pub fn bench_locks(
         begun,
         &points,
         [bench::locks_table(&points), summary],
-        (
+        plot(
             "oltp_write_only TPS by lock mode",
-            "clients",
+            "clients (log2 scale)",
             "committed transactions/s",
+            (XAxis::Log2, YAxis::Linear),
             bench::locks_series(&points),
         ),
     )
@@ -230,10 +243,11 @@ pub fn bench_hotspot(
         begun,
         &points,
         [bench::hotspot_table(&points), summary],
-        (
+        plot(
             "hot-row updates/s, grouping off vs on",
-            "clients",
-            "updates/s",
+            "clients (log2 scale)",
+            "updates/s (log scale)",
+            (XAxis::Log2, YAxis::Log10),
             bench::hotspot_series(&points),
         ),
     )
@@ -302,10 +316,11 @@ pub fn bench_bigtxn(
         begun,
         &points,
         [bench::bigtxn_table(&points), summary],
-        (
+        plot(
             "small-commit latency beside a big transaction's commit step",
-            "percentile (100 = max)",
-            "ms",
+            "small commits in the window: percentile",
+            "ms (log scale)",
+            (XAxis::Ranked(bench::percentile_name), YAxis::Log10),
             bench::bigtxn_series(&points),
         ),
     )
