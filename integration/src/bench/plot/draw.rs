@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::axis::{linear_ticks, log_ticks, tick_text, x_ticks};
-use super::labels::spread;
+use super::labels::{spread, stack};
 use super::{Plot, YAxis};
 use crate::bench::BenchError;
 
@@ -31,6 +31,9 @@ const LABEL_GAP: i32 = 13;
 
 /// Pixels from a point up to the bottom of its value label.
 const LABEL_RISE: i32 = 8;
+
+/// Pixels a marker reaches from its point.
+const MARKER: i32 = 6;
 
 /// Draws `plot` (800 x 500 px) into the SVG file `path`: one line per series, a marker on
 /// every point (circle, triangle, square, cross, in turn) with its value beside it.
@@ -219,14 +222,21 @@ fn draw(path: &Path, plot: &Plot) -> Result<(), String> {
         // Above the marker, where the lines to the neighbouring points seldom pass; at the
         // last x, where no line leaves to the right, beside it (clear of the other series'
         // markers at that x).
-        let beside = tick.at == last.at;
-        let (rise, dx, pos) = if beside {
-            (0, 9, Pos::new(HPos::Left, VPos::Center))
+        let ys: Vec<i32> = pixels.iter().map(|p| p.1).collect();
+        let (rows, dx, pos) = if tick.at == last.at {
+            (
+                spread(&ys, LABEL_GAP),
+                9,
+                Pos::new(HPos::Left, VPos::Center),
+            )
         } else {
-            (LABEL_RISE, 0, Pos::new(HPos::Center, VPos::Bottom))
+            (
+                stack(&ys, LABEL_GAP, LABEL_RISE, MARKER),
+                0,
+                Pos::new(HPos::Center, VPos::Bottom),
+            )
         };
-        let rows: Vec<i32> = pixels.iter().map(|p| p.1 - rise).collect();
-        for ((label, (px, _)), row) in here.iter().zip(&pixels).zip(spread(&rows, LABEL_GAP)) {
+        for ((label, (px, _)), row) in here.iter().zip(&pixels).zip(rows) {
             let style = ("sans-serif", 12).into_font().color(&label.3).pos(pos);
             root.draw(&Text::new(value_text(label.0), (px + dx, row), style))
                 .map_err(|x| e(&x))?;
