@@ -84,6 +84,10 @@ pub struct BigTxnRun {
     pub small_latency: Latency,
     /// Small commits that started in the window.
     pub small_in_window: u64,
+    /// The slowest small commit in flight at some moment of the window: a commit the step
+    /// stalled from before the window counts, so a window in which no small commit could
+    /// start (the step outlasted it) still shows the stall; `None` if none was in flight.
+    pub small_max_in_window: Option<Duration>,
     /// The small commits in flight at some moment of the commit step (started before its
     /// end, finished after its start: those it held up), and the slowest of them.
     pub small_in_step: StepWaits,
@@ -286,6 +290,7 @@ pub fn run_method_on(
                 .collect(),
         ),
         small_in_window: in_window.len() as u64,
+        small_max_in_window: waiting_during(&samples, window_start, window_end).slowest,
         // Every sample, not only those that started in the window: a commit the step
         // stalled usually started before it.
         small_in_step: waiting_during(&samples, window_start, acked),
@@ -452,7 +457,11 @@ impl fmt::Display for BigTxnReport {
                     &format!("{:.1}", r.prewrite.as_secs_f64()),
                     &ms(r.commit_step),
                     &r.small_in_window,
-                    &format!("{:.1}", r.small_latency.p99_us as f64 / 1e3),
+                    &if r.small_in_window == 0 {
+                        "none".to_string()
+                    } else {
+                        format!("{:.1}", r.small_latency.p99_us as f64 / 1e3)
+                    },
                     &waiting,
                     &slowest,
                     &or_none(r.small_max_after_step),
@@ -506,7 +515,7 @@ impl fmt::Display for BigTxnReport {
                 ms(rename.commit_step),
                 waited(&copy.small_in_step),
                 waited(&rename.small_in_step),
-                ms(Duration::from_micros(none.small_latency.max_us))
+                or_none(none.small_max_in_window)
             )?;
         }
         Ok(())
@@ -527,6 +536,7 @@ mod tests {
             small_commits: 10,
             small_latency: Latency::of(vec![4_000; 10]),
             small_in_window: 10,
+            small_max_in_window: Some(Duration::from_millis(4)),
             small_in_step: in_step,
             small_max_after_step: None,
             renames: 0,
