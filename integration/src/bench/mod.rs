@@ -8,8 +8,8 @@
 //!   through `surge-txn`'s `hot_update` vs ordinary pessimistic transactions (embedded or
 //!   over TCP); [`run_hotspot`]: the same on `surge-hotspot` alone, in this process;
 //! - [`run_bigtxn`]: small commits beside a big transaction, none vs copy vs rename
-//!   (AliSQL/MariaDB 11.7 large-transaction binlog commit by rename), on `surge-binlog` in
-//!   this process.
+//!   (AliSQL/MariaDB 11.7 large-transaction binlog commit by rename), through a `surge-txn`
+//!   coordinator with its binlog in this process (on embedded clusters or over TCP).
 
 mod bigtxn;
 mod hot_txn;
