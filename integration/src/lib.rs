@@ -28,8 +28,9 @@
 //! # What this package is not
 //!
 //! It is not a library to build on: depend on the component crates instead. A node's binlog
-//! is not replicated (each node is its own MariaDB primary in its own GTID domain), and a
-//! region's data lives in memory, rebuilt from the Raft log at restart.
+//! is not replicated (each node is its own MariaDB primary in its own GTID domain), the
+//! nodes' binlogs are not ordered against each other (each replays into MariaDB alone, not
+//! all together), and a region's data lives in memory, rebuilt from the Raft log at restart.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -44,7 +45,8 @@ pub mod server;
 pub mod wire;
 
 pub use client::{
-    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, RemoteTxn, TcpRouter, Welcome,
+    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, RemoteTxn, TcpRouter,
+    Unreached, Welcome, unreached_reason,
 };
 
 pub use surge_binlog as binlog;

@@ -58,7 +58,8 @@ enum Command {
     },
     /// Run a script of transactional operations (one per line; `-` reads standard input):
     /// `begin optimistic|pessimistic`, `get K`, `get_for_update K`, `put K V`, `delete K`,
-    /// `commit`, `rollback`; `#` starts a comment.
+    /// `commit`, `rollback`, `sleep MS` (to stage a conflict with another script); `#`
+    /// starts a comment.
     Txn {
         #[command(flatten)]
         target: Target,
@@ -492,32 +493,18 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             Ok(())
         }
         ClusterCommand::Status { data } => {
-            let manifest = ClusterManifest::load(&data).map_err(|e| e.to_string())?;
-            let client = Client::connect(&manifest.addrs(), ClientOptions::default())
-                .map_err(|e| e.to_string())?;
-            let reports: Vec<_> = manifest
-                .nodes
-                .iter()
-                .map(|n| {
-                    (
-                        n.id,
-                        n.addr.clone(),
-                        client.node_status(n.id),
-                        client.coordinator_state(n.id),
-                    )
-                })
-                .collect();
-            let _ = writeln!(out, "cluster {}", manifest.cluster_id);
-            cli::print_status(&reports, out).map_err(|e| e.to_string())
+            cli::cluster_status(&data, out).map_err(|e| e.to_string())
         }
     }
 }
 
 fn connect(target: &Target) -> Result<Client, String> {
     let addrs = match (&target.cluster_dir, target.cluster.is_empty()) {
-        (Some(dir), _) => ClusterManifest::load(dir)
-            .map_err(|e| e.to_string())?
-            .addrs(),
+        (Some(dir), _) => {
+            return cli::connect_dir(dir, ClientOptions::default())
+                .map(|(_, client)| client)
+                .map_err(|e| e.to_string());
+        }
         (None, false) => target.cluster.clone(),
         (None, true) => {
             return Err("name the cluster with --cluster ADDR,... or --cluster-dir DIR".into());

@@ -48,6 +48,9 @@ fn bench_bigtxn_runs_none_copy_and_rename_through_txn_and_reads_every_commit_bac
         assert!(p.read_back_ok, "{p:?}");
         assert!(p.small_commits > 0, "{p:?}");
         assert!(p.small.p99_us <= p.small.max_us, "{p:?}");
+        // Every commit that started in the window was in flight in it.
+        let in_flight_max_us = p.small_max_ms.map_or(0.0, |ms| ms * 1e3);
+        assert!(in_flight_max_us >= p.small.max_us as f64, "{p:?}");
     }
     assert_eq!((points[0].big_mib, points[0].renames), (0, 0));
     assert_eq!((points[1].big_mib, points[1].renames), (4, 0));

@@ -27,12 +27,72 @@ fn dump_lists_every_event_of_a_mariadb_file_at_its_offset() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 31, "{text}");
-    assert!(lines[0].starts_with("#4 ") && lines[0].contains("FormatDescription"));
-    assert!(text.contains("#967        WriteRows") && text.contains("2 rows: alpha beta"));
-    assert!(text.contains("Delete table id 60, 1 rows: alpha"));
-    assert!(text.contains("1 rows: 0x00FF10"));
-    assert!(lines[30].contains("Rotate") && lines[30].contains("to mdb-bin.000002 at 4"));
+    assert_eq!(lines.len(), LEGEND_LINES + 31, "{text}");
+    let events = &lines[LEGEND_LINES..];
+    assert!(events[0].starts_with("#4 ") && events[0].contains("FormatDescription"));
+    // Rows with their values, as `mariadb-binlog -v` shows them (MariaDB's full images).
+    assert!(
+        text.contains("#967        WriteRows")
+            && text.contains("2 rows: SET @1='alpha' @2='1'; SET @1='beta' @2='2'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Update table id 60, 1 row: WHERE @1='beta' @2='2' SET @1='beta' @2='20'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Delete table id 60, 1 row: WHERE @1='alpha' @2='1'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 row: SET @1='\\x00\\xff\\x10' @2='\\x01\\x02'"),
+        "{text}"
+    );
+    assert!(events[30].contains("Rotate") && events[30].contains("to mdb-bin.000002 at 4"));
+}
+
+/// Lines of the legend the dump starts with.
+const LEGEND_LINES: usize = 3;
+
+#[test]
+fn dump_explains_its_columns_and_the_end_position_0_of_cached_events() {
+    // A file written by surge-binlog: the events of a transaction's cache carry end 0.
+    let dir = tempfile::tempdir().unwrap();
+    let log =
+        surgedb::binlog::Binlog::open(surgedb::binlog::BinlogConfig::new(dir.path())).unwrap();
+    let mut txn = log.new_cache();
+    txn.put(b"alice", b"100").unwrap();
+    log.commit(txn, 1).unwrap();
+    let mut txn = log.new_cache();
+    txn.update(b"alice", b"90").unwrap();
+    log.commit(txn, 2).unwrap();
+    let file = log.file_paths()[0].clone();
+    log.shutdown().unwrap();
+    let out = dump(&file);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[..LEGEND_LINES].iter().all(|l| l.starts_with("# ")),
+        "{text}"
+    );
+    let legend = lines[..LEGEND_LINES].join("\n");
+    assert!(
+        legend.contains("end_log_pos") && legend.contains("end 0") && legend.contains("cache"),
+        "{legend}"
+    );
+    assert!(
+        legend.contains("WHERE") && legend.contains("@1"),
+        "{legend}"
+    );
+    assert!(
+        text.contains("end 0         Update table id 1, 1 row: WHERE @1='alice' SET @2='90'"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -55,8 +115,11 @@ fn dump_of_a_truncated_file_names_file_and_offset_and_fails() {
         err.contains("cut.000001") && err.contains("offset 285"),
         "{err}"
     );
-    // The events before the damage are still listed.
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    // The events before the damage are still listed, after the legend.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        LEGEND_LINES + 2
+    );
 }
 
 /// Runs `surgedb binlog dump -` with `input` on standard input.

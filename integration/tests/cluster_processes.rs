@@ -41,6 +41,42 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     assert!(ok);
     assert_eq!(out, "acct/1\t90\nacct/2\t110\n");
 
+    // `sleep` stages a conflict between two scripts run side by side: A reads, sleeps and
+    // writes; B writes the same key during A's sleep and commits first.
+    let a = c.tmp.path().join("a.txt");
+    std::fs::write(
+        &a,
+        "begin optimistic\nget race/1\nsleep 2000\nput race/1 a\ncommit\n",
+    )
+    .unwrap();
+    let b = c.tmp.path().join("b.txt");
+    std::fs::write(&b, "begin optimistic\nput race/1 b\ncommit\n").unwrap();
+    let a_child = std::process::Command::new(common::exe())
+        .args(["txn", "--cluster-dir", d])
+        .arg(&a)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A has begun and read by then (a process start and two round trips), and B commits
+    // well inside A's 2 s sleep.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (ok, out, err) = surgedb(&["txn", "--cluster-dir", d, b.to_str().unwrap()]);
+    let a_out = a_child.wait_with_output().unwrap();
+    assert!(ok && out.contains("commit: committed at"), "B: {out}{err}");
+    let (a_stdout, a_stderr) = (
+        String::from_utf8_lossy(&a_out.stdout),
+        String::from_utf8_lossy(&a_out.stderr),
+    );
+    assert!(!a_out.status.success(), "A: {a_stdout}{a_stderr}");
+    assert!(a_stdout.contains("sleep 2000 ms: done"), "{a_stdout}");
+    assert!(
+        a_stderr.contains("line 5: commit: ") && a_stderr.contains("write conflict"),
+        "A: {a_stderr}"
+    );
+    let (ok, out, _) = surgedb(&["kv", "get", "--cluster-dir", d, "race/1"]);
+    assert!(ok && out == "b\n", "{out}");
+
     let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
     assert!(ok, "{err}");
     for node in 1..=3 {
@@ -51,6 +87,14 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
         "{out}"
     );
     assert_eq!(out.matches("  1/1 ").count(), 3 * 16, "{out}");
+    // The key-range column says what it is, and shows whole keys.
+    assert_eq!(
+        out.matches("  region  keys [start, end)  ").count(),
+        3,
+        "{out}"
+    );
+    assert_eq!(out.matches(" [-inf, \\x10) ").count(), 3, "{out}");
+    assert_eq!(out.matches(" [\\xf0, +inf) ").count(), 3, "{out}");
     // Every node's coordinator is up, with its own binlog under its data directory.
     assert_eq!(
         out.matches("  coordinator: ready, binlog ").count(),
@@ -71,6 +115,20 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     assert!(c.log(2).contains("surgedb node 2: stopped"), "{}", c.log(2));
     let (ok, out, _) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
     assert!(ok && out == "90\n", "{out}");
+    // Status names the node that is down and how to start it again.
+    let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
+    let addr2 = &c.manifest.nodes[1].addr;
+    assert!(
+        ok && out.contains(&format!("node 2 at {addr2}: DOWN (connect: ")),
+        "{out}{err}"
+    );
+    assert!(
+        out.contains(&format!(
+            "DOWN: node 2; run `surgedb cluster start --data {d}` to start it again"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("node 0"), "{out}");
     let (ok, _, err) = surgedb(&["cluster", "stop", "--data", d, "--node", "9"]);
     assert!(!ok && err.contains("has no node 9"), "{err}");
     let (ok, out, err) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
@@ -89,9 +147,25 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
             c.log(node)
         );
     }
+    // Every node stopped: the commands name each node and say how to start the cluster.
+    let (ok, _, err) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
+    assert!(!ok, "{err}");
+    for n in &c.manifest.nodes {
+        assert!(
+            err.contains(&format!("node {} at {}: connect: ", n.id, n.addr)),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains(&format!("run `surgedb cluster start --data {d}`")),
+        "{err}"
+    );
+    let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
+    assert!(!ok && out.matches(": DOWN (").count() == 3, "{out}{err}");
+    assert!(err.contains("no node answers"), "{err}");
     let (ok, out, err) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
     assert!(ok && out.matches(": started").count() == 3, "{out}{err}");
     let (ok, out, _) = surgedb(&["kv", "scan", "--cluster-dir", d]);
     assert!(ok);
-    assert_eq!(out, "acct/1\t90\nacct/2\t110\n");
+    assert_eq!(out, "acct/1\t90\nacct/2\t110\nrace/1\tb\n");
 }

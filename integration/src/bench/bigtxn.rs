@@ -99,12 +99,22 @@ pub struct BigTxnPoint {
     pub commit_step_ms: f64,
     /// Small commits that started in the windows, over all rounds.
     pub small_commits: u64,
-    /// Worst of the rounds' small-commit latency summaries in the window.
+    /// Worst of the rounds' small-commit latency summaries, over the commits that started in
+    /// the windows (all zero when none did: see `small_commits`).
     pub small: Latency,
-    /// Slowest small commit that started during the commit step, in ms.
-    pub small_max_in_step_ms: f64,
-    /// Slowest small commit that started after the step (secondaries in flight), in ms.
-    pub small_max_after_step_ms: f64,
+    /// Slowest small commit in flight at some moment of a window, in ms: unlike
+    /// `small.max_us`, it counts a commit stalled from before the window (a copy that
+    /// outlasts the window lets none start in it); `None` when none was in flight.
+    pub small_max_ms: Option<f64>,
+    /// Small commits in flight during the commit step (started before it ended, finished
+    /// after it began: those it could hold up), over all rounds.
+    pub small_in_step: u64,
+    /// Slowest of the small commits in flight during the commit step, in ms; `None` (JSON
+    /// `null`) when none was.
+    pub small_max_in_step_ms: Option<f64>,
+    /// Slowest small commit that started after the step (secondaries in flight), in ms;
+    /// `None` when none did.
+    pub small_max_after_step_ms: Option<f64>,
     /// Caches committed by rename, over all rounds.
     pub renames: u64,
     /// Whether every acknowledged commit was read back from the binlog exactly once.
@@ -122,8 +132,10 @@ impl BigTxnPoint {
             commit_step_ms: 0.0,
             small_commits: 0,
             small: Latency::default(),
-            small_max_in_step_ms: 0.0,
-            small_max_after_step_ms: 0.0,
+            small_max_ms: None,
+            small_in_step: 0,
+            small_max_in_step_ms: None,
+            small_max_after_step_ms: None,
             renames: 0,
             read_back_ok: true,
             mariadb_binlog_ok: Some(true),
@@ -132,12 +144,18 @@ impl BigTxnPoint {
 
     fn merge(&mut self, r: &BigTxnRun) {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let worst = |a: Option<f64>, b: Option<Duration>| match (a, b.map(ms)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         self.prewrite_s = self.prewrite_s.max(r.prewrite.as_secs_f64());
         self.commit_step_ms = self.commit_step_ms.max(ms(r.commit_step));
         self.small_commits += r.small_in_window;
         self.small = self.small.worst(&r.small_latency);
-        self.small_max_in_step_ms = self.small_max_in_step_ms.max(ms(r.small_max_in_step));
-        self.small_max_after_step_ms = self.small_max_after_step_ms.max(ms(r.small_max_after_step));
+        self.small_max_ms = worst(self.small_max_ms, r.small_max_in_window);
+        self.small_in_step += r.small_in_step.count;
+        self.small_max_in_step_ms = worst(self.small_max_in_step_ms, r.small_in_step.slowest);
+        self.small_max_after_step_ms = worst(self.small_max_after_step_ms, r.small_max_after_step);
         self.renames += r.renames;
         self.read_back_ok &= r.read_back_ok();
         self.mariadb_binlog_ok = match (self.mariadb_binlog_ok, r.mariadb_binlog_ok) {

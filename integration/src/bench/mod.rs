@@ -8,8 +8,8 @@
 //!   through `surge-txn`'s `hot_update` vs ordinary pessimistic transactions (embedded or
 //!   over TCP); [`run_hotspot`]: the same on `surge-hotspot` alone, in this process;
 //! - [`run_bigtxn`]: small commits beside a big transaction, none vs copy vs rename
-//!   (AliSQL/MariaDB 11.7 large-transaction binlog commit by rename), on `surge-binlog` in
-//!   this process.
+//!   (AliSQL/MariaDB 11.7 large-transaction binlog commit by rename), through a `surge-txn`
+//!   coordinator with its binlog in this process (on embedded clusters or over TCP).
 
 mod bigtxn;
 mod hot_txn;
@@ -24,9 +24,10 @@ pub use bigtxn::{BigTxnOptions, BigTxnPoint, run_bigtxn};
 pub use hot_txn::{hot_txn_steps, run_hot_txn};
 pub use hotspot::{HotspotOptions, HotspotPoint, HotspotRun, run_hotspot};
 pub use locks::{LocksOptions, LocksPoint, run_locks};
-pub use plot::{Series, plot_svg};
+pub use plot::{Plot, Series, XAxis, YAxis, plot_svg};
 pub use report::{
     bigtxn_series, bigtxn_table, hotspot_series, hotspot_table, locks_series, locks_table,
+    percentile_name,
 };
 pub use stats::Latency;
 pub use surge_txn::workload::WriteMode;

@@ -9,7 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::bench::{
-    self, BenchError, BenchTarget, BigTxnOptions, HotspotOptions, LocksOptions, Progress, Series,
+    self, BenchError, BenchTarget, BigTxnOptions, HotspotOptions, LocksOptions, Plot, Progress,
+    Series, XAxis, YAxis,
 };
 
 /// How a benchmark's results are written.
@@ -69,7 +70,7 @@ fn report<P: Serialize>(
     begun: Instant,
     points: &[P],
     text: [String; 2],
-    plot: (&str, &str, &str, Vec<Series>),
+    plot: Plot,
 ) -> Result<(), String> {
     let seconds = begun.elapsed().as_secs_f64();
     let io = |e: std::io::Error| format!("cannot write the report: {e}");
@@ -89,13 +90,24 @@ fn report<P: Serialize>(
         writeln!(out, "(whole run: {seconds:.1} s)").map_err(io)?;
     }
     if let Some(path) = &output.plot {
-        let (title, x, y, series) = plot;
-        bench::plot_svg(path, title, x, y, &series).map_err(|e| e.to_string())?;
+        bench::plot_svg(path, &plot).map_err(|e| e.to_string())?;
         if !output.json {
             writeln!(out, "plot: {}", path.display()).map_err(io)?;
         }
     }
     Ok(())
+}
+
+/// A [`Plot`] of `series`.
+fn plot(title: &str, x: &str, y: &str, axes: (XAxis, YAxis), series: Vec<Series>) -> Plot {
+    Plot {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        x_axis: axes.0,
+        y_axis: axes.1,
+        series,
+    }
 }
 
 fn text(e: BenchError) -> String {
@@ -150,10 +162,11 @@ pub fn bench_locks(
         begun,
         &points,
         [bench::locks_table(&points), summary],
-        (
+        plot(
             "oltp_write_only TPS by lock mode",
-            "clients",
+            "clients (log2 scale)",
             "committed transactions/s",
+            (XAxis::Log2, YAxis::Linear),
             bench::locks_series(&points),
         ),
     )
@@ -230,10 +243,11 @@ pub fn bench_hotspot(
         begun,
         &points,
         [bench::hotspot_table(&points), summary],
-        (
+        plot(
             "hot-row updates/s, grouping off vs on",
-            "clients",
-            "updates/s",
+            "clients (log2 scale)",
+            "updates/s (log scale)",
+            (XAxis::Log2, YAxis::Log10),
             bench::hotspot_series(&points),
         ),
     )
@@ -282,13 +296,25 @@ pub fn bench_bigtxn(
         points
             .iter()
             .find(|p| p.method == m)
-            .map(|p| p.small.max_us as f64 / 1e3)
+            .and_then(|p| p.small_max_ms)
+    };
+    let in_step = |m: &str| {
+        points
+            .iter()
+            .find(|p| p.method == m)
+            .map(|p| match p.small_max_in_step_ms {
+                Some(ms) => format!("{ms:.1} ms"),
+                None => "none in flight".to_string(),
+            })
     };
     let summary = match (max("none"), max("copy"), max("rename")) {
         (Some(n), Some(c), Some(r)) => format!(
-            "Shows: the slowest small commit in the window took {r:.1} ms beside the rename \
-             ({:.2}x none's {n:.1} ms) and {c:.1} ms beside the copy ({:.2}x); the copy writes \
-             the whole cache under the binlog's log lock.",
+            "Shows: during the commit step the slowest small commit in flight took {} beside \
+             the rename and {} beside the copy (the copy writes the whole cache under the \
+             binlog's log lock); over the window the slowest took {r:.1} ms beside the rename \
+             ({:.2}x none's {n:.1} ms) and {c:.1} ms beside the copy ({:.2}x).",
+            in_step("rename").unwrap_or_default(),
+            in_step("copy").unwrap_or_default(),
             r / n.max(1e-6),
             c / n.max(1e-6)
         ),
@@ -302,10 +328,11 @@ pub fn bench_bigtxn(
         begun,
         &points,
         [bench::bigtxn_table(&points), summary],
-        (
+        plot(
             "small-commit latency beside a big transaction's commit step",
-            "percentile (100 = max)",
-            "ms",
+            "small commits in the window: percentile",
+            "ms (log scale)",
+            (XAxis::Ranked(bench::percentile_name), YAxis::Log10),
             bench::bigtxn_series(&points),
         ),
     )

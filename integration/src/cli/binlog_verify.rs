@@ -82,6 +82,18 @@ pub enum VerifyError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A file was given where a directory is wanted.
+    #[error(
+        "{} is a file, not a directory: `binlog verify` reads every binlog file under a \
+         directory; to read this one file run `surgedb binlog dump {}` (it verifies every \
+         checksum too)",
+        path.display(),
+        path.display()
+    )]
+    NotADirectory {
+        /// The file.
+        path: PathBuf,
+    },
     /// A binlog file did not read back.
     #[error("{} is damaged{}: {detail}", path.display(), offset.map(|o| format!(" at byte offset {o}")).unwrap_or_default())]
     Damaged {
@@ -124,8 +136,14 @@ pub enum VerifyError {
 /// are visited in path order.
 ///
 /// # Errors
-/// [`VerifyError::Damaged`] for the first file that does not read back whole.
+/// [`VerifyError::NotADirectory`] if `dir` is a file; [`VerifyError::Damaged`] for the
+/// first file that does not read back whole.
 pub fn verify_dir(dir: &Path) -> Result<Vec<VerifiedFile>, VerifyError> {
+    if dir.is_file() {
+        return Err(VerifyError::NotADirectory {
+            path: dir.to_path_buf(),
+        });
+    }
     let mut files = Vec::new();
     collect(dir, &mut files)?;
     files.sort();

@@ -3,6 +3,7 @@
 
 mod bench_run;
 mod binlog_verify;
+mod connect;
 mod kv;
 mod script_target;
 mod status;
@@ -14,7 +15,8 @@ pub use binlog_verify::{
     DirKind, MariadbCheck, VerifiedFile, VerifyError, VerifyReport, mariadb_binlog_installed,
     verify, verify_dir,
 };
+pub use connect::{ConnectError, connect_dir};
 pub use kv::{KvError, get, scan, write};
 pub use script_target::{ScriptTarget, ScriptTxn};
-pub use status::{NodeReport, print_status};
-pub use txn_script::{ScriptError, ScriptOp, parse_script, run_script, show};
+pub use status::{NodeReport, StatusError, cluster_status, print_status};
+pub use txn_script::{MAX_SLEEP_MS, ScriptError, ScriptOp, parse_script, run_script, show};

@@ -7,10 +7,16 @@
 //! put acct/1 90
 //! delete tmp/7
 //! get acct/2
+//! sleep 500                # milliseconds, inside or outside a transaction
 //! commit                   # or: rollback
 //! ```
+//!
+//! `sleep` lets two scripts run side by side stage a conflict on purpose: one reads a key
+//! and sleeps, the other writes the key and commits during the sleep, and the first one's
+//! commit then fails with a write conflict.
 
 use std::io::Write;
+use std::time::Duration;
 
 use surge_txn::TxnMode;
 
@@ -34,7 +40,13 @@ pub enum ScriptOp {
     Commit,
     /// `rollback`.
     Rollback,
+    /// `sleep MS`: waits that many milliseconds (at most [`MAX_SLEEP_MS`]), inside or
+    /// outside a transaction.
+    Sleep(Duration),
 }
+
+/// The longest `sleep` a script may ask for, in milliseconds (one hour).
+pub const MAX_SLEEP_MS: u64 = 3_600_000;
 
 /// Why a script failed.
 #[non_exhaustive]
@@ -110,6 +122,14 @@ pub fn parse_script(text: &str) -> Result<Vec<(usize, ScriptOp)>, ScriptError> {
                 }
                 _ => return Err(bad("put takes a key and a value")),
             },
+            "sleep" => match rest.parse::<u64>() {
+                Ok(ms) if ms <= MAX_SLEEP_MS => ScriptOp::Sleep(Duration::from_millis(ms)),
+                _ => {
+                    return Err(bad(&format!(
+                        "sleep takes a whole number of milliseconds, 0 to {MAX_SLEEP_MS}"
+                    )));
+                }
+            },
             "commit" if rest.is_empty() => ScriptOp::Commit,
             "rollback" if rest.is_empty() => ScriptOp::Rollback,
             _ => return Err(bad("unknown operation")),
@@ -137,6 +157,11 @@ pub fn run_script(
             let op = op.to_string();
             move |source| ScriptError::Txn { line, op, source }
         };
+        if let ScriptOp::Sleep(d) = op {
+            std::thread::sleep(*d);
+            writeln!(out, "sleep {} ms: done", d.as_millis())?;
+            continue;
+        }
         if let ScriptOp::Begin(mode) = op {
             if txn.is_some() {
                 return Err(ScriptError::Order {
@@ -157,7 +182,7 @@ pub fn run_script(
         };
         // Commit and rollback take the transaction; every other step puts it back.
         match op {
-            ScriptOp::Begin(_) => {}
+            ScriptOp::Begin(_) | ScriptOp::Sleep(_) => {}
             ScriptOp::Get(k) => {
                 let v = t.get(k.as_bytes()).map_err(fail("get"))?;
                 writeln!(out, "get {k}: {}", show(v.as_deref()))?;
@@ -211,7 +236,7 @@ pub fn show(v: Option<&[u8]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use surge_txn::TxnClient;
+    use surge_txn::{TxnClient, TxnError};
 
     #[test]
     fn scripts_parse_with_comments_and_values_with_spaces() {
@@ -229,6 +254,72 @@ mod tests {
                 (7, ScriptOp::Commit),
             ]
         );
+    }
+
+    #[test]
+    fn sleep_takes_milliseconds_anywhere_in_a_script() {
+        let ops = parse_script("sleep 250\nbegin optimistic\nsleep 0 # no wait\ncommit\n").unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                (1, ScriptOp::Sleep(Duration::from_millis(250))),
+                (2, ScriptOp::Begin(TxnMode::Optimistic)),
+                (3, ScriptOp::Sleep(Duration::ZERO)),
+                (4, ScriptOp::Commit),
+            ]
+        );
+        for bad in [
+            "sleep",
+            "sleep x",
+            "sleep 1 2",
+            "sleep -5",
+            "sleep 1.5",
+            "sleep 3600001",
+        ] {
+            match parse_script(bad) {
+                Err(ScriptError::Parse { line: 1, detail }) => {
+                    assert!(detail.contains("sleep takes"), "{bad:?}: {detail}")
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_sleep_stages_a_write_conflict_between_two_scripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = surge_txn::LocalCluster::start(
+            surge_txn::ClusterConfig::new(dir.path()).with_regions(2),
+        )
+        .unwrap();
+        let client = TxnClient::new(cluster.router(), surge_txn::ClientConfig::default());
+        // A reads the key, sleeps, then writes it; B writes it during A's sleep and commits
+        // first (1.3 s of margin), so A's commit must fail with a write conflict.
+        let a = parse_script("begin optimistic\nget k\nsleep 1500\nput k a\ncommit\n").unwrap();
+        let b = parse_script("sleep 200\nbegin optimistic\nput k b\ncommit\n").unwrap();
+        let started = std::time::Instant::now();
+        let (a_result, a_out, b_result) = std::thread::scope(|s| {
+            let a = s.spawn(|| {
+                let mut out = Vec::new();
+                let r = run_script(&client, &a, &mut out);
+                (r, String::from_utf8(out).unwrap())
+            });
+            let b_result = run_script(&client, &b, &mut Vec::new());
+            let (a_result, a_out) = a.join().unwrap();
+            (a_result, a_out, b_result)
+        });
+        assert!(started.elapsed() >= Duration::from_millis(1500));
+        b_result.unwrap();
+        assert!(a_out.contains("sleep 1500 ms: done"), "{a_out}");
+        match a_result {
+            Err(ScriptError::Txn {
+                line: 5,
+                source: ClientError::Txn(TxnError::WriteConflict { .. }),
+                ..
+            }) => {}
+            other => panic!("A's commit should conflict: {other:?}\n{a_out}"),
+        }
+        assert_eq!(client.get(b"k").unwrap(), Some(b"b".to_vec()));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use surge_txn::{
 use super::remote_service::{RemoteConfig, RemoteService};
 use super::remote_txn::{RemoteTxn, unexpected};
 use super::tcp_router::TcpRouter;
+use super::unreached::Unreached;
 use crate::wire::{CoordinatorState, TxnFailure, TxnOp, TxnReply};
 
 /// How a [`Client`] talks to the cluster.
@@ -54,12 +55,10 @@ impl ClientOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// None of the given addresses answered the handshake.
-    #[error("no node answered at {tried:?}: {last}")]
+    #[error("no node answered ({})", list(tried))]
     NoNodeReachable {
-        /// The addresses tried.
-        tried: Vec<String>,
-        /// The last failure.
-        last: ServiceError,
+        /// Every address tried, in order, with its failure.
+        tried: Vec<Unreached>,
     },
     /// A node could not be asked.
     #[error(transparent)]
@@ -99,6 +98,18 @@ pub enum ClientError {
         /// What was still missing.
         detail: String,
     },
+}
+
+/// `tried` as `ADDR: reason; ADDR: reason`, or `no address given`.
+fn list(tried: &[Unreached]) -> String {
+    if tried.is_empty() {
+        return "no address given".into();
+    }
+    tried
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl From<TxnFailure> for ClientError {
@@ -145,10 +156,7 @@ impl Client {
     /// # Errors
     /// [`ClientError::NoNodeReachable`] if none answers.
     pub fn connect(addrs: &[String], options: ClientOptions) -> Result<Client, ClientError> {
-        let mut last = ServiceError::Unavailable {
-            node: 0,
-            detail: "no address given".into(),
-        };
+        let mut tried = Vec::new();
         for addr in addrs {
             let welcome = RemoteService::resolve(0, addr)
                 .and_then(|sock| RemoteService::new(0, sock, options.remote.clone()).welcome());
@@ -166,13 +174,13 @@ impl Client {
                         next_node: Arc::new(AtomicUsize::new(round_robin_seed())),
                     });
                 }
-                Err(e) => last = e,
+                Err(error) => tried.push(Unreached {
+                    addr: addr.clone(),
+                    error,
+                }),
             }
         }
-        Err(ClientError::NoNodeReachable {
-            tried: addrs.to_vec(),
-            last,
-        })
+        Err(ClientError::NoNodeReachable { tried })
     }
 
     /// The in-process transactional client (begin, get, scan, ...): this process is the

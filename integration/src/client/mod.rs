@@ -6,8 +6,10 @@ mod cluster_client;
 mod remote_service;
 mod remote_txn;
 mod tcp_router;
+mod unreached;
 
 pub use cluster_client::{Client, ClientError, ClientOptions};
 pub use remote_service::{RemoteConfig, RemoteService, Welcome};
 pub use remote_txn::RemoteTxn;
 pub use tcp_router::TcpRouter;
+pub use unreached::{Unreached, reason as unreached_reason};

@@ -1,8 +1,8 @@
 //! One binlog event as one line of text.
 
-use std::fmt::Write as _;
-
 use surge_binlog::{Event, EventBody};
+
+use super::rows_text::rows_text;
 
 /// One event as a line of text.
 pub fn describe(offset: u64, event: &Event) -> String {
@@ -38,41 +38,11 @@ pub fn describe(offset: u64, event: &Event) -> String {
         ),
         EventBody::AnnotateRows(sql) => String::from_utf8_lossy(sql).into_owned(),
         EventBody::TableMap(t) => format!("table id {} `{}`.`{}`", t.table_id, t.database, t.table),
-        EventBody::Rows(r) => {
-            let mut s = format!("{:?} table id {}", r.kind, r.table_id);
-            match r.kv_rows() {
-                Ok(rows) => {
-                    let _ = write!(s, ", {} rows:", rows.len());
-                    for row in rows.iter().take(4) {
-                        let _ = write!(s, " {}", printable(&row.key));
-                    }
-                    if rows.len() > 4 {
-                        s.push_str(" ...");
-                    }
-                }
-                Err(_) => {
-                    let _ = write!(s, ", {} bytes of row images", r.rows.len());
-                }
-            }
-            s
-        }
+        EventBody::Rows(r) => rows_text(r),
         EventBody::Xid(xid) => format!("COMMIT xid {xid}"),
         EventBody::Rotate(r) => format!("to {} at {}", r.next_file, r.position),
         other => format!("{:?}", other.event_type()),
     };
     line.push_str(&summary);
     line
-}
-
-/// Bytes as text when printable, else as hex.
-fn printable(bytes: &[u8]) -> String {
-    if bytes.iter().all(|b| b.is_ascii_graphic()) {
-        String::from_utf8_lossy(bytes).into_owned()
-    } else {
-        let mut s = String::from("0x");
-        for b in bytes {
-            let _ = write!(s, "{b:02X}");
-        }
-        s
-    }
 }

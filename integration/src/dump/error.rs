@@ -29,6 +29,15 @@ pub enum DumpError {
         #[source]
         source: std::io::Error,
     },
+    /// The input is a directory.
+    #[error(
+        "{input} is a directory: `binlog dump` reads one file; to read every binlog file \
+         under it run `surgedb binlog verify {input}`"
+    )]
+    IsDirectory {
+        /// The input's name.
+        input: String,
+    },
     /// The input could not be read (or standard input could not be copied to a scratch file).
     #[error("cannot read {input}: {source}")]
     Read {

@@ -43,7 +43,8 @@ impl Input {
     /// a pipe cannot be measured or rewound); the scratch file lives as long as the result.
     ///
     /// # Errors
-    /// [`DumpError::Open`] or [`DumpError::Read`] if the input cannot be opened or read;
+    /// [`DumpError::IsDirectory`] for a directory; [`DumpError::Open`] or
+    /// [`DumpError::Read`] if the input cannot be opened or read;
     /// [`DumpError::Empty`], [`DumpError::TruncatedMagic`] or [`DumpError::NotBinlog`] if
     /// it does not start with the complete magic.
     pub(crate) fn open(&self) -> Result<Opened, DumpError> {
@@ -53,6 +54,9 @@ impl Input {
             source,
         };
         let opened = match self {
+            Input::File(path) if path.is_dir() => {
+                return Err(DumpError::IsDirectory { input: name });
+            }
             Input::File(path) => Opened {
                 path: path.clone(),
                 _scratch: None,

@@ -2,12 +2,15 @@
 
 mod describe;
 mod error;
+mod escaped;
 mod hex;
 mod input;
+mod rows_text;
 mod run;
 
 pub use describe::describe;
 pub use error::DumpError;
+pub use escaped::escaped;
 pub use hex::HexBytes;
 pub use input::Input;
-pub use run::dump;
+pub use run::{LEGEND, dump};

@@ -4,11 +4,24 @@ use surge_binlog::FileEvents;
 
 use super::{DumpError, Input, describe};
 
-/// Writes one line per event of `input` to `out`: offset, type, size, end position and a
-/// summary (rows of the `surgedb`.`kv` table are decoded key by key). Every checksum is
-/// verified.
+/// What the columns mean, printed before the first event.
 ///
-/// Returns the number of events written.
+/// The end position 0 needs saying: `surge-binlog` writes a transaction's events into its
+/// binlog cache before it knows where they will land, and copies or renames them into the
+/// file unchanged, so those events record no end position (MariaDB's own files have one on
+/// every event).
+pub const LEGEND: &str = "\
+# columns: byte offset, event type, size in bytes, end = the position after the event as its header records it (mariadb-binlog's end_log_pos), then what the event holds
+# end 0 = not recorded: a transaction's table-map and row events are written to its binlog cache before their place in the file is known, and reach the file unchanged (copied or renamed)
+# rows, as mariadb-binlog -v shows them: WHERE = the row before, SET = the row after, @1 @2 = the table's columns (k, v in surgedb.kv)
+";
+
+/// Writes [`LEGEND`], then one line per event of `input` to `out`: offset, type, size, end
+/// position and a summary (rows of the `surgedb`.`kv` table with their values). Every
+/// checksum is verified.
+///
+/// Returns the number of events written (the legend comes with the first, so an input with
+/// none that decodes prints nothing).
 ///
 /// # Errors
 /// [`DumpError::Empty`], [`DumpError::TruncatedMagic`] or [`DumpError::NotBinlog`] before
@@ -22,6 +35,10 @@ pub fn dump(input: &Input, out: &mut impl std::io::Write) -> Result<u64, DumpErr
     let mut written = 0;
     for item in events {
         let (offset, event) = item.map_err(|e| DumpError::from_binlog(&name, e))?;
+        if written == 0 {
+            out.write_all(LEGEND.as_bytes())
+                .map_err(DumpError::Output)?;
+        }
         writeln!(out, "{}", describe(offset, &event)).map_err(DumpError::Output)?;
         written += 1;
     }

@@ -77,6 +77,16 @@ pub enum LocalClusterError {
         /// How long we waited.
         waited_ms: u64,
     },
+    /// `--data` names something that exists and is not a directory.
+    #[error(
+        "{} is a file, not a directory: --data names the cluster's directory (created when \
+         missing), e.g. --data /tmp/c",
+        path.display()
+    )]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
     /// A file operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -179,6 +189,11 @@ pub fn start(
 ) -> Result<(ClusterManifest, Vec<(NodeId, NodeStart)>), LocalClusterError> {
     if !(1..=64).contains(&nodes) {
         return Err(LocalClusterError::BadNodeCount { nodes });
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(LocalClusterError::NotADirectory {
+            path: dir.to_path_buf(),
+        });
     }
     std::fs::create_dir_all(dir).map_err(|source| LocalClusterError::Io {
         path: dir.to_path_buf(),

@@ -42,6 +42,15 @@ pub enum ManifestError {
         /// The directory.
         dir: PathBuf,
     },
+    /// The path names something that is not a directory.
+    #[error(
+        "{} is a file, not a directory: name the directory `surgedb cluster start --data DIR` made",
+        path.display()
+    )]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
     /// The manifest does not parse.
     #[error("{}: {detail}", path.display())]
     Damaged {
@@ -66,6 +75,11 @@ impl ClusterManifest {
     /// # Errors
     /// [`ManifestError`].
     pub fn load(dir: &Path) -> Result<ClusterManifest, ManifestError> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(ManifestError::NotADirectory {
+                path: dir.to_path_buf(),
+            });
+        }
         let path = dir.join(MANIFEST_FILE);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,

@@ -21,11 +21,12 @@ use surge_txn::{
 };
 
 use super::ScenarioError;
+use super::step_waits::{StepWaits, waiting_during};
 use super::table::row;
 use crate::bench::Latency;
 
 /// Column widths of the report's table.
-const WIDTHS: [usize; 9] = [6, 7, 9, 9, 9, 10, 10, 9, 7];
+const WIDTHS: [usize; 10] = [6, 7, 9, 9, 9, 10, 10, 11, 10, 7];
 
 /// Caches larger than this commit by rename when the method is rename (the binlog's
 /// `large_commit_threshold`; MariaDB's default is 128 MiB, lowered so that small test sizes
@@ -130,11 +131,16 @@ pub struct BigTxnRun {
     pub small_latency: Latency,
     /// Small commits that started in the window.
     pub small_in_window: u64,
-    /// The slowest small commit that started during the commit step.
-    pub small_max_in_step: Duration,
+    /// The slowest small commit in flight at some moment of the window: a commit the step
+    /// stalled from before the window counts, so a window in which no small commit could
+    /// start (the step outlasted it) still shows the stall; `None` if none was in flight.
+    pub small_max_in_window: Option<Duration>,
+    /// The small commits in flight at some moment of the commit step (started before its
+    /// end, finished after its start: those it held up), and the slowest of them.
+    pub small_in_step: StepWaits,
     /// The slowest small commit that started in the window after the step (the big
-    /// transaction's secondaries being committed in the background).
-    pub small_max_after_step: Duration,
+    /// transaction's secondaries being committed in the background); `None` if none did.
+    pub small_max_after_step: Option<Duration>,
     /// Caches the binlog committed by rename.
     pub renames: u64,
     /// Transactions (Xid events) our reader found in the binlog, every checksum verified.
@@ -300,14 +306,11 @@ pub fn run_method_on(
         .copied()
         .filter(|(at, _)| *at >= window_start && *at < window_end)
         .collect();
-    let max_between = |from: Instant, to: Instant| {
-        in_window
-            .iter()
-            .filter(|(at, _)| *at >= from && *at < to)
-            .map(|(_, d)| *d)
-            .max()
-            .unwrap_or_default()
-    };
+    let started_after_step = in_window
+        .iter()
+        .filter(|(at, _)| *at >= acked)
+        .map(|(_, d)| *d)
+        .max();
     let log = client
         .binlog()
         .ok_or(ScenarioError::Unexpected("the coordinator has no binlog"))?;
@@ -332,8 +335,11 @@ pub fn run_method_on(
                 .collect(),
         ),
         small_in_window: in_window.len() as u64,
-        small_max_in_step: max_between(window_start, acked),
-        small_max_after_step: max_between(acked, window_end),
+        small_max_in_window: waiting_during(&samples, window_start, window_end).slowest,
+        // Every sample, not only those that started in the window: a commit the step
+        // stalled usually started before it.
+        small_in_step: waiting_during(&samples, window_start, acked),
+        small_max_after_step: started_after_step,
         renames: log.stats().renames,
         xids_read_back,
         files: paths.len(),
@@ -414,6 +420,24 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
+/// What a step's waiting small commits were, in words.
+fn waited(w: &StepWaits) -> String {
+    match w.slowest {
+        None => "no small commit was in flight".into(),
+        Some(d) => format!(
+            "{} small commit{} in flight, the slowest took {} ms",
+            w.count,
+            if w.count == 1 { " was" } else { "s were" },
+            ms(d)
+        ),
+    }
+}
+
+/// [`ms`], or `none` when there was no such commit (never a misleading 0.0).
+fn or_none(d: Option<Duration>) -> String {
+    d.map_or_else(|| "none".into(), ms)
+}
+
 impl fmt::Display for BigTxnReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.config;
@@ -439,7 +463,8 @@ impl fmt::Display for BigTxnReport {
                 &"commit",
                 &"small",
                 &"small p99",
-                &"small max",
+                &"in flight",
+                &"slowest",
                 &"max after",
                 &"in",
             ],
@@ -455,15 +480,19 @@ impl fmt::Display for BigTxnReport {
                 &"in window",
                 &"(ms)",
                 &"in step",
+                &"of them (ms)",
                 &"step (ms)",
                 &"binlog",
             ],
         )?;
         for r in &self.runs {
-            let max_in_step = if r.method.is_some() {
-                ms(r.small_max_in_step)
+            let (waiting, slowest) = if r.method.is_some() {
+                (
+                    r.small_in_step.count.to_string(),
+                    or_none(r.small_in_step.slowest),
+                )
             } else {
-                "-".into()
+                ("-".into(), "-".into())
             };
             row(
                 f,
@@ -474,13 +503,24 @@ impl fmt::Display for BigTxnReport {
                     &format!("{:.1}", r.prewrite.as_secs_f64()),
                     &ms(r.commit_step),
                     &r.small_in_window,
-                    &format!("{:.1}", r.small_latency.p99_us as f64 / 1e3),
-                    &max_in_step,
-                    &ms(r.small_max_after_step),
+                    &if r.small_in_window == 0 {
+                        "none".to_string()
+                    } else {
+                        format!("{:.1}", r.small_latency.p99_us as f64 / 1e3)
+                    },
+                    &waiting,
+                    &slowest,
+                    &or_none(r.small_max_after_step),
                     &if r.read_back_ok() { "all" } else { "MISSING" },
                 ],
             )?;
         }
+        writeln!(
+            f,
+            "in flight in step = small commits in flight at some moment of the commit step \
+             (started before it ended, finished after it began: the ones it could hold up), \
+             and the slowest of them; max after step = the slowest that started after it"
+        )?;
         writeln!(
             f,
             "in binlog = every acknowledged commit (small ones and the big one) found exactly \
@@ -514,16 +554,76 @@ impl fmt::Display for BigTxnReport {
         ) {
             write!(
                 f,
-                "Shows: the commit step took {} ms by rename and {} ms by copy; the slowest \
-                 small commit during it took {} ms beside the rename and {} ms beside the \
-                 copy (slowest in the whole window with no big transaction: {} ms).",
-                ms(rename.commit_step),
+                "Shows: the commit step took {} ms by copy and {} ms by rename; during the \
+                 copy {}; during the rename {} (with no big transaction the slowest small \
+                 commit of the whole window took {} ms).",
                 ms(copy.commit_step),
-                ms(rename.small_max_in_step),
-                ms(copy.small_max_in_step),
-                ms(Duration::from_micros(none.small_latency.max_us))
+                ms(rename.commit_step),
+                waited(&copy.small_in_step),
+                waited(&rename.small_in_step),
+                or_none(none.small_max_in_window)
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(method: Option<CommitMethod>, step_ms: u64, in_step: StepWaits) -> BigTxnRun {
+        BigTxnRun {
+            method,
+            big_rows: 0,
+            big_bytes: 0,
+            prewrite: Duration::ZERO,
+            commit_step: Duration::from_millis(step_ms),
+            small_commits: 10,
+            small_latency: Latency::of(vec![4_000; 10]),
+            small_in_window: 10,
+            small_max_in_window: Some(Duration::from_millis(4)),
+            small_in_step: in_step,
+            small_max_after_step: None,
+            renames: 0,
+            xids_read_back: 10 + u64::from(method.is_some()),
+            files: 1,
+            mariadb_binlog_ok: None,
+        }
+    }
+
+    #[test]
+    fn a_step_with_no_commit_in_flight_prints_none_not_zero() {
+        let stalled = StepWaits {
+            count: 2,
+            slowest: Some(Duration::from_millis(229)),
+        };
+        let report = BigTxnReport {
+            config: BigTxnConfig::new(64),
+            runs: vec![
+                run(None, 0, StepWaits::default()),
+                run(Some(CommitMethod::Copied), 224, stalled),
+                run(Some(CommitMethod::Renamed), 3, StepWaits::default()),
+            ],
+        };
+        let text = report.to_string();
+        let line = |m: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(m))
+                .unwrap_or_else(|| panic!("{m}: {text}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        // method, MiB, prewrite, step, small, p99, in flight, slowest, max after, in binlog
+        assert_eq!(line("copy")[6..9], ["2", "229.0", "none"], "{text}");
+        assert_eq!(line("rename")[6..9], ["0", "none", "none"], "{text}");
+        assert_eq!(line("none")[6..8], ["-", "-"], "{text}");
+        let shows = text.lines().last().unwrap_or_default();
+        assert!(
+            shows.contains(
+                "during the copy 2 small commits were in flight, the slowest took 229.0 ms"
+            ) && shows.contains("during the rename no small commit was in flight"),
+            "{shows}"
+        );
     }
 }

@@ -11,6 +11,7 @@ mod hot_row;
 mod key_text;
 mod lock_loss;
 mod lock_transfer;
+mod step_waits;
 mod table;
 
 pub use big_txn::{
@@ -22,3 +23,4 @@ pub use hot_row::{HotRowPoint, HotRowReport, run as run_hot_row};
 use key_text::key_text;
 pub use lock_loss::{LockLossRun, ROW as LOCK_LOSS_ROW, TxnOutcome, run_lock_loss};
 pub use lock_transfer::{TRANSFER_LOCKS, TransferRun, run_lock_transfer};
+pub use step_waits::{StepWaits, waiting_during};
