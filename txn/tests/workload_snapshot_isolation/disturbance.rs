@@ -119,13 +119,15 @@ pub(crate) fn churn_loop(run: &Run<'_>, mut rng: SplitMix64) -> (u64, u64, Vec<S
     let (mut splits, mut merges, mut log) = (0, 0, Vec::new());
     while !run.stop.load(Ordering::Relaxed) {
         let at = started.elapsed().as_millis();
+        let began = Instant::now();
         let (kind, ok, line) = region_change(run.cluster, &mut rng, 3, 8);
+        let took = began.elapsed().as_millis();
         match (kind, ok) {
             (ChangeKind::Split, true) => splits += 1,
             (ChangeKind::Merge, true) => merges += 1,
             _ => {}
         }
-        log.push(format!("{at:>6} ms {line}"));
+        log.push(format!("{at:>6} ms ({took} ms) {line}"));
         std::thread::sleep(Duration::from_millis(rng.range(20, 120)));
     }
     (splits, merges, log)
