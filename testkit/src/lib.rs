@@ -5,6 +5,10 @@
 //!   [`check_registers`] decides whether such a history is linearizable (used by raft-lite's
 //!   simulation, the txn crate's register workloads and `surgedb`'s process tests under
 //!   faults);
+//! - [`TxnHistory`] records multi-key transactions (their timestamps, what each read saw,
+//!   what each wrote, how each commit ended) and [`check_snapshot_isolation`] decides whether
+//!   such a history is consistent with snapshot isolation over the store's timestamps (the
+//!   txn crate's region-change workloads);
 //! - [`SplitMix64`], the seeded generator of the randomized tests;
 //! - [`CrashChild`] re-runs the test binary on one test as a child process, waits (bounded)
 //!   for it to reach its crash point, then kills it with SIGKILL and reaps it (the crash
@@ -35,8 +39,14 @@ mod linearizability;
 pub mod mariadb_binlog;
 pub mod mariadb_server;
 mod rng;
+mod snapshot_isolation;
+#[cfg(test)]
+mod snapshot_isolation_test;
+mod txn_history;
 
 pub use crash_child::{CrashChild, REACH_DEADLINE};
 pub use history::{History, Op, OpKind};
 pub use linearizability::check_registers;
 pub use rng::SplitMix64;
+pub use snapshot_isolation::{SiSummary, check_snapshot_isolation};
+pub use txn_history::{KeyRead, ReadKind, TxnHistory, TxnOutcome, TxnRecord};

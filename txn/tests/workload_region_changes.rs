@@ -9,8 +9,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use support::{Layout, SplitMix64, TestCluster, fault_tolerant_client, long_run, seed_for};
-use surge_txn::{LocalCluster, LockMode, TxnClient, TxnError, TxnMode};
+use support::{
+    Layout, SplitMix64, TestCluster, fault_tolerant_client, long_run, region_change, seed_for,
+};
+use surge_txn::{LockMode, TxnClient, TxnError, TxnMode};
 
 const ACCOUNTS: usize = 16;
 const INITIAL: i64 = 1000;
@@ -55,57 +57,6 @@ fn total(cl: &TxnClient) -> Option<i64> {
         sum += balance(t.get(&key(i)).ok()?);
     }
     Some(sum)
-}
-
-/// One voluntary region change drawn from `rng`; returns what it did.
-fn change(c: &LocalCluster, rng: &mut SplitMix64) -> String {
-    let regions = c.regions();
-    if regions.is_empty() {
-        return "no regions known".into();
-    }
-    let r = &regions[rng.below(regions.len() as u64) as usize];
-    match rng.below(3) {
-        0 => {
-            let Some(from) = c.leader_of_group(r.id) else {
-                return format!("region {}: no leader", r.id);
-            };
-            let to = c
-                .node_ids()
-                .iter()
-                .copied()
-                .filter(|n| *n != from)
-                .nth(rng.below(2) as usize)
-                .unwrap_or(from);
-            format!(
-                "transfer region {} {from}->{to}: {:?}",
-                r.id,
-                c.transfer_leader(r.id, to, Duration::from_secs(5))
-                    .map(|_| ())
-            )
-        }
-        1 if regions.len() < 12 => {
-            format!(
-                "split region {}: {:?}",
-                r.id,
-                c.split_region(r.id, None).map(|v| v.len())
-            )
-        }
-        _ => {
-            // Merge with the right-hand neighbour, if any.
-            let Some(next) = regions
-                .iter()
-                .find(|n| !r.end.is_empty() && n.start == r.end)
-            else {
-                return format!("region {}: no neighbour to merge", r.id);
-            };
-            format!(
-                "merge region {} into {}: {:?}",
-                r.id,
-                next.id,
-                c.merge_regions(r.id, next.id).map(|m| m.id)
-            )
-        }
-    }
 }
 
 #[test]
@@ -165,7 +116,7 @@ fn bank_with_in_memory_locks_under_transfers_splits_and_merges_loses_no_lock() {
         let mut rng = SplitMix64::new(seed);
         let start = Instant::now();
         while start.elapsed() < run_for {
-            let did = change(c, &mut rng);
+            let (_, _, did) = region_change(c, &mut rng, 1, 12);
             changes.lock().expect("changes").push(did);
             std::thread::sleep(Duration::from_millis(rng.range(50, 250)));
         }
