@@ -99,10 +99,16 @@ fn race_prewrite_with_migration(
             pause.wait_parked(MIGRATION_LOCKS_TAKEN, PARK),
             "the migration never took its locks"
         );
-        pause.release(WRITE_BEFORE_PROPOSE);
+        assert!(
+            pause.release(WRITE_BEFORE_PROPOSE),
+            "the prewrite went on by itself (its park ran out)"
+        );
         let r = prewriter.join().expect("prewrite thread");
         assert!(matches!(r, KvResponse::Prewrite { .. }), "prewrite: {r:?}");
-        pause.release(MIGRATION_LOCKS_TAKEN);
+        assert!(
+            pause.release(MIGRATION_LOCKS_TAKEN),
+            "the migration went on by itself (its park ran out)"
+        );
         migrator.join().expect("migration thread")
     })
 }
