@@ -8,18 +8,26 @@
 //! Each test parks the two threads at named points (`surge_txn::region_pause_points`) to put
 //! them in exactly that order: the prewrite has run its action, the migration has taken its
 //! locks; the prewrite is proposed and applied first, then the migration goes on.
+//!
+//! The migration's entry is stamped with the region's version and refused at apply if a split
+//! moved it first; the transfer or merge must then stop with its locks kept in memory, not go
+//! on without them (the last two tests split the region while the migration is parked just
+//! before its proposal).
 
 use std::time::{Duration, Instant};
 
 mod support;
 
 use support::{
-    commit_keys, get_at, leader_and_ctx, lock_pessimistic, prewrite_request, timestamp, txn_props,
+    commit_keys, get_at, leader_and_ctx, lock_pessimistic, locks_in_region_of, prewrite_request,
+    timestamp, txn_props,
 };
-use surge_txn::region_pause_points::{MIGRATION_LOCKS_TAKEN, WRITE_BEFORE_PROPOSE};
+use surge_txn::region_pause_points::{
+    MIGRATION_BEFORE_PROPOSE, MIGRATION_LOCKS_TAKEN, WRITE_BEFORE_PROPOSE,
+};
 use surge_txn::{
-    ClusterConfig, CommitKind, KvNode, KvRequest, KvResponse, LocalCluster, LockInfo, LockMode,
-    LockType,
+    ClusterConfig, CommitKind, KvNode, KvRequest, KvResponse, LocalCluster, LockMode, LockType,
+    RegionError,
 };
 
 /// Longest a test waits for a thread to reach its pause point.
@@ -53,27 +61,6 @@ fn lock_in_memory(c: &LocalCluster, key: &[u8]) -> (u64, u64) {
         "lock is in memory"
     );
     (start_ts, for_update_ts)
-}
-
-/// Every lock of `key`'s region as its leader's `ScanLock` reports them.
-fn locks_of_region(c: &LocalCluster, key: &[u8]) -> Vec<LockInfo> {
-    let (leader, ctx) = leader_and_ctx(c, key);
-    let r = c
-        .call(
-            leader,
-            KvRequest::ScanLock {
-                ctx,
-                max_ts: u64::MAX,
-                start: Vec::new(),
-                end: None,
-                limit: 0,
-            },
-        )
-        .expect("scan lock call");
-    match r {
-        KvResponse::Locks { locks } => locks,
-        other => panic!("scan lock: {other:?}"),
-    }
 }
 
 /// Runs `migrate` (a transfer or a merge, on `node`) and a two-phase prewrite of `key` by
@@ -116,7 +103,7 @@ fn race_prewrite_with_migration(
 /// Commits `key` of `start_ts` wherever its region now is, and checks that the prewritten
 /// value is what a read at the commit timestamp sees.
 fn commit_and_check(c: &LocalCluster, key: &[u8], start_ts: u64, value: &[u8]) {
-    let locks = locks_of_region(c, key);
+    let locks = locks_in_region_of(c, key);
     let lock = locks
         .iter()
         .find(|l| l.key == key)
@@ -197,4 +184,130 @@ fn a_prewrite_racing_a_merge_is_not_overwritten_by_the_migrated_lock() {
     );
     assert_eq!(c.region_of(key).expect("merged").id, target);
     commit_and_check(&c, key, start_ts, b"v1");
+}
+
+/// A node other than `not`.
+fn another_node(c: &LocalCluster, not: u64) -> u64 {
+    c.node_ids()
+        .iter()
+        .copied()
+        .find(|n| *n != not)
+        .expect("another node")
+}
+
+/// Runs `migrate` on `node` with a split of `split` at `split_key` applied after the
+/// migration read the region's version for its `MigrateLocks` entry and before that entry
+/// is proposed, so that its apply refuses it (the version moved). Returns the reply.
+fn migrate_across_a_split(
+    c: &LocalCluster,
+    node: &KvNode,
+    migrate: KvRequest,
+    split: u64,
+    split_key: &[u8],
+) -> KvResponse {
+    let pause = node.pause_points();
+    pause.arm(MIGRATION_BEFORE_PROPOSE);
+    std::thread::scope(|s| {
+        let migrator = s.spawn(|| node.handle(migrate));
+        assert!(
+            pause.wait_parked(MIGRATION_BEFORE_PROPOSE, PARK),
+            "the migration never reached its proposal"
+        );
+        c.split_region(split, Some(split_key.to_vec()))
+            .expect("split");
+        assert!(
+            pause.release(MIGRATION_BEFORE_PROPOSE),
+            "the migration went on by itself (its park ran out)"
+        );
+        migrator.join().expect("migration thread")
+    })
+}
+
+/// Whether the leader of `key`'s region holds the lock of `start_ts` on `key`.
+fn holds_lock(c: &LocalCluster, key: &[u8], start_ts: u64) -> bool {
+    locks_in_region_of(c, key)
+        .iter()
+        .any(|l| l.key == key && l.lock_ts == start_ts)
+}
+
+/// A leader transfer whose `MigrateLocks` entry is refused at apply (a split moved the
+/// region's version after the entry was stamped) must not go on: the new leader would lack
+/// the locks, and the old one would drop them as migrated. It answers a retryable error and
+/// leaves the locks with the leader; asked again, it moves them.
+#[test]
+fn a_leader_transfer_whose_migrated_locks_were_refused_keeps_them() {
+    let (_d, c) = cluster(2);
+    let key: &[u8] = b"\x10k";
+    let (start_ts, _) = lock_in_memory(&c, key);
+    let (from, ctx) = leader_and_ctx(&c, key);
+    let to = another_node(&c, from);
+    let node = c.node(from).expect("leader node");
+    let transfer = KvRequest::TransferLeader {
+        region_id: ctx.region_id,
+        to,
+    };
+    // The split key is above the locked key: the lock stays in the transferred region.
+    let r = migrate_across_a_split(&c, &node, transfer.clone(), ctx.region_id, b"\x40");
+    assert!(
+        holds_lock(&c, key, start_ts),
+        "the in-memory lock was lost: the transfer answered {r:?}, the region's leader holds \
+         {:?}",
+        locks_in_region_of(&c, key)
+    );
+    assert!(
+        matches!(r, KvResponse::RegionError(RegionError::ServerIsBusy { .. })),
+        "transfer: {r:?}"
+    );
+    assert_eq!(c.leader_of_group(ctx.region_id), Some(from), "not moved");
+
+    let r = node.handle(transfer);
+    assert!(
+        matches!(r, KvResponse::RegionsChanged { locks: 1, .. }),
+        "transfer asked again: {r:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.leader_of_group(ctx.region_id) != Some(to) {
+        assert!(Instant::now() < deadline, "node {to} never took over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(holds_lock(&c, key, start_ts), "the new leader has the lock");
+}
+
+/// A merge whose `MigrateLocks` entry is refused at apply must not prepare the merge: the
+/// source's data would go to the target without the locks. It answers a retryable error,
+/// the source stays writable with its locks, and a merge asked again moves them.
+#[test]
+fn a_merge_whose_migrated_locks_were_refused_keeps_them() {
+    let (_d, c) = cluster(2);
+    // The source is the upper region, so that it still borders the target after it split.
+    let key: &[u8] = b"\x90k";
+    let source = c.region_of(key).expect("source").id;
+    let target = c.region_of(b"\x10").expect("target").id;
+    assert_ne!(source, target);
+    let (start_ts, _) = lock_in_memory(&c, key);
+    let (leader, _) = leader_and_ctx(&c, key);
+    let node = c.node(leader).expect("leader node");
+    let merge = KvRequest::MergeRegions { source, target };
+    // The split key is above the locked key: the lock stays in the merging region.
+    let r = migrate_across_a_split(&c, &node, merge.clone(), source, b"\xc0");
+    assert!(
+        holds_lock(&c, key, start_ts),
+        "the in-memory lock was lost: the merge answered {r:?}, the region of the key (now \
+         {:?}) holds {:?}",
+        c.region_of(key).map(|r| r.id),
+        locks_in_region_of(&c, key)
+    );
+    assert!(
+        matches!(r, KvResponse::RegionError(RegionError::ServerIsBusy { .. })),
+        "merge: {r:?}"
+    );
+    assert_eq!(c.region_of(key).expect("region").id, source, "not merged");
+
+    let r = node.handle(merge);
+    assert!(
+        matches!(r, KvResponse::RegionsChanged { locks: 1, .. }),
+        "merge asked again: {r:?}"
+    );
+    assert_eq!(c.region_of(key).expect("merged").id, target);
+    assert!(holds_lock(&c, key, start_ts), "the target has the lock");
 }

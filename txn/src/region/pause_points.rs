@@ -21,6 +21,10 @@ pub mod region_pause_points {
     /// A leader transfer or a merge changed the lock table's status (no new in-memory
     /// locks from now on) and took the list of locks to migrate; they are not proposed yet.
     pub const MIGRATION_LOCKS_TAKEN: &str = "region.migration.locks_taken";
+    /// The transfer or merge copied its locks again under their keys' latches (still held)
+    /// and read the region's version for their `MigrateLocks` entry; the entry is not
+    /// proposed yet.
+    pub const MIGRATION_BEFORE_PROPOSE: &str = "region.migration.before_propose";
 }
 
 /// How long a thread stays parked at most: a test that fails before it releases its point

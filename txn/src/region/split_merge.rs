@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use surge_lock_table::{KeyRange, LockStatus, RegionLockTable};
-use surge_raft_lite::{Node as RaftNode, NodeId};
+use surge_raft_lite::{Node as RaftNode, NodeId, Proposal};
 
 use super::command::{EPOCH_CHANGED, RegionCommand};
 use super::counters::Counters;
@@ -27,6 +27,15 @@ fn range_of(start: &[u8], end: &[u8]) -> KeyRange {
     } else {
         KeyRange::new(start.to_vec(), end.to_vec())
     }
+}
+
+/// A transfer's or merge's `MigrateLocks` entry, proposed.
+#[derive(Debug)]
+struct ProposedLocks {
+    /// How many locks it carries.
+    count: usize,
+    /// The entry's proposal; `None` when there was nothing to propose.
+    proposal: Option<Proposal>,
 }
 
 fn busy(region_id: u64, reason: impl Into<String>) -> RegionError {
@@ -290,7 +299,7 @@ impl RegionPeer {
     }
 
     /// Proposes the locks a transfer or merge took from the table (`taken`) as one
-    /// `MigrateLocks` entry, without releasing them from memory; returns how many.
+    /// `MigrateLocks` entry, without releasing them from memory.
     ///
     /// The copy is made again under the latches of the taken keys, and proposed before the
     /// latches go: a write of one of those keys then either was proposed before (its entry is
@@ -300,15 +309,26 @@ impl RegionPeer {
     /// other key can gain one meanwhile. A merge (`deleted_too`) migrates deleted-marked
     /// locks as well; it first waits, under the latches, for the writes still pending, so
     /// that a deleted-marked lock left is one whose write will not apply.
+    ///
+    /// The entry is stamped with the region's version, and apply refuses it if the version
+    /// moved meanwhile (a split applied between the stamp and the entry): its locks are then
+    /// nowhere but in memory, and the transfer or merge must not go on. A merge waits here
+    /// for the apply and gets that refusal as a retryable error; a transfer only waits for
+    /// the entry to be in the log (its `TransferLeader` command follows it there) and checks
+    /// the apply with [`RegionPeer::locks_applied`] once that command applied.
     fn propose_locks(
         &self,
         raft: &RaftNode,
         taken: Vec<(Vec<u8>, Lock)>,
         deleted_too: bool,
         timeout: Duration,
-    ) -> Result<usize, RegionError> {
+    ) -> Result<ProposedLocks, RegionError> {
+        let nothing = ProposedLocks {
+            count: 0,
+            proposal: None,
+        };
         if taken.is_empty() {
-            return Ok(0);
+            return Ok(nothing);
         }
         let keys: Vec<Vec<u8>> = taken.into_iter().map(|(k, _)| k).collect();
         let _latches = self.latch_keys(&keys);
@@ -328,26 +348,53 @@ impl RegionPeer {
                 .collect()
         };
         if locks.is_empty() {
-            return Ok(0);
+            return Ok(nothing);
         }
         let count = locks.len();
         let cmd = RegionCommand::MigrateLocks {
             version: self.info().epoch.version,
             locks,
         };
+        self.pause
+            .reach(region_pause_points::MIGRATION_BEFORE_PROPOSE);
         let bytes = cmd.encode();
         Counters::add(&self.counters().proposals, 1);
         Counters::add(&self.counters().raft_bytes, bytes.len() as u64);
         let p = raft.propose(self.id(), Bytes::from(bytes));
         // A transfer needs the entry in the log before its TransferLeader command (which
         // applies after it); a merge needs it applied before its data is exported.
-        let proposed = if deleted_too {
-            p.wait_applied(timeout).map(|_| ())
+        if deleted_too {
+            self.locks_applied(&p, timeout)?;
         } else {
-            p.wait_accepted(timeout).map(|_| ())
+            p.wait_accepted(timeout)
+                .map_err(|e| raft_error(self.id(), e))?;
+        }
+        Ok(ProposedLocks {
+            count,
+            proposal: Some(p),
+        })
+    }
+
+    /// Waits until the `MigrateLocks` entry `p` applied here and checks that it was
+    /// written: an entry refused at apply (the region's version moved since it was
+    /// stamped) or not written (an engine error) is a retryable error, its locks in memory
+    /// only.
+    fn locks_applied(&self, p: &Proposal, timeout: Duration) -> Result<(), RegionError> {
+        let answer = p
+            .wait_applied(timeout)
+            .map_err(|e| raft_error(self.id(), e))?;
+        if answer.is_empty() {
+            return Ok(());
+        }
+        let why = if answer.as_ref() == EPOCH_CHANGED {
+            "the region changed while its locks were proposed".to_string()
+        } else {
+            format!(
+                "its locks were not written ({})",
+                String::from_utf8_lossy(&answer)
+            )
         };
-        proposed.map_err(|e| raft_error(self.id(), e))?;
-        Ok(count)
+        Err(busy(self.id(), format!("{why}; ask again")))
     }
 
     /// A voluntary leader transfer to `to` with TiKV's protocol: the table goes
@@ -381,6 +428,12 @@ impl RegionPeer {
         let result = (|| {
             let proposed = self.propose_locks(raft, locks, false, timeout)?;
             self.propose_admin(raft, &RegionCommand::TransferLeader { to }, timeout)?;
+            // The locks' entry precedes the transfer command in the log, so it applied too:
+            // refused there, the transferee would not have them, and this node would drop
+            // them as migrated.
+            if let Some(p) = &proposed.proposal {
+                self.locks_applied(p, timeout)?;
+            }
             // The transferee campaigns at once, without an election timeout: no lease.
             self.lease.invalidate();
             raft.transfer_leader(region_id, to)
@@ -395,7 +448,7 @@ impl RegionPeer {
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Ok(proposed)
+            Ok(proposed.count)
         })();
         if result.is_err() {
             // Still leader: writable again (TiKV's reactivate tick).

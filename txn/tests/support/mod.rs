@@ -13,7 +13,8 @@ mod rng;
 pub use cluster_env::{Layout, TestCluster, fault_tolerant_client};
 pub use fault_schedule::{Fault, FaultSchedule};
 pub use raw_requests::{
-    commit_keys, get_at, leader_and_ctx, lock_pessimistic, prewrite_request, timestamp, txn_props,
+    commit_keys, get_at, leader_and_ctx, lock_pessimistic, locks_in_region_of, prewrite_request,
+    timestamp, txn_props,
 };
 pub use rng::{SplitMix64, long_run, seed_for};
 pub use surge_testkit::{History, Op, OpKind, check_registers};

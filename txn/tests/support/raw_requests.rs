@@ -1,10 +1,10 @@
 //! Raw `KvRequest`s to a `LocalCluster`'s nodes, without the client: a timestamp, a region's
-//! leader and context, a read at a chosen version, and the writes of one transaction
-//! (pessimistic lock, prewrite, commit).
+//! leader and context, a read at a chosen version, a region's locks, and the writes of one
+//! transaction (pessimistic lock, prewrite, commit).
 
 use surge_txn::{
-    CommitKind, Context, KvRequest, KvResponse, LocalCluster, LockKey, Mutation, PessimisticAction,
-    TxnProps,
+    CommitKind, Context, KvRequest, KvResponse, LocalCluster, LockInfo, LockKey, Mutation,
+    PessimisticAction, TxnProps,
 };
 
 /// A fresh timestamp from whichever node's oracle answers (the meta leader).
@@ -49,6 +49,32 @@ pub fn get_at(c: &LocalCluster, key: &[u8], version: u64) -> Option<Vec<u8>> {
     {
         KvResponse::Get { value } => value,
         other => panic!("get: {other:?}"),
+    }
+}
+
+/// Every lock of the region holding `key`, as `ScanLock` on its leader sees them (memory and
+/// replicated, each once).
+pub fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<LockInfo> {
+    let r = c.region_of(key).expect("region");
+    let leader = c.leader_of_group(r.id).expect("leader");
+    match c
+        .call(
+            leader,
+            KvRequest::ScanLock {
+                ctx: Context {
+                    region_id: r.id,
+                    epoch: r.epoch,
+                },
+                max_ts: u64::MAX,
+                start: r.start.clone(),
+                end: None,
+                limit: 0,
+            },
+        )
+        .expect("scan lock call")
+    {
+        KvResponse::Locks { locks } => locks,
+        other => panic!("scan lock: {other:?}"),
     }
 }
 
