@@ -311,3 +311,70 @@ fn a_merge_whose_migrated_locks_were_refused_keeps_them() {
     assert_eq!(c.region_of(key).expect("merged").id, target);
     assert!(holds_lock(&c, key, start_ts), "the target has the lock");
 }
+
+/// A pessimistic rollback racing a leader transfer: it ran its action on the memory lock
+/// before the transfer took its locks, and is proposed and applied before they are. A
+/// pessimistic rollback leaves no record, so the apply rule (which puts a copy where the key
+/// holds nothing) cannot tell its lock from one never written: only the latch re-copy keeps
+/// the stale copy out of the log. Without it the released lock came back at the new leader.
+#[test]
+fn a_pessimistic_rollback_racing_a_leader_transfer_is_not_undone() {
+    let (_d, c) = cluster(2);
+    let key: &[u8] = b"\x10k";
+    let (start_ts, _) = lock_in_memory(&c, key);
+    let (from, ctx) = leader_and_ctx(&c, key);
+    let to = another_node(&c, from);
+    let node = c.node(from).expect("leader node");
+    let pause = node.pause_points();
+    pause.arm(WRITE_BEFORE_PROPOSE);
+    std::thread::scope(|s| {
+        let rollback = s.spawn(|| {
+            node.handle(KvRequest::PessimisticRollback {
+                ctx,
+                keys: vec![key.to_vec()],
+                start_ts,
+                for_update_ts: u64::MAX,
+            })
+        });
+        assert!(
+            pause.wait_parked(WRITE_BEFORE_PROPOSE, PARK),
+            "the rollback never reached its proposal"
+        );
+        pause.arm(MIGRATION_LOCKS_TAKEN);
+        let transfer = s.spawn(|| {
+            node.handle(KvRequest::TransferLeader {
+                region_id: ctx.region_id,
+                to,
+            })
+        });
+        assert!(
+            pause.wait_parked(MIGRATION_LOCKS_TAKEN, PARK),
+            "the transfer never took its locks"
+        );
+        assert!(
+            pause.release(WRITE_BEFORE_PROPOSE),
+            "the rollback went on by itself (its park ran out)"
+        );
+        let r = rollback.join().expect("rollback thread");
+        assert!(matches!(r, KvResponse::Done), "rollback: {r:?}");
+        assert!(
+            pause.release(MIGRATION_LOCKS_TAKEN),
+            "the transfer went on by itself (its park ran out)"
+        );
+        let r = transfer.join().expect("transfer thread");
+        assert!(
+            matches!(r, KvResponse::RegionsChanged { .. }),
+            "transfer: {r:?}"
+        );
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.leader_of_group(ctx.region_id) != Some(to) {
+        assert!(Instant::now() < deadline, "node {to} never took over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let locks = locks_in_region_of(&c, key);
+    assert!(
+        locks.is_empty(),
+        "the rolled-back lock came back with the transfer: {locks:?}"
+    );
+}
