@@ -4,21 +4,27 @@
 //! A copy taken from the lock table may be older than the log by the time it applies: a write
 //! of its key may have been proposed between the copy and the migration's proposal. The
 //! leader prevents that by copying the locks again under their keys' latches and proposing
-//! them before the latches go (`RegionPeer::propose_locks`); this apply rule is a second
-//! guard, which every replica applies alike, after TiKV's rule that a lock migration never
-//! replaces a lock of another kind or a newer one:
+//! them before the latches go (`RegionPeer::propose_locks`). The apply rule below is a second
+//! guard of SurgeDB's own, which every replica applies alike. TiKV has no such rule: its
+//! `propose_locks_before_transfer_leader` (in `components/raftstore`) proposes the locks as
+//! plain lock-CF puts and relies on ordering alone, the status change, the copy and the
+//! proposal all made on the peer's own thread, which also orders the writes' proposals.
 //!
-//! | the key holds                                        | the migrated lock                |
-//! |------------------------------------------------------|----------------------------------|
-//! | its transaction's pessimistic lock, older for_update | put; min_commit_ts never lowered |
-//! | its transaction's pessimistic lock, same for_update  | stored one's ttl, min_commit_ts  |
-//! |                                                      | raised to the copy's (if higher) |
-//! | its transaction's prewrite lock, or a newer          | skipped                          |
-//! | pessimistic lock                                     |                                  |
-//! | another transaction's lock                           | skipped                          |
-//! | no lock; the transaction's commit or rollback record | skipped (finished)               |
-//! | no lock; another's write committed after for_update  | skipped (released)               |
-//! | no lock, none of those                               | put                              |
+//! A migrated lock is put only where it is still the newest state of its key:
+//!
+//! | the key holds                                     | the migrated lock                    |
+//! |---------------------------------------------------|--------------------------------------|
+//! | its txn's pessimistic lock, older for_update_ts   | put (min_commit_ts never lowered)    |
+//! | its txn's pessimistic lock, same for_update_ts    | raises the stored ttl, min_commit_ts |
+//! | its txn's prewrite lock                           | skipped                              |
+//! | a newer pessimistic lock of its txn               | skipped                              |
+//! | another transaction's lock                        | skipped                              |
+//! | no lock; its txn's commit or rollback record      | skipped (finished)                   |
+//! | no lock; another's commit after its for_update_ts | skipped (released)                   |
+//! | no lock, none of those                            | put                                  |
+//!
+//! ("txn": the migrated lock's transaction; "raises": the stored lock is put again with the
+//! copy's ttl and min_commit_ts where they are higher, or left alone.)
 //!
 //! The last row is why the rule alone is not enough: a lock released without leaving a
 //! record (a pessimistic rollback, the commit of a pessimistic lock never prewritten,
