@@ -378,3 +378,69 @@ fn a_pessimistic_rollback_racing_a_leader_transfer_is_not_undone() {
         "the rolled-back lock came back with the transfer: {locks:?}"
     );
 }
+
+/// A transfer takes the latches of every key it migrates at once. A write holding one of
+/// them (parked before its proposal here; a stream of writes of the key, their owners
+/// re-locking through Raft during the transfer, would do the same) must not hold the transfer
+/// off for good: it gives up at its proposal timeout (5 s), the region writable again, and a
+/// transfer asked again once the key is free succeeds.
+#[test]
+fn a_leader_transfer_gives_up_on_a_latch_held_past_its_timeout() {
+    let (_d, c) = cluster(2);
+    let key: &[u8] = b"\x10k";
+    let (start_ts, for_update_ts) = lock_in_memory(&c, key);
+    let (from, ctx) = leader_and_ctx(&c, key);
+    let to = another_node(&c, from);
+    let node = c.node(from).expect("leader node");
+    let transfer = KvRequest::TransferLeader {
+        region_id: ctx.region_id,
+        to,
+    };
+    let prewrite = prewrite_request(
+        ctx,
+        &[(key, b"v1")],
+        txn_props(key, start_ts, for_update_ts, CommitKind::TwoPc),
+    );
+    let pause = node.pause_points();
+    pause.arm(WRITE_BEFORE_PROPOSE);
+    std::thread::scope(|s| {
+        let prewriter = s.spawn(|| node.handle(prewrite));
+        assert!(
+            pause.wait_parked(WRITE_BEFORE_PROPOSE, PARK),
+            "the prewrite never reached its proposal"
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (node, transfer) = (&node, transfer.clone());
+        s.spawn(move || tx.send(node.handle(transfer)));
+        let answer = rx.recv_timeout(Duration::from_secs(15));
+        let still_parked = pause.release(WRITE_BEFORE_PROPOSE);
+        let r = answer.expect(
+            "the transfer did not answer within 15 s while the prewrite held its key's latch",
+        );
+        assert!(
+            still_parked,
+            "the prewrite went on by itself (its park ran out)"
+        );
+        assert!(
+            matches!(r, KvResponse::RegionError(RegionError::ServerIsBusy { .. })),
+            "transfer: {r:?}"
+        );
+        let r = prewriter.join().expect("prewrite thread");
+        assert!(matches!(r, KvResponse::Prewrite { .. }), "prewrite: {r:?}");
+    });
+    assert_eq!(c.leader_of_group(ctx.region_id), Some(from), "not moved");
+    // The table is writable again: a new lock goes to memory.
+    lock_in_memory(&c, b"\x10other");
+
+    let r = node.handle(transfer);
+    assert!(
+        matches!(r, KvResponse::RegionsChanged { .. }),
+        "transfer asked again: {r:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.leader_of_group(ctx.region_id) != Some(to) {
+        assert!(Instant::now() < deadline, "node {to} never took over");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    commit_and_check(&c, key, start_ts, b"v1");
+}

@@ -360,6 +360,18 @@ impl RegionPeer {
             .acquire_while(keys, Duration::from_millis(50), || self.prune_pending(None))
     }
 
+    /// As [`RegionPeer::latch_keys`], giving up at `deadline` (`None`, nothing taken).
+    pub(super) fn latch_keys_until(
+        &self,
+        keys: &[Vec<u8>],
+        deadline: std::time::Instant,
+    ) -> Option<LatchGuard> {
+        self.latches
+            .acquire_until(keys, deadline, Duration::from_millis(50), || {
+                self.prune_pending(None)
+            })
+    }
+
     /// Runs an action under the latches of `keys` and makes its writes durable.
     ///
     /// - `lock_mode`: `Some` for a pessimistic lock request: `InMemory` tries the lock table

@@ -310,6 +310,9 @@ impl RegionPeer {
     /// locks as well; it first waits, under the latches, for the writes still pending, so
     /// that a deleted-marked lock left is one whose write will not apply.
     ///
+    /// The latches and (for a merge) the pending writes are waited for until `timeout` at
+    /// most: then a retryable error, on which the caller aborts the transfer or merge.
+    ///
     /// The entry is stamped with the region's version, and apply refuses it if the version
     /// moved meanwhile (a split applied between the stamp and the entry): its locks are then
     /// nowhere but in memory, and the transfer or merge must not go on. A merge waits here
@@ -331,8 +334,18 @@ impl RegionPeer {
             return Ok(nothing);
         }
         let keys: Vec<Vec<u8>> = taken.into_iter().map(|(k, _)| k).collect();
-        let _latches = self.latch_keys(&keys);
-        if deleted_too && !self.wait_no_pending(timeout) {
+        // Every key's slots at once: writes of any of them (their owners re-locking through
+        // Raft meanwhile, say) could hold one off for good, so the wait has a deadline and
+        // the transfer or merge gives up (its caller aborts it, the table back to Normal).
+        let deadline = Instant::now() + timeout;
+        let Some(_latches) = self.latch_keys_until(&keys, deadline) else {
+            return Err(busy(
+                self.id(),
+                "the migrated keys' latches were not free in time",
+            ));
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if deleted_too && !self.wait_no_pending(left) {
             return Err(busy(self.id(), "pending writes did not apply in time"));
         }
         let locks: Vec<(Vec<u8>, Lock)> = {
