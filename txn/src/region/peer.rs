@@ -13,7 +13,7 @@ use surge_lock_table::{
 use surge_raft_lite::{Error as RaftError, Node as RaftNode, NodeId};
 
 use super::command::{EPOCH_CHANGED, RegionCommand, WriteCommand};
-use super::concurrency::{ConcurrencyManager, InFlightCommit};
+use super::concurrency::{ConcurrencyManager, InFlightCommit, OnePcTxn};
 use super::counters::Counters;
 use super::host::RegionHost;
 use super::latches::{LatchGuard, Latches};
@@ -44,10 +44,14 @@ impl From<MvccError> for CmdError {
 }
 
 /// A one-phase commit's request to the write path.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct OnePc {
     /// The smallest commit_ts allowed (the client's hint, above start_ts and for_update_ts).
     pub(crate) floor: u64,
+    /// The transaction's primary key and lock TTL, for the lock a read that meets the
+    /// commit's guards is told of.
+    pub(crate) primary: Vec<u8>,
+    pub(crate) ttl: u64,
 }
 
 /// What a write waiting in the Raft log still holds: its latches and one-phase guards.
@@ -401,23 +405,31 @@ impl RegionPeer {
             }
             .into());
         }
+        let is_one_pc = one_pc.is_some();
         let commit_ts = match one_pc {
             None => None,
-            Some(o) => match self.concurrency.begin_one_pc(keys, start_ts, o.floor) {
-                Some(ts) => Some(ts),
-                // Unsynced since the handler's sync (leadership or range changed while
-                // it fetched the timestamp): retryable; the retry syncs again.
-                None => {
-                    return Err(RegionError::ServerIsBusy {
-                        region_id: ctx.region_id,
-                        reason: "max_ts changed owner during a one-phase commit; retry".into(),
+            Some(o) => {
+                let txn = OnePcTxn {
+                    start_ts,
+                    primary: o.primary,
+                    ttl: o.ttl,
+                };
+                match self.concurrency.begin_one_pc(keys, txn, o.floor) {
+                    Some(ts) => Some(ts),
+                    // Unsynced since the handler's sync (leadership or range changed while
+                    // it fetched the timestamp): retryable; the retry syncs again.
+                    None => {
+                        return Err(RegionError::ServerIsBusy {
+                            region_id: ctx.region_id,
+                            reason: "max_ts changed owner during a one-phase commit; retry".into(),
+                        }
+                        .into());
                     }
-                    .into());
                 }
-            },
+            }
         };
         let end_one_pc = || {
-            if one_pc.is_some() {
+            if is_one_pc {
                 self.concurrency.end_one_pc(keys, start_ts);
             }
         };
@@ -839,20 +851,20 @@ impl RegionPeer {
     }
 }
 
-/// A read that met a one-phase commit in flight, as the lock it stands for. The guard does
-/// not know the commit's primary, so the lock names the key itself: a reader's
-/// `CheckTxnStatus` on it waits for the commit's latches, then finds its record; and, if the
-/// transaction left a lock there naming another primary, is answered `PrimaryMismatch` and
-/// asks that one instead.
+/// A read that met a one-phase commit in flight, as the lock it stands for: the commit's
+/// primary and TTL, its chosen commit_ts as `min_commit_ts`. A reader resolves it as any lock
+/// of the transaction: its `CheckTxnStatus` goes to the primary, waits there for the commit's
+/// latches (the primary is one of the commit's keys), then finds its commit record; or, if
+/// the commit did not apply, finds what the transaction left (waiting while its TTL lasts).
 fn in_flight_commit(c: InFlightCommit) -> CmdError {
     CmdError::Mvcc(MvccError::KeyIsLocked(Box::new(crate::LockInfo {
-        key: c.key.clone(),
-        primary: c.key,
-        lock_ts: c.start_ts,
-        ttl: 0,
+        key: c.key,
+        primary: c.txn.primary,
+        lock_ts: c.txn.start_ts,
+        ttl: c.txn.ttl,
         lock_type: crate::LockType::Put,
         for_update_ts: 0,
-        min_commit_ts: 0,
+        min_commit_ts: c.commit_ts,
         txn_size: 1,
     })))
 }
