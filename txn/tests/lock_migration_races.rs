@@ -141,6 +141,7 @@ fn a_prewrite_racing_a_leader_transfer_is_not_overwritten_by_the_migrated_lock()
         &[(key, b"v1")],
         txn_props(key, start_ts, for_update_ts, CommitKind::TwoPc),
     );
+    let before = c.counters();
     let r = race_prewrite_with_migration(
         &node,
         prewrite,
@@ -149,9 +150,15 @@ fn a_prewrite_racing_a_leader_transfer_is_not_overwritten_by_the_migrated_lock()
             to,
         },
     );
+    // The prewrite replaced the one lock taken: none was proposed, and none is counted.
     assert!(
-        matches!(r, KvResponse::RegionsChanged { .. }),
+        matches!(r, KvResponse::RegionsChanged { locks: 0, .. }),
         "transfer: {r:?}"
+    );
+    assert_eq!(
+        c.counters().since(&before).locks_migrated_on_transfer,
+        0,
+        "counted as migrated"
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     while c.leader_of_group(ctx.region_id) != Some(to) {
@@ -176,11 +183,17 @@ fn a_prewrite_racing_a_merge_is_not_overwritten_by_the_migrated_lock() {
         &[(key, b"v1")],
         txn_props(key, start_ts, for_update_ts, CommitKind::TwoPc),
     );
+    let before = c.counters();
     let r =
         race_prewrite_with_migration(&node, prewrite, KvRequest::MergeRegions { source, target });
     assert!(
-        matches!(r, KvResponse::RegionsChanged { .. }),
+        matches!(r, KvResponse::RegionsChanged { locks: 0, .. }),
         "merge: {r:?}"
+    );
+    assert_eq!(
+        c.counters().since(&before).locks_migrated_on_merge,
+        0,
+        "counted as migrated"
     );
     assert_eq!(c.region_of(key).expect("merged").id, target);
     commit_and_check(&c, key, start_ts, b"v1");

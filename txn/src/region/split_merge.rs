@@ -378,6 +378,7 @@ impl RegionPeer {
         // applies after it); a merge needs it applied before its data is exported.
         if deleted_too {
             self.locks_applied(&p, timeout)?;
+            Counters::add(&self.counters().locks_migrated_on_merge, count as u64);
         } else {
             p.wait_accepted(timeout)
                 .map_err(|e| raft_error(self.id(), e))?;
@@ -446,6 +447,10 @@ impl RegionPeer {
             // them as migrated.
             if let Some(p) = &proposed.proposal {
                 self.locks_applied(p, timeout)?;
+                Counters::add(
+                    &self.counters().locks_migrated_on_transfer,
+                    proposed.count as u64,
+                );
             }
             // The transferee campaigns at once, without an election timeout: no lease.
             self.lease.invalidate();
@@ -518,8 +523,8 @@ impl RegionPeer {
     /// The source side of a merge into `target`: fence new commands until every pending
     /// write applied, propose the in-memory locks (all of them, deleted-marked ones too,
     /// copied again under their keys' latches) into this region's log, then `PrepareMerge`.
-    /// Returns the region and its data (locks included as lock-CF records) for the target to
-    /// absorb.
+    /// Returns the region, its data (locks included as lock-CF records) for the target to
+    /// absorb, and how many locks were migrated.
     ///
     /// Refused, with the table back to `Normal`, when the locks take more than
     /// `max_lock_bytes` (they would not fit one Raft entry).
@@ -529,7 +534,7 @@ impl RegionPeer {
         target: u64,
         max_lock_bytes: usize,
         timeout: Duration,
-    ) -> Result<(RegionInfo, Vec<u8>), RegionError> {
+    ) -> Result<(RegionInfo, Vec<u8>, usize), RegionError> {
         let region_id = self.id();
         if self.leader_term() == 0 {
             return Err(RegionError::NotLeader {
@@ -553,11 +558,13 @@ impl RegionPeer {
                 .start_merge(max_lock_bytes)
                 .map_err(|e| busy(region_id, format!("merge refused: {e}")))?;
             self.pause.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
-            let proposed = self.propose_locks(raft, locks, true, timeout);
-            if let Err(e) = proposed {
-                self.table().abort_merge();
-                return Err(e);
-            }
+            let proposed = match self.propose_locks(raft, locks, true, timeout) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.table().abort_merge();
+                    return Err(e);
+                }
+            };
             let new_version = self.info().epoch.version + 1;
             if let Err(e) = self.propose_admin(
                 raft,
@@ -570,7 +577,7 @@ impl RegionPeer {
                 self.table().abort_merge();
                 return Err(e);
             }
-            Ok((self.info(), self.engine().export()))
+            Ok((self.info(), self.engine().export(), proposed.count))
         })();
         self.fenced
             .store(false, std::sync::atomic::Ordering::SeqCst);
