@@ -12,7 +12,7 @@ use surge_lock_table::{
 };
 use surge_raft_lite::{Error as RaftError, Node as RaftNode, NodeId};
 
-use super::command::{EPOCH_CHANGED, RegionCommand, WriteCommand};
+use super::command::{ENGINE_ERROR, EPOCH_CHANGED, RegionCommand, WriteCommand};
 use super::concurrency::{ConcurrencyManager, InFlightCommit, OnePcTxn};
 use super::counters::Counters;
 use super::host::RegionHost;
@@ -651,10 +651,8 @@ impl RegionPeer {
                     }
                     return bytes::Bytes::from_static(EPOCH_CHANGED);
                 }
-                w.batch.applied_index = index;
-                if let Err(e) = self.engine.write(&w.batch) {
-                    tracing::error!(region = self.id(), index, error = %e, "engine write failed");
-                    return bytes::Bytes::from_static(b"engine error");
+                if let Err(answer) = self.write_applied(index, &mut w.batch) {
+                    return answer;
                 }
                 if !w.lock_cf_keys.is_empty() {
                     let mut table = self.lock_table.write();
@@ -707,6 +705,20 @@ impl RegionPeer {
                 }
             }
         }
+    }
+
+    /// Writes the batch of the entry at `index` (stamped with it). A refusal of the engine
+    /// is logged and given as the entry's answer ([`ENGINE_ERROR`]).
+    pub(super) fn write_applied(
+        &self,
+        index: u64,
+        batch: &mut crate::WriteBatch,
+    ) -> Result<(), bytes::Bytes> {
+        batch.applied_index = index;
+        self.engine.write(batch).map_err(|e| {
+            tracing::error!(region = self.id(), index, error = %e, "engine write failed");
+            bytes::Bytes::from_static(ENGINE_ERROR)
+        })
     }
 
     /// Wakes every waiter on a key of this region's memory or replicated locks (used when

@@ -154,15 +154,14 @@ impl RegionPeer {
                 "migrated locks older than their keys' state were skipped"
             );
         }
-        let batch = WriteBatch {
+        let mut batch = WriteBatch {
             modifies,
             applied_index: index,
         };
-        if let Err(e) = self.engine().write(&batch) {
-            tracing::error!(region = self.id(), index, error = %e, "engine write failed");
-            return Bytes::from_static(b"engine error");
+        match self.write_applied(index, &mut batch) {
+            Ok(()) => Bytes::new(),
+            Err(answer) => answer,
         }
-        Bytes::new()
     }
 
     pub(super) fn apply_rollback_merge(&self, index: u64, new_version: u64) {
