@@ -93,10 +93,13 @@ fn pessimistic_on(key: &[u8], primary: &[u8]) -> LockInfo {
 /// A client reading through `router`, with backoff sleeps of `sleep` within a budget of
 /// `budget`.
 fn reader(router: Arc<FakeRouter>, sleep: Duration, budget: Duration) -> TxnClient {
-    let mut config = ClientConfig::default();
-    config.backoff_base = sleep;
-    config.backoff_cap = sleep;
-    config.max_backoff = budget;
+    // Inside the crate that defines ClientConfig: a literal is allowed (clippy asks for it).
+    let config = ClientConfig {
+        backoff_base: sleep,
+        backoff_cap: sleep,
+        max_backoff: budget,
+        ..ClientConfig::default()
+    };
     TxnClient::new(Arc::new(router), config)
 }
 
