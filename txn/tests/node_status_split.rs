@@ -53,7 +53,10 @@ fn node_status_during_a_split_apply_does_not_hang_the_node() {
     });
     // Let the report read the region map and ask the (parked) driver for the Raft status.
     std::thread::sleep(Duration::from_millis(300));
-    pause.release(SPLIT_CHILD_BEFORE_HOST);
+    assert!(
+        pause.release(SPLIT_CHILD_BEFORE_HOST),
+        "the split's apply gave up its pause before the test released it"
+    );
 
     let status = status_rx.recv_timeout(WAIT);
     let split = split_rx.recv_timeout(WAIT);

@@ -39,7 +39,10 @@ fn a_one_phase_commit_refused_at_apply_releases_its_guards() {
         // The split applies before the write is proposed: apply refuses the write.
         c.split_region(ctx.region_id, Some(b"\x80".to_vec()))
             .expect("split");
-        pause.release(WRITE_BEFORE_PROPOSE);
+        assert!(
+            pause.release(WRITE_BEFORE_PROPOSE),
+            "the prewrite went on before the split (its park ran out)"
+        );
         writer.join().expect("prewrite thread")
     });
     assert!(

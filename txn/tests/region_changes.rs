@@ -26,30 +26,12 @@ fn client(c: &LocalCluster) -> TxnClient {
     TxnClient::new(c.router(), ClientConfig::default())
 }
 
-/// Every lock of the region holding `key`, as `ScanLock` on its leader sees them (memory and
-/// replicated, each once).
+/// The keys of every lock of the region holding `key` (memory and replicated, each once).
 fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<Vec<u8>> {
-    let r = c.region_of(key).expect("region");
-    let leader = c.leader_of_group(r.id).expect("leader");
-    match c
-        .call(
-            leader,
-            KvRequest::ScanLock {
-                ctx: surge_txn::rpc::Context {
-                    region_id: r.id,
-                    epoch: r.epoch,
-                },
-                max_ts: u64::MAX,
-                start: r.start.clone(),
-                end: None,
-                limit: 0,
-            },
-        )
-        .expect("scan lock")
-    {
-        KvResponse::Locks { locks } => locks.into_iter().map(|l| l.key).collect(),
-        other => panic!("scan lock: {other:?}"),
-    }
+    support::locks_in_region_of(c, key)
+        .into_iter()
+        .map(|l| l.key)
+        .collect()
 }
 
 /// Bytes of in-memory locks the region's leader holds for `key`'s region.

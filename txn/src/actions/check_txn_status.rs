@@ -59,8 +59,25 @@ pub enum TxnStatus {
 /// Unlike TiKV, a `min_commit_ts` of 0 is pushed too: TiKV skips it only to stay compatible
 /// with old TiDB versions during rolling upgrades.
 ///
-/// TiKV checks the primary only when the request asks (`verify_is_primary`, which its
-/// clients always set); here it is always checked.
+/// TiKV checks the primary only when the request asks (`verify_is_primary`); here it is
+/// always checked. TiKV also answers one mismatch differently: resolving a prewrite lock
+/// (`resolving_pessimistic_lock` false), it takes a pessimistic lock naming another primary
+/// for a stale one left by a primary that changed
+/// (<https://github.com/pingcap/tidb/issues/42937>), removes it and decides as if the key held
+/// no lock, rolling the key back when asked to. That is safe only when the caller's lock is a
+/// real prewrite lock naming this key, so that the transaction can only commit through it. A
+/// request does not say so, and SurgeDB's readers also resolve what is no prewrite lock: a
+/// one-phase commit's guard reports its in-flight commit as a `Put` lock. That report now
+/// names the commit's primary and TTL; it named the guarded key itself, already expired
+/// (ttl 0), when this check came in, and with TiKV's rule such a reader would have removed a
+/// live transaction's pessimistic lock on a secondary and written a rollback record there
+/// while its primary could still commit. So SurgeDB refuses in that case too, changing
+/// nothing, and the caller asks the primary the key's lock names. The price is liveness in one rare case: a pessimistic
+/// transaction whose commit primary is not the first key it locked (its locks name that one;
+/// the commit takes another when the statement that locked it failed before buffering its
+/// write). A reader of one of its secondaries then backs off until the primary is prewritten
+/// (or its pessimistic lock is resolved through the key it names), where TiKV would roll the
+/// transaction back.
 ///
 /// # Errors
 /// As above, and [`MvccError::Corrupt`] for damaged data.
@@ -76,10 +93,11 @@ pub fn check_txn_status(
 ) -> Result<TxnStatus, MvccError> {
     let start_ts = txn.start_ts();
     match reader.load_lock(primary_key)? {
-        // A reader that met the key through a lock naming the key itself (a one-phase
-        // commit's guard does) may take a secondary for the primary: deciding there would
-        // push or roll back a secondary alone, and the primary could then commit below the
-        // reader while the secondary's commit fails (TiKV's `verify_is_primary`).
+        // A caller whose lock names this key as primary when the transaction's lock here
+        // names another (a one-phase guard's report did, naming the key itself) takes a
+        // secondary for the primary: deciding here would push or roll back a secondary alone,
+        // and the primary could then commit below the reader while the secondary's commit
+        // fails (TiKV's `verify_is_primary`).
         Some(lock) if lock.start_ts == start_ts && lock.primary != primary_key => {
             Err(MvccError::PrimaryMismatch {
                 key: primary_key.to_vec(),

@@ -7,10 +7,24 @@ use super::counters::bump;
 use super::error::TxnError;
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, LockType, MvccError, TxnStatus};
 
+/// What a lock's primary answered about its transaction.
+#[derive(Debug)]
+enum Status {
+    /// Its status.
+    Known(TxnStatus),
+    /// No lock and no record yet while the lock is still within its TTL (the primary's
+    /// prewrite may be in flight: rolling it back now would be premature; TiDB waits in that
+    /// case too).
+    NotFound,
+    /// The transaction's lock on the key asked names another primary: that lock.
+    Mismatch(Box<LockInfo>),
+}
+
 /// What resolving a lock found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Resolution {
-    /// The lock's transaction was committed or rolled back and the lock is gone: retry.
+    /// The lock's transaction was committed or rolled back and the lock is gone, or what
+    /// blocked the caller is over (a one-phase commit in flight): retry now.
     Resolved,
     /// The transaction is alive but cannot commit at or below the reader's timestamp: a read
     /// may ignore locks of this `start_ts` (TiKV's `bypass_locks`).
@@ -28,9 +42,16 @@ impl ClientCore {
     /// coordinator died is rolled back once its primary's TTL has run out, so resolution never
     /// waits longer than that TTL plus one backoff step.
     ///
-    /// A lock that names the wrong primary (a one-phase commit's guard names the key it
-    /// guards) is answered `PrimaryMismatch` by its key's region, with the transaction's
-    /// real lock there: that lock is resolved instead, through its own primary (once).
+    /// A lock that names its own key as primary when the transaction's lock there names
+    /// another is answered `PrimaryMismatch` by that key's region, with that lock (a
+    /// one-phase commit's guard reported itself so, naming the key it guards, before its
+    /// report named the commit's primary). A reader retries at once when that lock is
+    /// pessimistic (a pessimistic lock does not block a read, and the in-flight commit that
+    /// did is over: the region answered after the commit's latches went); otherwise the lock
+    /// is resolved instead, through its own primary (once). A mismatch on a primary other
+    /// than the lock's own key says nothing the resolver can act on (deciding through the
+    /// primary that region names would not stop the one the lock names from committing): the
+    /// holder is taken to be alive.
     ///
     /// # Errors
     /// Region errors or unreachable nodes after `bo` is spent; key errors the resolution
@@ -48,21 +69,37 @@ impl ClientCore {
         )
         .entered();
         let real;
-        let (lock, status) = match self.txn_status(lock, caller_start_ts, bo) {
-            Err(TxnError::Key(KeyError::Mvcc(MvccError::PrimaryMismatch {
-                lock: found, ..
-            }))) if found.primary != lock.primary && found.lock_ts == lock.lock_ts => {
+        let (lock, status) = match self.txn_status(lock, caller_start_ts, bo)? {
+            Status::Mismatch(found) => {
+                let redirect = lock.key == lock.primary
+                    && found.key == lock.key
+                    && found.lock_ts == lock.lock_ts
+                    && found.primary != lock.primary;
+                if !redirect {
+                    tracing::warn!(
+                        lock_ts = lock.lock_ts,
+                        "primary mismatch on another key than the lock's own; waiting"
+                    );
+                    return Ok(Resolution::Alive);
+                }
+                if caller_start_ts != 0 && found.lock_type == LockType::Pessimistic {
+                    return Ok(Resolution::Resolved);
+                }
                 tracing::debug!(
                     lock_ts = lock.lock_ts,
                     "primary mismatch: asking the real one"
                 );
                 real = *found;
-                (&real, self.txn_status(&real, caller_start_ts, bo)?)
+                match self.txn_status(&real, caller_start_ts, bo)? {
+                    Status::Mismatch(_) => return Ok(Resolution::Alive),
+                    status => (&real, status),
+                }
             }
-            status => (lock, status?),
+            status => (lock, status),
         };
-        let Some(status) = status else {
-            return Ok(Resolution::Alive);
+        let status = match status {
+            Status::Known(status) => status,
+            Status::NotFound | Status::Mismatch(_) => return Ok(Resolution::Alive),
         };
         tracing::debug!(lock_ts = lock.lock_ts, ?status, "txn status");
         let commit_ts = match status {
@@ -92,20 +129,21 @@ impl ClientCore {
         Ok(Resolution::Resolved)
     }
 
-    /// The status of `lock`'s transaction, or `None` when its primary has no lock and no
-    /// record yet while the lock is still within its TTL (the primary's prewrite may be in
-    /// flight: rolling it back now would be premature; TiDB waits in that case too).
+    /// What `lock`'s primary says of its transaction.
     fn txn_status(
         &self,
         lock: &LockInfo,
         caller_start_ts: u64,
         bo: &mut Backoff,
-    ) -> Result<Option<TxnStatus>, TxnError> {
+    ) -> Result<Status, TxnError> {
         let current_ts = self.get_ts()?;
         let expired = lock_expired(lock, current_ts);
         match self.check_txn_status(lock, caller_start_ts, current_ts, expired, bo)? {
-            Ok(status) => Ok(Some(status)),
-            Err(KeyError::Mvcc(MvccError::TxnNotFound { .. })) => Ok(None),
+            Ok(status) => Ok(Status::Known(status)),
+            Err(KeyError::Mvcc(MvccError::TxnNotFound { .. })) => Ok(Status::NotFound),
+            Err(KeyError::Mvcc(MvccError::PrimaryMismatch { lock, .. })) => {
+                Ok(Status::Mismatch(lock))
+            }
             Err(e) => Err(e.into()),
         }
     }

@@ -1,6 +1,6 @@
 //! [`MetaState`]: what the meta group replicates: the region map and the oracle's limit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +22,9 @@ pub(crate) struct MetaState {
     pub(crate) tso_limit: u64,
     /// The next region id to hand out (above every id ever used).
     pub(crate) next_region_id: u64,
+    /// Regions merged away. An id is never used again, so a report of one of them that
+    /// arrives after its removal (a retried split report, say) is stale and ignored.
+    pub(crate) removed: BTreeSet<u64>,
 }
 
 /// One entry of the meta group's log.
@@ -30,7 +33,7 @@ pub(crate) enum MetaCommand {
     /// Raise the oracle's durable limit.
     SetTsoLimit(u64),
     /// Add or replace a region (splits and merges report here); a report older than the
-    /// region already known (a lower version) is ignored.
+    /// region already known (a lower version), or of a region merged away, is ignored.
     PutRegion(RegionInfo),
     /// A region merged away.
     RemoveRegion(u64),
@@ -45,16 +48,18 @@ impl MetaState {
             MetaCommand::SetTsoLimit(l) => self.tso_limit = self.tso_limit.max(l),
             MetaCommand::PutRegion(r) => {
                 self.next_region_id = self.next_region_id.max(r.id + 1);
-                let newer = self
-                    .regions
-                    .get(&r.id)
-                    .is_none_or(|old| old.epoch.version <= r.epoch.version);
+                let newer = !self.removed.contains(&r.id)
+                    && self
+                        .regions
+                        .get(&r.id)
+                        .is_none_or(|old| old.epoch.version <= r.epoch.version);
                 if newer {
                     self.regions.insert(r.id, r);
                 }
             }
             MetaCommand::RemoveRegion(id) => {
                 self.regions.remove(&id);
+                self.removed.insert(id);
             }
             MetaCommand::AllocRegionId => {
                 let id = self.next_region_id.max(META_REGION_ID + 1);
@@ -138,6 +143,28 @@ mod tests {
         }
         assert_eq!(state.region_of(b"\x10").map(|r| r.id), Some(3));
         assert_eq!(state.scan(b"\x10", 2).len(), 2);
+    }
+
+    #[test]
+    fn a_report_replayed_late_never_undoes_a_later_change() {
+        let mut regions = initial_regions(&even_split_keys(2), &[1, 2, 3]);
+        let (left, right) = (regions.remove(0), regions.remove(0));
+        let mut s = MetaState::default();
+        s.apply(MetaCommand::PutRegion(left.clone()));
+        s.apply(MetaCommand::PutRegion(right.clone()));
+        // The left region absorbs the right one (version 2), then an older report of both
+        // arrives again (a retry): neither the old left nor the removed right come back.
+        let mut merged = left.clone();
+        merged.end = right.end.clone();
+        merged.epoch.version = 2;
+        s.apply(MetaCommand::PutRegion(merged.clone()));
+        s.apply(MetaCommand::RemoveRegion(right.id));
+        s.apply(MetaCommand::PutRegion(left));
+        s.apply(MetaCommand::PutRegion(right));
+        assert_eq!(
+            s.regions.values().cloned().collect::<Vec<_>>(),
+            vec![merged]
+        );
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub(crate) struct WriteCommand {
 /// version moved.
 pub(crate) const EPOCH_CHANGED: &[u8] = b"epoch changed";
 
+/// What apply answers when the engine refused an entry's batch (nothing of it written here).
+pub(crate) const ENGINE_ERROR: &[u8] = b"engine error";
+
 impl RegionCommand {
     pub(crate) fn encode(&self) -> Vec<u8> {
         postcard::to_allocvec(self).unwrap_or_default()

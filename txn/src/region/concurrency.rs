@@ -2,6 +2,7 @@
 //! one-phase commits in flight, so a one-phase commit never lands below a read that missed it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -15,11 +16,31 @@ struct State {
     /// such event must not mark `max_ts` synced.
     generation: u64,
     /// Keys of one-phase commits between choosing their commit_ts and applying (or being
-    /// refused): key -> (start_ts, commit_ts). A guard always holds its commit's chosen
-    /// commit_ts: `begin_one_pc` chooses it and registers the keys in one critical section,
-    /// so no read sees a guard without it (a read below it passes, one at or above it is
-    /// refused).
-    guards: BTreeMap<Vec<u8>, (u64, u64)>,
+    /// refused). A guard always holds its commit's chosen commit_ts: `begin_one_pc` chooses
+    /// it and registers the keys in one critical section, so no read sees a guard without it
+    /// (a read below it passes, one at or above it is refused).
+    guards: BTreeMap<Vec<u8>, Guard>,
+}
+
+/// One key's guard: the commit it stands for (shared by the commit's keys) and its
+/// commit_ts.
+#[derive(Debug, Clone)]
+struct Guard {
+    txn: Arc<OnePcTxn>,
+    commit_ts: u64,
+}
+
+/// The transaction of a one-phase commit in flight, as a read that meets one of its guards is
+/// told: the lock it reports names the commit's real primary and TTL, so that the reader
+/// resolves it through the primary (as any lock of the transaction) and, while the TTL
+/// lasts, waits instead of rolling anything back (TiKV's in-memory locks of async commit
+/// carry the whole lock the same way).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OnePcTxn {
+    pub(crate) start_ts: u64,
+    pub(crate) primary: Vec<u8>,
+    /// The transaction's lock TTL (ms from the physical part of `start_ts`).
+    pub(crate) ttl: u64,
 }
 
 impl State {
@@ -46,7 +67,10 @@ pub(crate) struct ConcurrencyManager {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InFlightCommit {
     pub(crate) key: Vec<u8>,
-    pub(crate) start_ts: u64,
+    /// The commit's transaction.
+    pub(crate) txn: OnePcTxn,
+    /// The commit_ts it chose.
+    pub(crate) commit_ts: u64,
 }
 
 impl ConcurrencyManager {
@@ -60,13 +84,15 @@ impl ConcurrencyManager {
     ) -> Result<(), InFlightCommit> {
         let mut s = self.state.lock();
         s.max_ts = s.max_ts.max(ts);
-        let blocks = |&(start_ts, commit_ts): &(u64, u64)| start_ts <= ts && commit_ts <= ts;
+        let blocks = |g: &Guard| g.txn.start_ts <= ts && g.commit_ts <= ts;
+        let in_flight = |key: &[u8], g: &Guard| InFlightCommit {
+            key: key.to_vec(),
+            txn: (*g.txn).clone(),
+            commit_ts: g.commit_ts,
+        };
         if point {
             if let Some(g) = s.guards.get(start).filter(|g| blocks(g)) {
-                return Err(InFlightCommit {
-                    key: start.to_vec(),
-                    start_ts: g.0,
-                });
+                return Err(in_flight(start, g));
             }
             return Ok(());
         }
@@ -75,10 +101,7 @@ impl ConcurrencyManager {
                 break;
             }
             if blocks(g) {
-                return Err(InFlightCommit {
-                    key: k.clone(),
-                    start_ts: g.0,
-                });
+                return Err(in_flight(k, g));
             }
         }
         Ok(())
@@ -132,14 +155,19 @@ impl ConcurrencyManager {
     /// and above every read served so far. `None` (nothing registered) while `max_ts` is
     /// not synced: the caller syncs and retries. Checking here, under the same lock that
     /// chooses the commit_ts, closes the window between a caller's sync and this call.
-    pub(crate) fn begin_one_pc(&self, keys: &[Vec<u8>], start_ts: u64, floor: u64) -> Option<u64> {
+    pub(crate) fn begin_one_pc(&self, keys: &[Vec<u8>], txn: OnePcTxn, floor: u64) -> Option<u64> {
         let mut s = self.state.lock();
         if !s.synced {
             return None;
         }
         let commit_ts = floor.max(s.max_ts.saturating_add(1));
+        let txn = Arc::new(txn);
         for k in keys {
-            s.guards.insert(k.clone(), (start_ts, commit_ts));
+            let guard = Guard {
+                txn: Arc::clone(&txn),
+                commit_ts,
+            };
+            s.guards.insert(k.clone(), guard);
         }
         Some(commit_ts)
     }
@@ -148,7 +176,7 @@ impl ConcurrencyManager {
     pub(crate) fn end_one_pc(&self, keys: &[Vec<u8>], start_ts: u64) {
         let mut s = self.state.lock();
         for k in keys {
-            if s.guards.get(k).is_some_and(|g| g.0 == start_ts) {
+            if s.guards.get(k).is_some_and(|g| g.txn.start_ts == start_ts) {
                 s.guards.remove(k);
             }
         }
@@ -158,6 +186,15 @@ impl ConcurrencyManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-phase transaction of `start_ts` with primary `p`.
+    fn txn(start_ts: u64) -> OnePcTxn {
+        OnePcTxn {
+            start_ts,
+            primary: b"p".to_vec(),
+            ttl: 3000,
+        }
+    }
 
     /// A manager synced at `ts` (as a leader's is after its first one-phase commit).
     fn synced_at(ts: u64) -> ConcurrencyManager {
@@ -171,14 +208,14 @@ mod tests {
     fn one_pc_commit_ts_is_above_every_served_read() {
         let cm = synced_at(1);
         cm.read(100, b"a", None, true).expect("no guard");
-        let ts = cm.begin_one_pc(&[b"k".to_vec()], 50, 60);
+        let ts = cm.begin_one_pc(&[b"k".to_vec()], txn(50), 60);
         assert_eq!(ts, Some(101));
     }
 
     #[test]
     fn no_one_pc_is_registered_before_a_sync() {
         let cm = ConcurrencyManager::default();
-        assert_eq!(cm.begin_one_pc(&[b"k".to_vec()], 50, 60), None);
+        assert_eq!(cm.begin_one_pc(&[b"k".to_vec()], txn(50), 60), None);
         assert!(
             cm.read(1000, b"k", None, true).is_ok(),
             "nothing registered"
@@ -195,7 +232,7 @@ mod tests {
         cm.absorbed_foreign_reads();
         cm.sync(70, generation);
         assert!(cm.sync_needed().is_some());
-        assert_eq!(cm.begin_one_pc(&[b"k".to_vec()], 50, 60), None);
+        assert_eq!(cm.begin_one_pc(&[b"k".to_vec()], txn(50), 60), None);
         let generation = cm.sync_needed().expect("still not synced");
         cm.unsync();
         cm.sync(80, generation);
@@ -205,14 +242,18 @@ mod tests {
     #[test]
     fn a_read_at_or_after_an_in_flight_commit_is_refused_until_it_ends() {
         let cm = synced_at(1);
-        let ts = cm.begin_one_pc(&[b"k".to_vec()], 50, 60).expect("synced");
+        let ts = cm
+            .begin_one_pc(&[b"k".to_vec()], txn(50), 60)
+            .expect("synced");
         assert!(cm.read(ts - 1, b"k", None, true).is_ok());
         assert_eq!(
             cm.read(ts, b"k", None, true),
             Err(InFlightCommit {
                 key: b"k".to_vec(),
-                start_ts: 50
-            })
+                txn: txn(50),
+                commit_ts: ts,
+            }),
+            "the read is told the commit's transaction (primary and ttl) and commit_ts"
         );
         assert!(cm.read(ts + 5, b"a", Some(b"z"), false).is_err());
         assert!(cm.read(ts + 5, b"a", Some(b"k"), false).is_ok());
@@ -226,14 +267,19 @@ mod tests {
     #[test]
     fn absorbing_a_merge_source_needs_a_fresh_sync_and_keeps_guards() {
         let cm = synced_at(10);
-        let ts = cm.begin_one_pc(&[b"own".to_vec()], 5, 6).expect("synced");
+        let ts = cm
+            .begin_one_pc(&[b"own".to_vec()], txn(5), 6)
+            .expect("synced");
         cm.absorbed_foreign_reads();
         assert!(cm.sync_needed().is_some());
         assert!(cm.read(ts, b"own", None, true).is_err(), "guard kept");
-        assert_eq!(cm.begin_one_pc(&[b"from-source".to_vec()], 400, 401), None);
+        assert_eq!(
+            cm.begin_one_pc(&[b"from-source".to_vec()], txn(400), 401),
+            None
+        );
         // The source served a read at 500; the fresh timestamp is above it.
         let generation = cm.sync_needed().expect("unsynced by the merge");
         cm.sync(501, generation);
-        assert!(cm.begin_one_pc(&[b"from-source".to_vec()], 400, 401) > Some(500));
+        assert!(cm.begin_one_pc(&[b"from-source".to_vec()], txn(400), 401) > Some(500));
     }
 }

@@ -29,11 +29,14 @@ pub struct NodeCounters {
     pub deadlocks: u64,
     /// One-phase commits.
     pub one_pc: u64,
-    /// In-memory locks proposed through Raft before a voluntary leader transfer.
+    /// In-memory locks proposed through Raft before a voluntary leader transfer, counted once
+    /// their entry applied (copied again under their keys' latches: a lock a write replaced
+    /// or released meanwhile is neither proposed nor counted).
     pub locks_migrated_on_transfer: u64,
     /// In-memory locks moved to a new region by a split.
     pub locks_migrated_on_split: u64,
-    /// In-memory locks proposed into a merging source region's log.
+    /// In-memory locks proposed into a merging source region's log, counted as for a
+    /// transfer.
     pub locks_migrated_on_merge: u64,
     /// In-memory locks lost because a leader lost leadership (crash, partition, or a split
     /// child led elsewhere).
@@ -115,6 +118,8 @@ pub(crate) struct Counters {
     pub(crate) deadlocks: AtomicU64,
     pub(crate) locks_lost_on_leader_loss: AtomicU64,
     pub(crate) one_pc: AtomicU64,
+    pub(crate) locks_migrated_on_transfer: AtomicU64,
+    pub(crate) locks_migrated_on_merge: AtomicU64,
 }
 
 impl Counters {
@@ -136,6 +141,8 @@ impl Counters {
             deadlocks: self.deadlocks.load(Ordering::Relaxed),
             locks_lost_on_leader_loss: self.locks_lost_on_leader_loss.load(Ordering::Relaxed),
             one_pc: self.one_pc.load(Ordering::Relaxed),
+            locks_migrated_on_transfer: self.locks_migrated_on_transfer.load(Ordering::Relaxed),
+            locks_migrated_on_merge: self.locks_migrated_on_merge.load(Ordering::Relaxed),
             ..NodeCounters::default()
         }
     }

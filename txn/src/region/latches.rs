@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -51,9 +52,27 @@ impl Latches {
     pub(crate) fn acquire_while<K: AsRef<[u8]>>(
         self: &Arc<Self>,
         keys: &[K],
-        tick: std::time::Duration,
+        tick: Duration,
         mut between: impl FnMut(),
     ) -> LatchGuard {
+        loop {
+            let deadline = Instant::now() + Duration::from_secs(3600);
+            if let Some(g) = self.acquire_until(keys, deadline, tick, &mut between) {
+                return g;
+            }
+        }
+    }
+
+    /// As [`Latches::acquire_while`], giving up at `deadline`: `None` if some slot was still
+    /// held then (nothing is taken). For a command that takes many keys' slots at once, which
+    /// a stream of commands on any one of them could otherwise hold off for good.
+    pub(crate) fn acquire_until<K: AsRef<[u8]>>(
+        self: &Arc<Self>,
+        keys: &[K],
+        deadline: Instant,
+        tick: Duration,
+        mut between: impl FnMut(),
+    ) -> Option<LatchGuard> {
         let mut slots: Vec<u32> = keys.iter().map(|k| self.slot(k.as_ref())).collect();
         slots.sort_unstable();
         slots.dedup();
@@ -61,15 +80,19 @@ impl Latches {
             let mut held = self.held.lock();
             let mut free = !slots.iter().any(|s| held.contains(s));
             if !free {
-                let _ = self.freed.wait_for(&mut held, tick);
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return None;
+                }
+                let _ = self.freed.wait_for(&mut held, tick.min(left));
                 free = !slots.iter().any(|s| held.contains(s));
             }
             if free {
                 held.extend(slots.iter().copied());
-                return LatchGuard {
+                return Some(LatchGuard {
                     latches: self.clone(),
                     slots,
-                };
+                });
             }
             drop(held);
             between();
@@ -79,7 +102,7 @@ impl Latches {
     /// Takes the latches of `keys`, waiting until all of them are free.
     #[cfg(test)]
     pub(crate) fn acquire<K: AsRef<[u8]>>(self: &Arc<Self>, keys: &[K]) -> LatchGuard {
-        self.acquire_while(keys, std::time::Duration::from_secs(3600), || {})
+        self.acquire_while(keys, Duration::from_secs(3600), || {})
     }
 
     /// Number of slots held now.
@@ -107,7 +130,6 @@ impl Drop for LatchGuard {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
 
     #[test]
     fn a_second_command_on_a_key_waits_for_the_first() {
@@ -150,7 +172,7 @@ mod tests {
         let latches = Latches::new(16);
         let stuck = parking_lot::Mutex::new(Some(latches.acquire(&[b"k"])));
         let mut calls = 0;
-        let _g = latches.acquire_while(&[b"k"], std::time::Duration::from_millis(5), || {
+        let _g = latches.acquire_while(&[b"k"], Duration::from_millis(5), || {
             calls += 1;
             if calls == 3 {
                 stuck.lock().take();
@@ -158,5 +180,38 @@ mod tests {
         });
         assert_eq!(calls, 3);
         assert_eq!(latches.held(), 1);
+    }
+
+    /// A command taking many keys' slots gives up at its deadline while one of them stays
+    /// held (nothing taken: the others stay free), and gets them all once it is free.
+    #[test]
+    fn acquire_until_gives_up_at_its_deadline_and_takes_nothing() {
+        let latches = Latches::new(4096);
+        let holder = latches.acquire(&[b"b"]);
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(100);
+        let got = latches.acquire_until(
+            &[b"a", b"b", b"c"],
+            deadline,
+            Duration::from_millis(5),
+            || {},
+        );
+        assert!(got.is_none(), "took a held slot");
+        assert!(
+            started.elapsed() >= Duration::from_millis(100),
+            "gave up early"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "waited past its deadline"
+        );
+        assert_eq!(latches.held(), 1, "only the holder's slot is held");
+        drop(holder);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let got = latches.acquire_until(&keys, deadline, Duration::from_millis(5), || {});
+        assert!(got.is_some());
+        let slots: HashSet<u32> = keys.iter().map(|k| latches.slot(k)).collect();
+        assert_eq!(latches.held(), slots.len());
     }
 }

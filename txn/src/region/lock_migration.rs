@@ -2,30 +2,49 @@
 //! proposes as lock-CF records, checked against what the log applied since they were copied.
 //!
 //! A copy taken from the lock table may be older than the log by the time it applies: a write
-//! of its key may have been proposed between the copy and the migration's proposal (the
-//! leader also takes the keys' latches to prevent that; this is the apply side's guard, and
-//! what every replica applies alike). So a migrated lock is put only where it is still the
-//! newest state of its key, after TiKV's rule that a lock migration never replaces a lock of
-//! another kind or a newer one:
+//! of its key may have been proposed between the copy and the migration's proposal. The
+//! leader prevents that by copying the locks again under their keys' latches and proposing
+//! them before the latches go (`RegionPeer::propose_locks`). The apply rule below is a second
+//! guard of SurgeDB's own, which every replica applies alike. TiKV has no such rule: its
+//! `propose_locks_before_transfer_leader` (in `components/raftstore`) proposes the locks as
+//! plain lock-CF puts and relies on ordering alone, the status change, the copy and the
+//! proposal all made on the peer's own thread, which also orders the writes' proposals.
 //!
-//! | the key holds                                                   | the migrated lock   |
-//! |-----------------------------------------------------------------|---------------------|
-//! | its transaction's pessimistic lock, same or older for_update_ts | put (copy is newer) |
-//! | its transaction's prewrite lock, or a newer pessimistic lock    | skipped             |
-//! | another transaction's lock                                      | skipped             |
-//! | no lock; the transaction's commit or rollback record            | skipped (finished)  |
-//! | no lock; another's write committed after its for_update_ts      | skipped (released)  |
-//! | no lock, none of those                                          | put                 |
+//! A migrated lock is put only where it is still the newest state of its key:
+//!
+//! | the key holds                                     | the migrated lock                    |
+//! |---------------------------------------------------|--------------------------------------|
+//! | its txn's pessimistic lock, older for_update_ts   | put (min_commit_ts never lowered)    |
+//! | its txn's pessimistic lock, same for_update_ts    | raises the stored ttl, min_commit_ts |
+//! | its txn's prewrite lock                           | skipped                              |
+//! | a newer pessimistic lock of its txn               | skipped                              |
+//! | another transaction's lock                        | skipped                              |
+//! | no lock; its txn's commit or rollback record      | skipped (finished)                   |
+//! | no lock; another's commit after its for_update_ts | skipped (released)                   |
+//! | no lock, none of those                            | put                                  |
+//!
+//! ("txn": the migrated lock's transaction; "raises": the stored lock is put again with the
+//! copy's ttl and min_commit_ts where they are higher, or left alone.)
+//!
+//! The last row is why the rule alone is not enough: a lock released without leaving a
+//! record (a pessimistic rollback, the commit of a pessimistic lock never prewritten,
+//! `check_txn_status` removing an expired pessimistic primary) looks exactly like a lock never
+//! written, and a stale copy would bring it back. Only the latch re-copy guards against that.
+//! The rule catches what leaves a trace: a prewrite, a finished transaction, another
+//! transaction's write, and a lock updated in place since the copy (a `min_commit_ts` pushed
+//! by `check_txn_status`, a ttl raised by `txn_heartbeat`), which it never lowers.
 
 use crate::{Cf, Lock, Modify, MvccError, MvccReader, WriteType, encode_key};
 
 /// What apply does with one migrated lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Migrated {
-    /// Put it into the lock column family.
-    Put,
+    /// Put this lock into the lock column family: the copy, or (when the key holds the same
+    /// lock) the stored one with what the copy raised.
+    Put(Lock),
     /// The key holds a lock the copy must not replace (its transaction's prewrite lock, a
-    /// newer pessimistic lock, another transaction's lock).
+    /// newer pessimistic lock, another transaction's lock), or the same lock with nothing
+    /// lower than the copy.
     KeepsLock,
     /// The transaction has a commit or rollback record on the key.
     TxnFinished,
@@ -45,14 +64,27 @@ pub(crate) fn migrated_lock(
     lock: &Lock,
 ) -> Result<Migrated, MvccError> {
     if let Some(existing) = reader.load_lock(key)? {
-        let older_copy_of_this_lock = existing.start_ts == lock.start_ts
+        let same_txn_pessimistic = existing.start_ts == lock.start_ts
             && existing.is_pessimistic_lock()
-            && lock.is_pessimistic_lock()
-            && existing.for_update_ts <= lock.for_update_ts;
-        return Ok(if older_copy_of_this_lock {
-            Migrated::Put
-        } else {
+            && lock.is_pessimistic_lock();
+        if !same_txn_pessimistic || existing.for_update_ts > lock.for_update_ts {
+            return Ok(Migrated::KeepsLock);
+        }
+        if existing.for_update_ts < lock.for_update_ts {
+            // A re-lock kept in memory: the copy is newer, but a min_commit_ts only grows.
+            let mut put = lock.clone();
+            put.min_commit_ts = put.min_commit_ts.max(existing.min_commit_ts);
+            return Ok(Migrated::Put(put));
+        }
+        // The same lock: the stored one may have been updated in place since the copy
+        // (replicated pushes and heartbeats); the copy may only raise it.
+        let mut put = existing.clone();
+        put.ttl = put.ttl.max(lock.ttl);
+        put.min_commit_ts = put.min_commit_ts.max(lock.min_commit_ts);
+        return Ok(if put == existing {
             Migrated::KeepsLock
+        } else {
+            Migrated::Put(put)
         });
     }
     let record = reader.get_txn_commit_record(key, lock.start_ts)?;
@@ -70,7 +102,7 @@ pub(crate) fn migrated_lock(
         }
         ts = commit_ts - 1;
     }
-    Ok(Migrated::Put)
+    Ok(Migrated::Put(lock.clone()))
 }
 
 /// The lock-CF puts for the migrated `locks` that [`migrated_lock`] lets through. A key
@@ -83,10 +115,10 @@ pub(crate) fn migrated_lock_puts(
     let mut puts = Vec::with_capacity(locks.len());
     for (key, lock) in locks {
         match migrated_lock(reader, key, lock) {
-            Ok(Migrated::Put) => puts.push(Modify::Put {
+            Ok(Migrated::Put(put)) => puts.push(Modify::Put {
                 cf: Cf::Lock,
                 key: encode_key(key),
-                value: lock.to_bytes(),
+                value: put.to_bytes(),
             }),
             Ok(outcome) => {
                 tracing::debug!(
@@ -164,24 +196,66 @@ mod tests {
         engine
     }
 
+    /// `base` with `f` applied.
+    fn with(base: Lock, f: impl FnOnce(&mut Lock)) -> Lock {
+        let mut l = base;
+        f(&mut l);
+        l
+    }
+
     #[test]
     fn a_migrated_lock_lands_only_where_it_is_still_the_newest_state_of_its_key() {
         let put = |t: WriteType, start_ts| Write::new(t, start_ts, None);
+        // The copy: ttl 3000, min_commit_ts MIN.
+        const MIN: u64 = FOR_UPDATE + 10;
+        let copy = with(pessimistic(START, FOR_UPDATE), |l| l.min_commit_ts = MIN);
+        let stored = |f: fn(&mut Lock)| with(copy.clone(), f);
         let cases: Vec<(&str, State, Migrated)> = vec![
-            ("nothing there", State::Empty, Migrated::Put),
+            ("nothing there", State::Empty, Migrated::Put(copy.clone())),
             (
                 "an older copy of the same lock (a re-lock kept in memory)",
-                State::Lock(pessimistic(START, FOR_UPDATE - 5)),
-                Migrated::Put,
+                State::Lock(stored(|l| l.for_update_ts = FOR_UPDATE - 5)),
+                Migrated::Put(copy.clone()),
+            ),
+            (
+                "an older copy whose min_commit_ts was pushed above the copy's",
+                State::Lock(stored(|l| {
+                    l.for_update_ts = FOR_UPDATE - 5;
+                    l.min_commit_ts = MIN + 50;
+                })),
+                Migrated::Put(with(copy.clone(), |l| l.min_commit_ts = MIN + 50)),
             ),
             (
                 "the same lock",
-                State::Lock(pessimistic(START, FOR_UPDATE)),
-                Migrated::Put,
+                State::Lock(copy.clone()),
+                Migrated::KeepsLock,
+            ),
+            (
+                "the same lock, its min_commit_ts pushed since (check_txn_status)",
+                State::Lock(stored(|l| l.min_commit_ts = MIN + 50)),
+                Migrated::KeepsLock,
+            ),
+            (
+                "the same lock, its ttl raised since (txn_heartbeat)",
+                State::Lock(stored(|l| l.ttl = 9000)),
+                Migrated::KeepsLock,
+            ),
+            (
+                "the same lock, pushed since, with a lower ttl than the copy's",
+                State::Lock(stored(|l| {
+                    l.ttl = 1000;
+                    l.min_commit_ts = MIN + 50;
+                })),
+                Migrated::Put(with(copy.clone(), |l| l.min_commit_ts = MIN + 50)),
+            ),
+            (
+                "the same lock with a lower min_commit_ts than the copy's",
+                State::Lock(stored(|l| l.min_commit_ts = MIN - 5)),
+                Migrated::Put(copy.clone()),
             ),
             (
                 "a newer pessimistic lock of the transaction",
-                State::Lock(pessimistic(START, FOR_UPDATE + 5)),
+                State::Lock(stored(|l| l.for_update_ts = FOR_UPDATE + 5)),
                 Migrated::KeepsLock,
             ),
             (
@@ -212,30 +286,33 @@ mod tests {
             (
                 "another transaction's commit before for_update_ts",
                 State::Record(FOR_UPDATE - 1, put(WriteType::Put, START - 10)),
-                Migrated::Put,
+                Migrated::Put(copy.clone()),
             ),
             (
                 "another transaction's rollback after for_update_ts",
                 State::Record(FOR_UPDATE + 20, Write::rollback(FOR_UPDATE + 20, true)),
-                Migrated::Put,
+                Migrated::Put(copy.clone()),
             ),
         ];
-        let migrated = pessimistic(START, FOR_UPDATE);
         for (name, state, want) in cases {
             let engine = engine_with(state);
             let snap = engine.snapshot();
             let reader = MvccReader::new(&*snap, None);
             assert_eq!(
-                migrated_lock(&reader, b"k", &migrated),
-                Ok(want),
+                migrated_lock(&reader, b"k", &copy),
+                Ok(want.clone()),
                 "case: {name}"
             );
-            let puts = migrated_lock_puts(&reader, 1, &[(b"k".to_vec(), migrated.clone())]);
-            assert_eq!(
-                puts.len(),
-                usize::from(want == Migrated::Put),
-                "case: {name}"
-            );
+            let puts = migrated_lock_puts(&reader, 1, &[(b"k".to_vec(), copy.clone())]);
+            let want_puts: Vec<Modify> = match want {
+                Migrated::Put(l) => vec![Modify::Put {
+                    cf: Cf::Lock,
+                    key: encode_key(b"k"),
+                    value: l.to_bytes(),
+                }],
+                _ => Vec::new(),
+            };
+            assert_eq!(puts, want_puts, "case: {name}");
         }
     }
 }

@@ -24,11 +24,20 @@ pub mod region_pause_points {
     /// A replica applying a split (the Raft driver thread) made the child and is about to
     /// add it to its node's region map (the map's write lock not taken yet).
     pub const SPLIT_CHILD_BEFORE_HOST: &str = "region.split.child_before_host";
+    /// The transfer or merge copied its locks again under their keys' latches (still held)
+    /// and read the region's version for their `MigrateLocks` entry; the entry is not
+    /// proposed yet.
+    pub const MIGRATION_BEFORE_PROPOSE: &str = "region.migration.before_propose";
 }
 
 /// How long a thread stays parked at most: a test that fails before it releases its point
-/// must not leave a node's thread (and the Raft guard it holds) stuck for good.
+/// must not leave a node's thread (and the Raft guard it holds) stuck for good. A thread that
+/// gives up removes its point, so a later [`PausePoints::release`] answers `false`.
+#[cfg(not(test))]
 const PARK_LIMIT: Duration = Duration::from_secs(30);
+/// Short in unit tests, so that the give-up path is tested in reasonable time.
+#[cfg(test)]
+const PARK_LIMIT: Duration = Duration::from_secs(2);
 
 /// One armed point: whether a thread parked there, and whether the test let it go.
 #[derive(Debug, Default)]
@@ -76,18 +85,28 @@ impl PausePoints {
     }
 
     /// Lets the thread parked at `name` go on, or disarms `name` if none reached it yet.
-    pub fn release(&self, name: &str) {
+    ///
+    /// Returns whether a thread was still parked there: `false` when none reached the point,
+    /// or when the one that did gave up after 30 s and went on by itself (the order the test
+    /// meant to force did not happen, so a test asserts it).
+    #[must_use = "false means the thread was not held where the test meant it to be"]
+    pub fn release(&self, name: &str) -> bool {
         let mut points = self.points.lock();
-        match points.get_mut(name) {
-            Some(p) if p.parked => p.released = true,
+        let was_parked = match points.get_mut(name) {
+            Some(p) if p.parked => {
+                p.released = true;
+                true
+            }
             Some(_) => {
                 points.remove(name);
                 self.armed.fetch_sub(1, Ordering::SeqCst);
+                false
             }
-            None => {}
-        }
+            None => false,
+        };
         drop(points);
         self.changed.notify_all();
+        was_parked
     }
 
     /// Parks here if `name` is armed and no thread took it yet.
@@ -152,7 +171,10 @@ mod tests {
             !through.load(Ordering::SeqCst),
             "went on before its release"
         );
-        points.release(region_pause_points::WRITE_BEFORE_PROPOSE);
+        assert!(
+            points.release(region_pause_points::WRITE_BEFORE_PROPOSE),
+            "the first thread was parked"
+        );
         first.join().expect("parked thread");
         assert!(through.load(Ordering::SeqCst));
         assert_eq!(points.armed.load(Ordering::SeqCst), 0, "disarmed after use");
@@ -162,8 +184,30 @@ mod tests {
     fn releasing_a_point_nobody_reached_disarms_it() {
         let points = PausePoints::default();
         points.arm(region_pause_points::MIGRATION_LOCKS_TAKEN);
-        points.release(region_pause_points::MIGRATION_LOCKS_TAKEN);
+        assert!(
+            !points.release(region_pause_points::MIGRATION_LOCKS_TAKEN),
+            "nobody was parked"
+        );
         assert_eq!(points.armed.load(Ordering::SeqCst), 0);
         points.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
+    }
+
+    /// A parked thread that nobody releases goes on after the limit; the late release then
+    /// says it found nobody, so the test that meant to hold the thread knows it did not.
+    #[test]
+    fn a_release_after_the_park_limit_says_nobody_was_parked() {
+        let points = Arc::new(PausePoints::default());
+        points.arm(region_pause_points::WRITE_BEFORE_PROPOSE);
+        let parked = {
+            let points = points.clone();
+            std::thread::spawn(move || points.reach(region_pause_points::WRITE_BEFORE_PROPOSE))
+        };
+        assert!(points.wait_parked(
+            region_pause_points::WRITE_BEFORE_PROPOSE,
+            Duration::from_secs(10)
+        ));
+        parked.join().expect("went on by itself after the limit");
+        assert!(!points.release(region_pause_points::WRITE_BEFORE_PROPOSE));
+        assert_eq!(points.armed.load(Ordering::SeqCst), 0);
     }
 }

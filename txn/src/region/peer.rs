@@ -12,8 +12,8 @@ use surge_lock_table::{
 };
 use surge_raft_lite::{Error as RaftError, Node as RaftNode, NodeId};
 
-use super::command::{EPOCH_CHANGED, RegionCommand, WriteCommand};
-use super::concurrency::{ConcurrencyManager, InFlightCommit};
+use super::command::{ENGINE_ERROR, EPOCH_CHANGED, RegionCommand, WriteCommand};
+use super::concurrency::{ConcurrencyManager, InFlightCommit, OnePcTxn};
 use super::counters::Counters;
 use super::host::RegionHost;
 use super::latches::{LatchGuard, Latches};
@@ -44,10 +44,14 @@ impl From<MvccError> for CmdError {
 }
 
 /// A one-phase commit's request to the write path.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct OnePc {
     /// The smallest commit_ts allowed (the client's hint, above start_ts and for_update_ts).
     pub(crate) floor: u64,
+    /// The transaction's primary key and lock TTL, for the lock a read that meets the
+    /// commit's guards is told of.
+    pub(crate) primary: Vec<u8>,
+    pub(crate) ttl: u64,
 }
 
 /// What a write waiting in the Raft log still holds: its latches and one-phase guards.
@@ -360,6 +364,18 @@ impl RegionPeer {
             .acquire_while(keys, Duration::from_millis(50), || self.prune_pending(None))
     }
 
+    /// As [`RegionPeer::latch_keys`], giving up at `deadline` (`None`, nothing taken).
+    pub(super) fn latch_keys_until(
+        &self,
+        keys: &[Vec<u8>],
+        deadline: std::time::Instant,
+    ) -> Option<LatchGuard> {
+        self.latches
+            .acquire_until(keys, deadline, Duration::from_millis(50), || {
+                self.prune_pending(None)
+            })
+    }
+
     /// Runs an action under the latches of `keys` and makes its writes durable.
     ///
     /// - `lock_mode`: `Some` for a pessimistic lock request: `InMemory` tries the lock table
@@ -389,23 +405,31 @@ impl RegionPeer {
             }
             .into());
         }
+        let is_one_pc = one_pc.is_some();
         let commit_ts = match one_pc {
             None => None,
-            Some(o) => match self.concurrency.begin_one_pc(keys, start_ts, o.floor) {
-                Some(ts) => Some(ts),
-                // Unsynced since the handler's sync (leadership or range changed while
-                // it fetched the timestamp): retryable; the retry syncs again.
-                None => {
-                    return Err(RegionError::ServerIsBusy {
-                        region_id: ctx.region_id,
-                        reason: "max_ts changed owner during a one-phase commit; retry".into(),
+            Some(o) => {
+                let txn = OnePcTxn {
+                    start_ts,
+                    primary: o.primary,
+                    ttl: o.ttl,
+                };
+                match self.concurrency.begin_one_pc(keys, txn, o.floor) {
+                    Some(ts) => Some(ts),
+                    // Unsynced since the handler's sync (leadership or range changed while
+                    // it fetched the timestamp): retryable; the retry syncs again.
+                    None => {
+                        return Err(RegionError::ServerIsBusy {
+                            region_id: ctx.region_id,
+                            reason: "max_ts changed owner during a one-phase commit; retry".into(),
+                        }
+                        .into());
                     }
-                    .into());
                 }
-            },
+            }
         };
         let end_one_pc = || {
-            if one_pc.is_some() {
+            if is_one_pc {
                 self.concurrency.end_one_pc(keys, start_ts);
             }
         };
@@ -627,10 +651,8 @@ impl RegionPeer {
                     }
                     return bytes::Bytes::from_static(EPOCH_CHANGED);
                 }
-                w.batch.applied_index = index;
-                if let Err(e) = self.engine.write(&w.batch) {
-                    tracing::error!(region = self.id(), index, error = %e, "engine write failed");
-                    return bytes::Bytes::from_static(b"engine error");
+                if let Err(answer) = self.write_applied(index, &mut w.batch) {
+                    return answer;
                 }
                 if !w.lock_cf_keys.is_empty() {
                     let mut table = self.lock_table.write();
@@ -683,6 +705,20 @@ impl RegionPeer {
                 }
             }
         }
+    }
+
+    /// Writes the batch of the entry at `index` (stamped with it). A refusal of the engine
+    /// is logged and given as the entry's answer ([`ENGINE_ERROR`]).
+    pub(super) fn write_applied(
+        &self,
+        index: u64,
+        batch: &mut crate::WriteBatch,
+    ) -> Result<(), bytes::Bytes> {
+        batch.applied_index = index;
+        self.engine.write(batch).map_err(|e| {
+            tracing::error!(region = self.id(), index, error = %e, "engine write failed");
+            bytes::Bytes::from_static(ENGINE_ERROR)
+        })
     }
 
     /// Wakes every waiter on a key of this region's memory or replicated locks (used when
@@ -827,20 +863,20 @@ impl RegionPeer {
     }
 }
 
-/// A read that met a one-phase commit in flight, as the lock it stands for. The guard does
-/// not know the commit's primary, so the lock names the key itself: a reader's
-/// `CheckTxnStatus` on it waits for the commit's latches, then finds its record; and, if the
-/// transaction left a lock there naming another primary, is answered `PrimaryMismatch` and
-/// asks that one instead.
+/// A read that met a one-phase commit in flight, as the lock it stands for: the commit's
+/// primary and TTL, its chosen commit_ts as `min_commit_ts`. A reader resolves it as any lock
+/// of the transaction: its `CheckTxnStatus` goes to the primary, waits there for the commit's
+/// latches (the primary is one of the commit's keys), then finds its commit record; or, if
+/// the commit did not apply, finds what the transaction left (waiting while its TTL lasts).
 fn in_flight_commit(c: InFlightCommit) -> CmdError {
     CmdError::Mvcc(MvccError::KeyIsLocked(Box::new(crate::LockInfo {
-        key: c.key.clone(),
-        primary: c.key,
-        lock_ts: c.start_ts,
-        ttl: 0,
+        key: c.key,
+        primary: c.txn.primary,
+        lock_ts: c.txn.start_ts,
+        ttl: c.txn.ttl,
         lock_type: crate::LockType::Put,
         for_update_ts: 0,
-        min_commit_ts: 0,
+        min_commit_ts: c.commit_ts,
         txn_size: 1,
     })))
 }

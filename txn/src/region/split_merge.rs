@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use surge_lock_table::{KeyRange, LockStatus, RegionLockTable};
-use surge_raft_lite::{Node as RaftNode, NodeId};
+use surge_raft_lite::{Node as RaftNode, NodeId, Proposal};
 
 use super::command::{EPOCH_CHANGED, RegionCommand};
 use super::counters::Counters;
@@ -27,6 +27,15 @@ fn range_of(start: &[u8], end: &[u8]) -> KeyRange {
     } else {
         KeyRange::new(start.to_vec(), end.to_vec())
     }
+}
+
+/// A transfer's or merge's `MigrateLocks` entry, proposed.
+#[derive(Debug)]
+struct ProposedLocks {
+    /// How many locks it carries.
+    count: usize,
+    /// The entry's proposal; `None` when there was nothing to propose.
+    proposal: Option<Proposal>,
 }
 
 fn busy(region_id: u64, reason: impl Into<String>) -> RegionError {
@@ -145,15 +154,14 @@ impl RegionPeer {
                 "migrated locks older than their keys' state were skipped"
             );
         }
-        let batch = WriteBatch {
+        let mut batch = WriteBatch {
             modifies,
             applied_index: index,
         };
-        if let Err(e) = self.engine().write(&batch) {
-            tracing::error!(region = self.id(), index, error = %e, "engine write failed");
-            return Bytes::from_static(b"engine error");
+        match self.write_applied(index, &mut batch) {
+            Ok(()) => Bytes::new(),
+            Err(answer) => answer,
         }
-        Bytes::new()
     }
 
     pub(super) fn apply_rollback_merge(&self, index: u64, new_version: u64) {
@@ -290,7 +298,7 @@ impl RegionPeer {
     }
 
     /// Proposes the locks a transfer or merge took from the table (`taken`) as one
-    /// `MigrateLocks` entry, without releasing them from memory; returns how many.
+    /// `MigrateLocks` entry, without releasing them from memory.
     ///
     /// The copy is made again under the latches of the taken keys, and proposed before the
     /// latches go: a write of one of those keys then either was proposed before (its entry is
@@ -300,19 +308,43 @@ impl RegionPeer {
     /// other key can gain one meanwhile. A merge (`deleted_too`) migrates deleted-marked
     /// locks as well; it first waits, under the latches, for the writes still pending, so
     /// that a deleted-marked lock left is one whose write will not apply.
+    ///
+    /// The latches and (for a merge) the pending writes are waited for until `timeout` at
+    /// most: then a retryable error, on which the caller aborts the transfer or merge.
+    ///
+    /// The entry is stamped with the region's version, and apply refuses it if the version
+    /// moved meanwhile (a split applied between the stamp and the entry): its locks are then
+    /// nowhere but in memory, and the transfer or merge must not go on. A merge waits here
+    /// for the apply and gets that refusal as a retryable error; a transfer only waits for
+    /// the entry to be in the log (its `TransferLeader` command follows it there) and checks
+    /// the apply with [`RegionPeer::locks_applied`] once that command applied.
     fn propose_locks(
         &self,
         raft: &RaftNode,
         taken: Vec<(Vec<u8>, Lock)>,
         deleted_too: bool,
         timeout: Duration,
-    ) -> Result<usize, RegionError> {
+    ) -> Result<ProposedLocks, RegionError> {
+        let nothing = ProposedLocks {
+            count: 0,
+            proposal: None,
+        };
         if taken.is_empty() {
-            return Ok(0);
+            return Ok(nothing);
         }
         let keys: Vec<Vec<u8>> = taken.into_iter().map(|(k, _)| k).collect();
-        let _latches = self.latch_keys(&keys);
-        if deleted_too && !self.wait_no_pending(timeout) {
+        // Every key's slots at once: writes of any of them (their owners re-locking through
+        // Raft meanwhile, say) could hold one off for good, so the wait has a deadline and
+        // the transfer or merge gives up (its caller aborts it, the table back to Normal).
+        let deadline = Instant::now() + timeout;
+        let Some(_latches) = self.latch_keys_until(&keys, deadline) else {
+            return Err(busy(
+                self.id(),
+                "the migrated keys' latches were not free in time",
+            ));
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if deleted_too && !self.wait_no_pending(left) {
             return Err(busy(self.id(), "pending writes did not apply in time"));
         }
         let locks: Vec<(Vec<u8>, Lock)> = {
@@ -328,26 +360,54 @@ impl RegionPeer {
                 .collect()
         };
         if locks.is_empty() {
-            return Ok(0);
+            return Ok(nothing);
         }
         let count = locks.len();
         let cmd = RegionCommand::MigrateLocks {
             version: self.info().epoch.version,
             locks,
         };
+        self.pause
+            .reach(region_pause_points::MIGRATION_BEFORE_PROPOSE);
         let bytes = cmd.encode();
         Counters::add(&self.counters().proposals, 1);
         Counters::add(&self.counters().raft_bytes, bytes.len() as u64);
         let p = raft.propose(self.id(), Bytes::from(bytes));
         // A transfer needs the entry in the log before its TransferLeader command (which
         // applies after it); a merge needs it applied before its data is exported.
-        let proposed = if deleted_too {
-            p.wait_applied(timeout).map(|_| ())
+        if deleted_too {
+            self.locks_applied(&p, timeout)?;
+            Counters::add(&self.counters().locks_migrated_on_merge, count as u64);
         } else {
-            p.wait_accepted(timeout).map(|_| ())
+            p.wait_accepted(timeout)
+                .map_err(|e| raft_error(self.id(), e))?;
+        }
+        Ok(ProposedLocks {
+            count,
+            proposal: Some(p),
+        })
+    }
+
+    /// Waits until the `MigrateLocks` entry `p` applied here and checks that it was
+    /// written: an entry refused at apply (the region's version moved since it was
+    /// stamped) or not written (an engine error) is a retryable error, its locks in memory
+    /// only.
+    fn locks_applied(&self, p: &Proposal, timeout: Duration) -> Result<(), RegionError> {
+        let answer = p
+            .wait_applied(timeout)
+            .map_err(|e| raft_error(self.id(), e))?;
+        if answer.is_empty() {
+            return Ok(());
+        }
+        let why = if answer.as_ref() == EPOCH_CHANGED {
+            "the region changed while its locks were proposed".to_string()
+        } else {
+            format!(
+                "its locks were not written ({})",
+                String::from_utf8_lossy(&answer)
+            )
         };
-        proposed.map_err(|e| raft_error(self.id(), e))?;
-        Ok(count)
+        Err(busy(self.id(), format!("{why}; ask again")))
     }
 
     /// A voluntary leader transfer to `to` with TiKV's protocol: the table goes
@@ -381,6 +441,16 @@ impl RegionPeer {
         let result = (|| {
             let proposed = self.propose_locks(raft, locks, false, timeout)?;
             self.propose_admin(raft, &RegionCommand::TransferLeader { to }, timeout)?;
+            // The locks' entry precedes the transfer command in the log, so it applied too:
+            // refused there, the transferee would not have them, and this node would drop
+            // them as migrated.
+            if let Some(p) = &proposed.proposal {
+                self.locks_applied(p, timeout)?;
+                Counters::add(
+                    &self.counters().locks_migrated_on_transfer,
+                    proposed.count as u64,
+                );
+            }
             // The transferee campaigns at once, without an election timeout: no lease.
             self.lease.invalidate();
             raft.transfer_leader(region_id, to)
@@ -395,7 +465,7 @@ impl RegionPeer {
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Ok(proposed)
+            Ok(proposed.count)
         })();
         if result.is_err() {
             // Still leader: writable again (TiKV's reactivate tick).
@@ -452,8 +522,8 @@ impl RegionPeer {
     /// The source side of a merge into `target`: fence new commands until every pending
     /// write applied, propose the in-memory locks (all of them, deleted-marked ones too,
     /// copied again under their keys' latches) into this region's log, then `PrepareMerge`.
-    /// Returns the region and its data (locks included as lock-CF records) for the target to
-    /// absorb.
+    /// Returns the region, its data (locks included as lock-CF records) for the target to
+    /// absorb, and how many locks were migrated.
     ///
     /// Refused, with the table back to `Normal`, when the locks take more than
     /// `max_lock_bytes` (they would not fit one Raft entry).
@@ -463,7 +533,7 @@ impl RegionPeer {
         target: u64,
         max_lock_bytes: usize,
         timeout: Duration,
-    ) -> Result<(RegionInfo, Vec<u8>), RegionError> {
+    ) -> Result<(RegionInfo, Vec<u8>, usize), RegionError> {
         let region_id = self.id();
         if self.leader_term() == 0 {
             return Err(RegionError::NotLeader {
@@ -487,11 +557,13 @@ impl RegionPeer {
                 .start_merge(max_lock_bytes)
                 .map_err(|e| busy(region_id, format!("merge refused: {e}")))?;
             self.pause.reach(region_pause_points::MIGRATION_LOCKS_TAKEN);
-            let proposed = self.propose_locks(raft, locks, true, timeout);
-            if let Err(e) = proposed {
-                self.table().abort_merge();
-                return Err(e);
-            }
+            let proposed = match self.propose_locks(raft, locks, true, timeout) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.table().abort_merge();
+                    return Err(e);
+                }
+            };
             let new_version = self.info().epoch.version + 1;
             if let Err(e) = self.propose_admin(
                 raft,
@@ -504,7 +576,7 @@ impl RegionPeer {
                 self.table().abort_merge();
                 return Err(e);
             }
-            Ok((self.info(), self.engine().export()))
+            Ok((self.info(), self.engine().export(), proposed.count))
         })();
         self.fenced
             .store(false, std::sync::atomic::Ordering::SeqCst);

@@ -11,6 +11,10 @@ use super::request::KvRequest;
 use super::response::KvResponse;
 use crate::region::{RegionError, RegionInfo};
 
+/// How long a split or merge keeps reporting its change to an unreachable meta group before
+/// it gives up (and logs it): longer than an election and a partition of a few seconds.
+const REPORT_RETRY_FOR: Duration = Duration::from_secs(30);
+
 impl KvNode {
     pub(super) fn handle_admin(&self, req: KvRequest) -> KvResponse {
         let raft = self.raft.read_recursive();
@@ -141,8 +145,34 @@ impl KvNode {
     /// Tells the meta group about changed regions (best effort: a client that finds a stale
     /// map gets epoch errors carrying the current regions).
     pub(super) fn report(&self, put: Vec<RegionInfo>, remove: Vec<u64>) {
-        if let Err(e) = self.call_meta(KvRequest::ReportRegions { put, remove }) {
-            tracing::warn!(error = %e, "region change not reported to the meta group");
+        // Nothing else repairs the meta group's map (there are no region heartbeats), so a
+        // change it never hears of leaves clients routed to a region that is gone for good.
+        // Retried until the meta group has applied it: replaying a report is harmless (a
+        // put older than the map's entry is ignored, a removed id stays removed), so a retry
+        // that races a later change of the same region cannot undo it.
+        let deadline = Instant::now() + REPORT_RETRY_FOR;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let req = KvRequest::ReportRegions {
+                put: put.clone(),
+                remove: remove.clone(),
+            };
+            let failure = match self.call_meta(req) {
+                Ok(KvResponse::Done) => return,
+                Ok(other) => format!("{other:?}"),
+                Err(e) => e.to_string(),
+            };
+            if self.is_stopped() || Instant::now() >= deadline {
+                tracing::warn!(
+                    error = %failure,
+                    ?put,
+                    ?remove,
+                    "region change not reported to the meta group; gave up"
+                );
+                return;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 }

@@ -72,14 +72,12 @@ impl KvNode {
                 format!("region {target} does not border region {source} or is merging"),
             ));
         }
-        let moved_before = self.budget.counters().migrated_on_merge;
-        let (source_info, data) = peer.prepare_merge(
+        let (source_info, data, moved) = peer.prepare_merge(
             raft,
             target,
             self.config.merge_max_lock_bytes,
             self.config.proposal_timeout,
         )?;
-        let moved = self.budget.counters().migrated_on_merge - moved_before;
         let prepared_version = source_info.epoch.version;
         let req = KvRequest::CommitMerge {
             target,
@@ -98,7 +96,7 @@ impl KvNode {
                 self.report(vec![target_info.clone()], vec![source]);
                 Ok(KvResponse::RegionsChanged {
                     regions: vec![target_info],
-                    locks: usize::try_from(moved).unwrap_or(usize::MAX),
+                    locks: moved,
                 })
             }
             Outcome::Refused(e) => {

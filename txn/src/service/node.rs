@@ -336,13 +336,13 @@ impl KvNode {
         self.lock_mode.store(mode_to_u8(mode), Ordering::Relaxed);
     }
 
-    /// The node's counters (with the lock tables' migration and loss counts).
+    /// The node's counters (with the lock tables' split moves). A transfer's and a merge's
+    /// migrated locks are counted where they are proposed, not where the lock tables hand
+    /// them out: the leader copies them again before proposing and drops those released
+    /// meanwhile.
     pub fn counters(&self) -> crate::region::NodeCounters {
         let mut c = self.counters.snapshot();
-        let t = self.budget.counters();
-        c.locks_migrated_on_transfer = t.migrated_on_transfer;
-        c.locks_migrated_on_split = t.migrated_on_split;
-        c.locks_migrated_on_merge = t.migrated_on_merge;
+        c.locks_migrated_on_split = self.budget.counters().migrated_on_split;
         c
     }
 

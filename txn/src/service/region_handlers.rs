@@ -199,7 +199,11 @@ impl KvNode {
                             .max(props.start_ts + 1)
                             .max(props.for_update_ts + 1)
                             .max(props.min_commit_ts);
-                        Some(OnePc { floor })
+                        Some(OnePc {
+                            floor,
+                            primary: props.primary.clone(),
+                            ttl: props.lock_ttl,
+                        })
                     }
                     CommitKind::TwoPc => None,
                 };

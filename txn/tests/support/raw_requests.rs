@@ -1,13 +1,13 @@
 //! Raw `KvRequest`s to a `LocalCluster`'s nodes, without the client: a timestamp, a region's
-//! leader and context, a read at a chosen version, and the writes of one transaction
-//! (pessimistic lock, prewrite, commit). `TestCluster`'s methods of the same names are these
-//! on its cluster.
+//! leader and context, a read at a chosen version, a region's locks, and the writes of one
+//! transaction (pessimistic lock, prewrite, commit). `TestCluster`'s methods of the same names
+//! are these on its cluster.
 
 use std::time::{Duration, Instant};
 
-use surge_txn::LocalCluster;
 use surge_txn::actions::{CommitKind, Mutation, PessimisticAction, TxnProps};
 use surge_txn::rpc::{Context, KvRequest, KvResponse, LockKey};
+use surge_txn::{LocalCluster, LockInfo};
 
 /// How long a helper waits for an oracle or a leader (elections after a fault).
 const WAIT: Duration = Duration::from_secs(30);
@@ -63,6 +63,32 @@ pub fn get_at(c: &LocalCluster, key: &[u8], version: u64) -> Option<Vec<u8>> {
     match c.call(leader, req) {
         Ok(KvResponse::Get { value }) => value,
         other => panic!("get {key:?} at {version} on node {leader}: {other:?}"),
+    }
+}
+
+/// Every lock of the region holding `key`, as `ScanLock` on its leader sees them (memory and
+/// replicated, each once).
+pub fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<LockInfo> {
+    let r = c.region_of(key).expect("region");
+    let leader = c.leader_of_group(r.id).expect("leader");
+    match c
+        .call(
+            leader,
+            KvRequest::ScanLock {
+                ctx: Context {
+                    region_id: r.id,
+                    epoch: r.epoch,
+                },
+                max_ts: u64::MAX,
+                start: r.start.clone(),
+                end: None,
+                limit: 0,
+            },
+        )
+        .expect("scan lock call")
+    {
+        KvResponse::Locks { locks } => locks,
+        other => panic!("scan lock: {other:?}"),
     }
 }
 

@@ -218,7 +218,7 @@ impl<'r, 'a> Txn<'r, 'a> {
                 }
             }
             Err(_) => {
-                let _ = self.t.rollback();
+                self.t.rollback();
                 TxnOutcome::Aborted
             }
         };
