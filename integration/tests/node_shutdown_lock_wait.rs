@@ -68,6 +68,43 @@ fn lock_request(ctx: Context, key: &[u8], start_ts: u64, wait_ms: Option<u64>) -
     }
 }
 
+/// A lock wait longer than the transport's request timeout (1 s here, 10 s by default) is
+/// answered by the node (`LockWaitTimeout`, the transaction did not lock), not cut short by
+/// the transport as a timeout after the request was sent (an unknown outcome to the
+/// client). Before the fix the waiter got `Timeout` after 1 s.
+#[test]
+#[allow(clippy::field_reassign_with_default)] // config structs are #[non_exhaustive]
+fn a_lock_wait_longer_than_the_request_timeout_is_answered_by_the_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = SoloNode::spawn(&tmp.path().join("n1"), &[]);
+    let client = node.wait_serving();
+    let key = b"k/slow";
+    let ctx = context_of(&client, key);
+    let holder_ts = client.txn().current_ts().unwrap();
+    match service(&node.addr)
+        .call(lock_request(ctx, key, holder_ts, None))
+        .unwrap()
+    {
+        KvResponse::PessimisticLock { .. } => {}
+        other => panic!("the holder did not get its lock: {other:?}"),
+    }
+    let mut config = RemoteConfig::default();
+    config.request_timeout = Duration::from_secs(1);
+    let waiter = RemoteService::new(1, RemoteService::resolve(1, &node.addr).unwrap(), config);
+    let waiter_ts = client.txn().current_ts().unwrap();
+    let asked = Instant::now();
+    let answer = waiter.call(lock_request(ctx, key, waiter_ts, Some(2_500)));
+    let waited = asked.elapsed();
+    match answer {
+        Ok(KvResponse::KeyError(surgedb::txn::KeyError::LockWaitTimeout { .. })) => {}
+        other => panic!("a 2.5 s lock wait over a 1 s request timeout: {other:?} after {waited:?}"),
+    }
+    assert!(
+        waited >= Duration::from_millis(2_400),
+        "answered after {waited:?}, before the wait ran out"
+    );
+}
+
 /// One client holds a pessimistic lock on `k`; another connection waits on `k` with a 60 s
 /// wait; SIGTERM. The node exits within [`EXIT_BOUND`] and the waiter is answered with the
 /// retryable `NodeStopping` region error (neither left hanging nor granted the lock).

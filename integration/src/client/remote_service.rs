@@ -312,9 +312,31 @@ impl RemoteService {
     /// As `round_trip`, saying on failure whether the frame was (perhaps) sent.
     fn round_trip_reporting(&self, frame: &ClientFrame) -> Result<ServerFrame, CallFailure> {
         let mut conn = self.checkout().map_err(CallFailure::not_sent)?;
+        // A lock request may wait on the node as long as its client asked: its answer gets
+        // that long on top of the request timeout, or a long wait would end here as a
+        // transport timeout, an unknown outcome, instead of the node's `LockWaitTimeout`.
+        let wait = lock_wait(frame);
+        if !wait.is_zero() {
+            let timeout = self.config.request_timeout.saturating_add(wait);
+            conn.writer
+                .get_ref()
+                .set_read_timeout(Some(timeout))
+                .map_err(|e| {
+                    CallFailure::not_sent(self.unavailable(format!("socket setup: {e}")))
+                })?;
+        }
         let answer = self.exchange_reporting(&mut conn, frame)?;
-        // Only a connection that delivered its answer goes back to the pool.
-        self.checkin(conn);
+        // Only a connection that delivered its answer goes back to the pool, with the
+        // ordinary timeout again.
+        if wait.is_zero()
+            || conn
+                .writer
+                .get_ref()
+                .set_read_timeout(Some(self.config.request_timeout))
+                .is_ok()
+        {
+            self.checkin(conn);
+        }
         Ok(answer)
     }
 
@@ -452,5 +474,21 @@ impl CallFailure {
 impl KvService for RemoteService {
     fn call(&self, req: KvRequest) -> Result<KvResponse, ServiceError> {
         self.call_reporting(req).map_err(|f| f.error)
+    }
+}
+
+/// How long the node may wait on a lock for `frame` before it answers (zero for every other
+/// request).
+fn lock_wait(frame: &ClientFrame) -> Duration {
+    match frame {
+        ClientFrame::Request {
+            req:
+                KvRequest::AcquirePessimisticLock {
+                    wait_timeout_ms: Some(ms),
+                    ..
+                },
+            ..
+        } => Duration::from_millis(*ms),
+        _ => Duration::ZERO,
     }
 }
