@@ -74,7 +74,6 @@ mod cluster;
 pub mod codec;
 mod engine;
 mod mvcc;
-mod pause;
 mod placement;
 mod region;
 pub mod rpc;
@@ -113,8 +112,6 @@ pub use client::{TXN_CRASH_ENV, TXN_CRASH_SKIP_ENV, txn_crash_points};
 
 // Test hooks: named places where a test parks a thread to force a race in an exact order
 // (`tests/lock_migration_races.rs`, `tests/locking_read_max_ts.rs`). Inert unless armed. Not an API.
-#[doc(hidden)]
-pub use pause::{MAX_PAUSE, PauseGuard, arm_pause, pause_points};
 #[doc(hidden)]
 pub use region::{PausePoints, region_pause_points};
 

@@ -12,7 +12,7 @@ use surge_txn::actions::{CommitKind, Mutation, PessimisticAction, TxnProps};
 use surge_txn::rpc::{Context, KvRequest, KvResponse, LockKey};
 use surge_txn::{
     ClientConfig, ClusterConfig, KeyError, LocalCluster, LockMode, MvccError, TxnClient, TxnMode,
-    arm_pause, pause_points,
+    region_pause_points,
 };
 
 fn props(start_ts: u64, primary: &[u8], for_update_ts: u64, commit_kind: CommitKind) -> TxnProps {
@@ -127,7 +127,9 @@ fn a_locking_read_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
         assert!(Instant::now() < deadline, "followers never caught up");
         std::thread::sleep(Duration::from_millis(2));
     }
-    let pause = arm_pause(pause_points::LOCK_AFTER_READ, l_start);
+    let leader_node = c.node(leader).expect("leader node");
+    let pause = leader_node.pause_points();
+    pause.arm(region_pause_points::LOCK_AFTER_READ);
     let lock_req = KvRequest::AcquirePessimisticLock {
         ctx: Context {
             region_id: ctx.region_id,
@@ -148,7 +150,10 @@ fn a_locking_read_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
     std::thread::scope(|s| {
         let locker = s.spawn(|| c.call(leader, lock_req));
         assert!(
-            pause.wait_parked(Duration::from_secs(10)),
+            pause.wait_parked(
+                region_pause_points::LOCK_AFTER_READ,
+                Duration::from_secs(10)
+            ),
             "the lock request reached its pause point"
         );
         let splitter = s.spawn(|| c.split_region(region.id, Some(b"\x80".to_vec())));
@@ -162,7 +167,10 @@ fn a_locking_read_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
             assert!(Instant::now() < deadline, "the split never committed");
             std::thread::sleep(Duration::from_millis(2));
         }
-        pause.release();
+        assert!(
+            pause.release(region_pause_points::LOCK_AFTER_READ),
+            "the lock request was still parked when the split committed"
+        );
         match locker.join().expect("locker thread") {
             Ok(KvResponse::PessimisticLock { results }) => {
                 assert_eq!(results[0].value.as_deref(), Some(&b"v0"[..]), "L read v0");

@@ -153,7 +153,6 @@ pub fn acquire_pessimistic_lock(
     } else {
         read(reader)?
     };
-    crate::pause::pause_point(crate::pause_points::LOCK_AFTER_READ, start_ts);
     let mut lock = Lock::new(
         LockType::Pessimistic,
         req.primary.to_vec(),

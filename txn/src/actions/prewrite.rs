@@ -195,7 +195,7 @@ fn check_for_newer_version(
 /// - [`Mutation::CheckNotExists`] only checks ([`MvccError::AlreadyExist`]); it writes
 ///   nothing. That check is a read at `start_ts` that no lock protects afterwards: the
 ///   caller raises the region's `max_ts` to `start_ts` first, under the key's latches
-///   ([`Mutation::should_not_exist`]; TiKV's prewrite calls `update_max_ts(start_ts)`),
+///   (TiKV's prewrite calls `update_max_ts(start_ts)`),
 ///   so that a one-phase commit of the key chosen later lands above it and the checker's
 ///   snapshot keeps the key absent.
 ///

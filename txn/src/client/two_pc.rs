@@ -229,36 +229,28 @@ impl ClientCore {
         };
         let status = self
             .get_ts()
-            .and_then(|now| self.check_txn_status(&lock, 0, now, true, &mut bo));
+            .and_then(|now| self.check_txn_status(&lock, 0, now, true, &mut bo))
+            .and_then(|answer| answer.map_err(TxnError::from));
         let undetermined = |detail: String| TxnError::Undetermined {
             start_ts: plan.start_ts,
             detail,
         };
         match status {
-            Ok(Ok(TxnStatus::Committed { commit_ts })) => {
+            Ok(TxnStatus::Committed { commit_ts }) => {
                 super::counters::bump(&self.counters.one_pc_commits);
                 Ok(Settled::Committed(commit_ts))
             }
             // Every key holds this transaction's two-phase lock: committable.
-            Ok(Ok(TxnStatus::Uncommitted { .. })) if error.is_none() => Ok(Settled::Prewritten),
-            Ok(Ok(TxnStatus::Uncommitted { .. })) => {
-                // Prewritten as locks but not committed: roll back, report the failure.
+            Ok(TxnStatus::Uncommitted { .. }) if error.is_none() => Ok(Settled::Prewritten),
+            // Prewritten as locks but not committed, or rolled back: roll back, report the
+            // failure.
+            Ok(_) => {
                 self.rollback_keys(plan.start_ts, all_keys(plan));
                 Err(error.unwrap_or(TxnError::TxnLockNotFound {
                     start_ts: plan.start_ts,
                     key: plan.primary.clone(),
                 }))
             }
-            Ok(Ok(_rolled_back)) => {
-                self.rollback_keys(plan.start_ts, all_keys(plan));
-                Err(error.unwrap_or(TxnError::TxnLockNotFound {
-                    start_ts: plan.start_ts,
-                    key: plan.primary.clone(),
-                }))
-            }
-            Ok(Err(e)) => Err(undetermined(format!(
-                "one-phase commit reply lost; status check failed: {e}"
-            ))),
             Err(e) => Err(undetermined(format!(
                 "one-phase commit reply lost; status check failed: {e}"
             ))),

@@ -48,7 +48,7 @@ impl Mutation {
     /// `start_ts` which leaves no lock behind, so the caller raises the region's `max_ts`
     /// to `start_ts` before the prewrite, under the key's latches (see
     /// [`crate::prewrite`]).
-    pub fn should_not_exist(&self) -> bool {
+    pub(crate) fn should_not_exist(&self) -> bool {
         matches!(self, Mutation::CheckNotExists { .. })
     }
 }

@@ -28,6 +28,11 @@ pub mod region_pause_points {
     /// and read the region's version for their `MigrateLocks` entry; the entry is not
     /// proposed yet.
     pub const MIGRATION_BEFORE_PROPOSE: &str = "region.migration.before_propose";
+    /// A pessimistic lock request's action checked a key, read it at `for_update_ts` and
+    /// buffered its lock (the leader's lock handler, once per key that passed its checks):
+    /// the request holds the keys' latches and the region's lock table (read side), its
+    /// epoch checked, its proposal not made.
+    pub const LOCK_AFTER_READ: &str = "region.lock.after_read";
 }
 
 /// How long a thread stays parked at most: a test that fails before it releases its point

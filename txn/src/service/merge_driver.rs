@@ -40,6 +40,29 @@ enum Outcome {
 /// The longest pause between two rounds of asking the target.
 const MAX_PAUSE: Duration = Duration::from_millis(200);
 
+/// The longest a merge's report waits for this node's target replica to cover the source.
+const COVER_WAIT: Duration = Duration::from_secs(5);
+
+/// `target`'s info once its range covers `source`'s, waiting up to `timeout`; `None` if it
+/// did not by then.
+fn wait_to_cover(
+    target: &RegionPeer,
+    source: &RegionInfo,
+    timeout: Duration,
+) -> Option<RegionInfo> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let now = target.info();
+        if now.covers(source) {
+            return Some(now);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// A merge refused for good, before or after `PrepareMerge`.
 fn refused(source: u64, why: String) -> RegionError {
     RegionError::ServerIsBusy {
@@ -93,9 +116,33 @@ impl KvNode {
             &req,
         ) {
             Outcome::Merged(target_info) => {
-                self.report(vec![target_info.clone()], vec![source]);
+                // The outcome can be known (the source marked merged) before this node's
+                // replica of the target shows the wider range. Removing the source while
+                // putting a target that does not cover it would leave a hole in the meta
+                // group's map, so the report waits (bounded) for a covering target.
+                let target_info = if target_info.covers(&source_info) {
+                    Some(target_info)
+                } else {
+                    wait_to_cover(&target_peer, &source_info, COVER_WAIT)
+                };
+                match &target_info {
+                    Some(t) => self.report(vec![t.clone()], vec![source]),
+                    // Nothing reported for the target (a put that does not cover the source
+                    // is useless); the source is gone for good, so its removal is. The
+                    // source's range is then a hole in the map until a later report of the
+                    // target's own (its next split puts the wider parent) fills it.
+                    None => {
+                        tracing::warn!(
+                            source,
+                            target,
+                            "merge applied but the local target replica never covered the \
+                             source; only the source's removal is reported"
+                        );
+                        self.report(Vec::new(), vec![source]);
+                    }
+                }
                 Ok(KvResponse::RegionsChanged {
-                    regions: vec![target_info],
+                    regions: vec![target_info.unwrap_or_else(|| target_peer.info())],
                     locks: moved,
                 })
             }

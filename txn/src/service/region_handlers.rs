@@ -9,7 +9,9 @@ use surge_raft_lite::Node as RaftNode;
 use super::node::{DETECTOR_EDGE_TTL, KvNode};
 use super::request::{KvRequest, LockKey};
 use super::response::{KeyError, KvResponse};
-use crate::region::{CmdError, Context, OnePc, RegionError, RegionPeer, raft_error};
+use crate::region::{
+    CmdError, Context, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
+};
 use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
 
 /// The longest one wait of a lock request lasts before the request announces its wait-for
@@ -428,7 +430,12 @@ impl KvNode {
                             if let Some(ts) = req.read_ts() {
                                 peer.concurrency.update_max_ts(ts);
                             }
-                            crate::acquire_pessimistic_lock(txn, r, &req)
+                            let locked = crate::acquire_pessimistic_lock(txn, r, &req);
+                            if locked.is_ok() {
+                                self.pause_points()
+                                    .reach(region_pause_points::LOCK_AFTER_READ);
+                            }
+                            locked
                         })
                         .collect::<Result<Vec<_>, MvccError>>()
                 },
