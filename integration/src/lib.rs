@@ -13,7 +13,8 @@
 //!   rename and hot-row group commit, each through `surge-txn`);
 //! - [`bench`](mod@bench): `surgedb bench locks|hotspot|bigtxn`, the experiments with variants side by
 //!   side, as a table, JSON and an SVG plot;
-//! - [`dump`]: `binlog dump`.
+//! - [`dump`]: `binlog dump`;
+//! - [`sql`]: the SQL layer (catalog, encoding, planning, execution) over `surge-txn`.
 //!
 //! The component crates are re-exported under short names:
 //!
@@ -42,6 +43,7 @@ pub mod dump;
 pub mod local;
 pub mod scenarios;
 pub mod server;
+pub mod sql;
 pub mod wire;
 
 pub use client::{

@@ -1,0 +1,90 @@
+//! [`SqlSession`] and [`SessionFactory`]: the seam between a protocol connection and the SQL
+//! layer. A MySQL connection owns one session; the session owns the connection's
+//! transaction, current database, variables and prepared statements.
+
+use super::column::ColumnMeta;
+use super::output::{Output, SqlError};
+use super::value::Value;
+
+/// Who opened a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The server's connection id (CONNECTION_ID(), SHOW PROCESSLIST).
+    pub id: u32,
+    /// The authenticated user.
+    pub user: String,
+    /// The client's address, `host:port`.
+    pub peer: String,
+    /// The database named at connect, if any.
+    pub database: Option<String>,
+}
+
+/// A statement prepared by [`SqlSession::prepare`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedInfo {
+    /// The session's id for it (COM_STMT_PREPARE's statement id).
+    pub id: u32,
+    /// The number of `?` parameters.
+    pub params: u16,
+    /// The result set's columns, empty when it returns none.
+    pub columns: Vec<ColumnMeta>,
+}
+
+/// One connection's SQL session. Dropping it rolls back its open transaction.
+pub trait SqlSession: Send {
+    /// Runs `sql`, which may hold several statements separated by `;`. Returns one result
+    /// per statement run; the first error ends the list (later statements are not run).
+    fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>>;
+
+    /// COM_INIT_DB: makes `db` the current database.
+    ///
+    /// # Errors
+    /// 1049 when it does not exist.
+    fn use_database(&mut self, db: &str) -> Result<(), SqlError>;
+
+    /// The current database, if any.
+    fn database(&self) -> Option<String>;
+
+    /// COM_FIELD_LIST: the columns of `table` in the current database whose names match the
+    /// LIKE pattern `wildcard` (empty: all).
+    ///
+    /// # Errors
+    /// 1046 without a current database, 1146 when the table does not exist.
+    fn field_list(&mut self, table: &str, wildcard: &str) -> Result<Vec<ColumnMeta>, SqlError>;
+
+    /// COM_STATISTICS' one line (`Uptime: .. Threads: .. Questions: ..`).
+    fn statistics(&mut self) -> String;
+
+    /// COM_STMT_PREPARE.
+    ///
+    /// # Errors
+    /// A parse error, an unknown table, or 1295 for a statement that cannot be prepared.
+    fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError>;
+
+    /// COM_STMT_EXECUTE of statement `id` with one value per parameter.
+    ///
+    /// # Errors
+    /// 1243 for an unknown id; otherwise as [`SqlSession::query`] for one statement.
+    fn execute(&mut self, id: u32, params: &[Value]) -> Result<Output, SqlError>;
+
+    /// COM_STMT_CLOSE. An unknown id is ignored (the command has no answer).
+    fn close_statement(&mut self, id: u32);
+
+    /// COM_RESET_CONNECTION: rolls back, drops prepared statements, resets variables.
+    fn reset(&mut self);
+
+    /// Whether a transaction is open (SERVER_STATUS_IN_TRANS).
+    fn in_transaction(&self) -> bool;
+
+    /// Whether autocommit is on (SERVER_STATUS_AUTOCOMMIT).
+    fn autocommit(&self) -> bool;
+}
+
+/// Opens sessions, one per accepted connection.
+pub trait SessionFactory: Send + Sync + 'static {
+    /// A new session for `conn`.
+    ///
+    /// # Errors
+    /// 1049 when `conn.database` does not exist.
+    fn open(&self, conn: &ConnectionInfo) -> Result<Box<dyn SqlSession>, SqlError>;
+}
