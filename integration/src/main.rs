@@ -101,6 +101,10 @@ struct NodeArgs {
     /// Raft election timeout in milliseconds (ticks are 20 ms).
     #[arg(long, default_value_t = 500)]
     election_ms: u64,
+    /// Serve the MySQL protocol on HOST:PORT (the `mariadb` client, sysbench, any MySQL
+    /// driver; user root with an empty password).
+    #[arg(long)]
+    mysql_listen: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -423,6 +427,7 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
     let mut config = NodeConfig::new(args.id, peers, args.data);
     config.cluster_id = args.cluster_id;
     config.lock_mode = args.lock_mode.into();
+    config.mysql_listen = args.mysql_listen;
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);
     config.heartbeat_tick = (config.election_tick / 8).max(1);
@@ -469,6 +474,9 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
                     NodeStart::AlreadyRunning => "already running",
                 };
                 let _ = writeln!(out, "node {id}: {what}, pid {}, {}", node.pid, node.addr);
+                if let Some(line) = manifest.mariadb_command(id) {
+                    let _ = writeln!(out, "  SQL: {line}");
+                }
             }
             let _ = writeln!(
                 out,

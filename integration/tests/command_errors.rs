@@ -88,6 +88,7 @@ fn stopped_cluster() -> (tempfile::TempDir, String, Vec<String>) {
         .map(|id| ManifestNode {
             id,
             addr: format!("127.0.0.1:{}", free_port_pair()),
+            mysql_addr: None,
             data: dir.join(format!("node-{id}")),
             log: dir.join(format!("node-{id}.log")),
             pid: 0,

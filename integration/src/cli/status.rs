@@ -77,6 +77,7 @@ pub fn cluster_status(dir: &Path, out: &mut impl Write) -> Result<(), StatusErro
         .collect();
     writeln!(out, "cluster {}", manifest.cluster_id)?;
     print_status(&reports, out)?;
+    print_sql_lines(&manifest, out)?;
     let down: Vec<NodeId> = reports
         .iter()
         .filter(|r| r.2.is_err())
@@ -95,6 +96,16 @@ pub fn cluster_status(dir: &Path, out: &mut impl Write) -> Result<(), StatusErro
             dir.display(),
             if down.len() == 1 { "it" } else { "them" }
         )?;
+    }
+    Ok(())
+}
+
+/// One line per node that serves MySQL: the `mariadb` command that connects to it.
+fn print_sql_lines(manifest: &ClusterManifest, out: &mut impl Write) -> std::io::Result<()> {
+    for n in &manifest.nodes {
+        if let Some(line) = manifest.mariadb_command(n.id) {
+            writeln!(out, "node {} SQL: {line}", n.id)?;
+        }
     }
     Ok(())
 }

@@ -59,6 +59,14 @@ pub enum LocalClusterError {
     /// The cluster did not answer in time.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// A node's MySQL port did not greet within the start's timeout.
+    #[error("the MySQL port {addr} did not answer within {waited_ms} ms (see the node's log)")]
+    MysqlNotAnswering {
+        /// The MySQL address.
+        addr: String,
+        /// How long the start waited.
+        waited_ms: u64,
+    },
     /// The cluster has no node with this id.
     #[error("{} has no node {node} (its nodes: {known:?})", dir.display())]
     NoSuchNode {
@@ -329,9 +337,15 @@ fn new_manifest(dir: &Path, nodes: usize) -> Result<ClusterManifest, LocalCluste
         })?;
         used.insert(port);
         used.insert(port + 1);
+        let mysql = free_port(&used).map_err(|source| LocalClusterError::Io {
+            path: PathBuf::from("127.0.0.1:0"),
+            source,
+        })?;
+        used.insert(mysql);
         list.push(ManifestNode {
             id,
             addr: format!("127.0.0.1:{port}"),
+            mysql_addr: Some(format!("127.0.0.1:{mysql}")),
             data: dir.join(format!("node-{id}")),
             log: dir.join(format!("node-{id}.log")),
             pid: 0,
@@ -364,6 +378,17 @@ fn free_port_pair(used: &BTreeSet<u16>) -> std::io::Result<u16> {
     ))
 }
 
+/// A loopback port free now and not in `used` (a node's MySQL port).
+fn free_port(used: &BTreeSet<u16>) -> std::io::Result<u16> {
+    for _ in 0..200 {
+        let p = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        if !used.contains(&p) && !used.contains(&p.wrapping_sub(1)) {
+            return Ok(p);
+        }
+    }
+    Err(std::io::Error::other("no free loopback port found"))
+}
+
 fn spawn_node(
     manifest: &ClusterManifest,
     node: &ManifestNode,
@@ -393,6 +418,11 @@ fn spawn_node(
         .arg(&node.data)
         .arg("--cluster-id")
         .arg(&manifest.cluster_id)
+        .args(
+            node.mysql_addr
+                .iter()
+                .flat_map(|a| ["--mysql-listen".to_string(), a.clone()]),
+        )
         .args(&opts.node_args)
         .envs(opts.node_env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -426,11 +456,50 @@ fn wait_ready(
         let ready = Client::connect(&manifest.addrs(), ClientOptions::default())
             .and_then(|c| c.wait_ready(left.min(Duration::from_millis(500))));
         match ready {
-            Ok(()) => return Ok(()),
+            // The MySQL port of a node is served once its transaction coordinator is ready
+            // (a session needs it); until then connections wait unanswered in the backlog.
+            Ok(()) => match mysql_not_answering(manifest) {
+                None => return Ok(()),
+                Some(addr) if start.elapsed() >= timeout => {
+                    return Err(LocalClusterError::MysqlNotAnswering {
+                        addr,
+                        waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                Some(_) => std::thread::sleep(Duration::from_millis(100)),
+            },
             Err(e) if start.elapsed() >= timeout => return Err(e.into()),
             Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
+}
+
+/// The first node MySQL address of `manifest` that does not send its greeting within
+/// 500 ms, if any.
+fn mysql_not_answering(manifest: &ClusterManifest) -> Option<String> {
+    manifest
+        .nodes
+        .iter()
+        .filter_map(|n| n.mysql_addr.clone())
+        .find(|addr| !mysql_greets(addr, Duration::from_millis(500)))
+}
+
+/// Whether a MySQL server at `addr` sends its first packet (a handshake, or an error such
+/// as "too many connections") within `timeout`.
+pub(crate) fn mysql_greets(addr: &str, timeout: Duration) -> bool {
+    use std::io::Read;
+    use std::net::ToSocketAddrs;
+    let Some(sock) = addr.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        return false;
+    };
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&sock, timeout) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    // A 4-byte packet header, then the payload's first byte: 10 (protocol version 10) for a
+    // handshake, 0xff for an error packet.
+    let mut head = [0u8; 5];
+    stream.read_exact(&mut head).is_ok() && matches!(head[4], 10 | 0xff)
 }
 
 /// The last `n` lines of a log file (empty if unreadable).

@@ -15,6 +15,10 @@ pub struct ManifestNode {
     pub id: NodeId,
     /// Its client address (Raft listens on the next port).
     pub addr: String,
+    /// Its MySQL-protocol address (`surgedb node --mysql-listen`), if it serves one. A
+    /// manifest written before the MySQL front end has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql_addr: Option<String>,
     /// Its data directory.
     pub data: PathBuf,
     /// Its log file (standard output and error).
@@ -118,6 +122,14 @@ impl ClusterManifest {
             .map(|n| format!("{}={}", n.id, n.addr))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// The `mariadb` command line that connects to node `id`'s MySQL port (with
+    /// `--comments`: without it the client strips `/*+ ... */` hints before sending).
+    pub fn mariadb_command(&self, id: NodeId) -> Option<String> {
+        let addr = self.node(id)?.mysql_addr.as_deref()?;
+        let (host, port) = addr.rsplit_once(':')?;
+        Some(format!("mariadb --comments -h{host} -P{port} -uroot"))
     }
 
     /// The node `id`.

@@ -57,6 +57,8 @@ pub struct NodeConfig {
     pub heartbeat_tick: u32,
     /// Client connections served at once.
     pub max_connections: usize,
+    /// Where to serve the MySQL protocol (`None`: not served).
+    pub mysql_listen: Option<String>,
     /// The node's transaction coordinator (timeouts, retry budget). Its binlog is always
     /// `DATA/binlog` with server id and GTID domain = the node id; a `binlog` set here only
     /// contributes its size settings (rename threshold, rotation size).
@@ -77,6 +79,7 @@ impl Default for NodeConfig {
             election_tick: 25,
             heartbeat_tick: 3,
             max_connections: 1024,
+            mysql_listen: None,
             coordinator: ClientConfig::default(),
         }
     }
@@ -176,6 +179,13 @@ impl NodeConfig {
     #[must_use]
     pub fn with_max_connections(mut self, max_connections: usize) -> Self {
         self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets [`NodeConfig::mysql_listen`].
+    #[must_use]
+    pub fn with_mysql_listen(mut self, addr: Option<String>) -> Self {
+        self.mysql_listen = addr;
         self
     }
 
