@@ -6,7 +6,8 @@
 //! Grammar (case-insensitive; `/* */`, `-- ` and `#` comments ignored; `;` separates
 //! statements):
 //! - `select @@version_comment limit 1`, `select database()`, `select connection_id()`,
-//!   `select <integer>`;
+//!   `select database(), user() limit 1`, `select @@character_set_... limit 1` (what the
+//!   `mariadb` client's `status` asks), `select <integer>`;
 //! - `begin`, `start transaction`, `commit`, `rollback`, `set autocommit = 0|1`;
 //! - `insert into t values (<id>, '<name>')` (1062 on a duplicate id);
 //! - `select id, name from t` and `select id, name from t where id = <id>`;
@@ -73,6 +74,13 @@ impl SessionFactory for Backend {
         Ok(Box::new(TestSession {
             shared: Arc::clone(&self.shared),
             conn_id: conn.id,
+            user: format!(
+                "{}@{}",
+                conn.user,
+                conn.peer
+                    .rsplit_once(':')
+                    .map_or(conn.peer.as_str(), |(h, _)| h)
+            ),
             database: conn.database.clone(),
             txn: None,
             autocommit: true,
@@ -98,6 +106,8 @@ fn check_db(db: &str) -> Result<(), SqlError> {
 struct TestSession {
     shared: Arc<Shared>,
     conn_id: u32,
+    /// `user@host`, as USER() says.
+    user: String,
     database: Option<String>,
     /// Rows inserted by the open transaction, if one is open.
     txn: Option<BTreeMap<i64, String>>,
@@ -383,6 +393,19 @@ impl TestSession {
                     .clone()
                     .map_or(Value::Null, |d| Value::Bytes(d.into_bytes()));
                 return Ok(one_value("DATABASE()", ColumnKind::VarString, v));
+            }
+            "select database(), user() limit 1" => {
+                let db = self
+                    .database
+                    .clone()
+                    .map_or(Value::Null, |d| Value::Bytes(d.into_bytes()));
+                return Ok(Output::Rows {
+                    columns: vec![
+                        col("DATABASE()", ColumnKind::VarString),
+                        col("USER()", ColumnKind::VarString),
+                    ],
+                    rows: vec![vec![db, Value::Bytes(self.user.clone().into_bytes())]],
+                });
             }
             "select connection_id()" => {
                 return Ok(one_value(
