@@ -22,9 +22,11 @@
 //! ```
 //!
 //! Limits: no cursors (a COM_STMT_EXECUTE asking for one gets the whole result set), no
-//! COM_CHANGE_USER, no LOCAL INFILE; with multi-statements turned off by COM_SET_OPTION the
-//! session still runs every statement of a query (the seam gives no statement count before
-//! running them).
+//! COM_CHANGE_USER, no LOCAL INFILE. [`SqlSession::query`](crate::sql::SqlSession::query)
+//! runs all the statements of a query in one call, so in a multi-statement answer every
+//! result carries the session's IN_TRANS and AUTOCOMMIT flags as they are after the last
+//! statement (MORE_RESULTS_EXISTS is exact), and with multi-statements turned off by
+//! COM_SET_OPTION the session still runs every statement of a query.
 
 mod columns;
 mod config;
