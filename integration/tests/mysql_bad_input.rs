@@ -29,8 +29,9 @@ fn oversized_packet_gets_1153_and_is_closed() {
     let (server, backend) = start(MysqlConfig::default().with_max_allowed_packet(1024));
     let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
     raw.query("begin");
-    // The header alone announces too much: the answer comes before the payload is sent.
-    raw.seq = 0;
+    // The header alone announces too much: the answer (sequence id 1, after the refused
+    // packet's 0) comes before the payload is sent.
+    raw.seq = 1;
     raw.stream
         .write_all(&[0x01, 0x08, 0x00, 0x00, 0x03])
         .unwrap();
@@ -66,6 +67,13 @@ fn garbage_handshake_is_refused_and_closed() {
         assert!(msg.contains(needle), "{msg} lacks {needle}");
         assert!(raw.closed());
     }
+    // A handshake response over 16 KiB is refused before authentication, whatever
+    // max_allowed_packet says.
+    let mut raw = Raw::open(server.local_addr());
+    raw.write(&vec![0x0Fu8; 20_000]);
+    let (code, _) = err(&raw.read().unwrap());
+    assert_eq!(code, 1153);
+    assert!(raw.closed());
     assert_eq!(backend.shared.opened.load(Ordering::SeqCst), 0);
     still_serving(&server);
     server.shutdown();

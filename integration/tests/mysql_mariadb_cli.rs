@@ -221,3 +221,22 @@ fn wrong_password_is_refused() {
     });
     server.shutdown();
 }
+
+#[test]
+fn oversized_query_gets_1153() {
+    let Some(bin) = client() else { return };
+    let (server, _backend) = start(MysqlConfig::default().with_max_allowed_packet(1024));
+    let sql = format!("select 1 /* {} */", "x".repeat(2000));
+    let (ok, _, err) = run(&bin, &server, "root", "", &["--comments", "-e", &sql], "");
+    assert!(!ok);
+    assert!(
+        err.contains("ERROR 1153 (08S01)")
+            && err.contains("Got a packet bigger than 'max_allowed_packet' bytes"),
+        "{err}"
+    );
+    // The server goes on.
+    let (ok, out, err) = run(&bin, &server, "root", "", &["-N", "-e", "select 8"], "");
+    assert!(ok, "{err}");
+    assert_eq!(out, "8\n");
+    server.shutdown();
+}

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use mysql_common::constants::CapabilityFlags;
 
@@ -43,6 +44,11 @@ pub(crate) mod com {
     pub(crate) const RESET_CONNECTION: u8 = 0x1F;
 }
 
+/// The largest packet a client may send before it is authenticated (a handshake response
+/// with connection attributes is well under 1 KiB): an unauthenticated peer cannot make the
+/// server buffer `max_allowed_packet` bytes.
+const HANDSHAKE_MAX_PACKET: usize = 16 * 1024;
+
 /// What the loop does after a command.
 pub(crate) enum Next {
     Continue,
@@ -70,23 +76,56 @@ pub(crate) struct Connection<S> {
     pub(crate) stmts: HashMap<u32, Prepared>,
 }
 
-/// Runs one connection to its end. Errors writing to the client end it silently (the
-/// client is gone).
-pub(crate) fn serve<S: Read + Write>(
-    stream: S,
+/// Runs one connection to its end, then closes it gently: the write side first, then what
+/// the client still sends is read and dropped for a moment, so that an error sent just
+/// before the close is not lost to a TCP reset (which unread input would cause).
+pub(crate) fn serve(
+    stream: TcpStream,
     id: u32,
     peer: SocketAddr,
     config: &MysqlConfig,
     sessions: &Arc<dyn SessionFactory>,
-    set_timeout: impl Fn(&S, Option<std::time::Duration>),
 ) {
-    let io = PacketStream::new(stream, config.max_allowed_packet);
-    set_timeout(io.get_ref(), Some(config.connect_timeout));
-    let Some(mut conn) = connect(io, id, peer, config, sessions) else {
-        return;
+    let io = PacketStream::new(stream, HANDSHAKE_MAX_PACKET.min(config.max_allowed_packet));
+    let _ = io.get_ref().set_read_timeout(Some(config.connect_timeout));
+    let stream = match connect(io, id, peer, config, sessions) {
+        Ok(mut conn) => {
+            let _ = conn.io.get_ref().set_read_timeout(None);
+            conn.io.set_max_packet(config.max_allowed_packet);
+            conn.run();
+            let Connection { io, session, .. } = conn;
+            // The session (and its transaction) goes first: the client may be waiting on
+            // the close to see the rollback.
+            drop(session);
+            io.into_inner()
+        }
+        Err(io) => io.into_inner(),
     };
-    set_timeout(conn.io.get_ref(), None);
-    conn.run();
+    linger_close(&stream);
+}
+
+/// How long, and how much, a closing connection keeps reading a client's leftover input.
+const LINGER_TIME: Duration = Duration::from_millis(200);
+const LINGER_BYTES: usize = 1 << 20;
+
+/// Shuts the write side, then drains input until end of file, [`LINGER_TIME`] or
+/// [`LINGER_BYTES`].
+pub(crate) fn linger_close(stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + LINGER_TIME;
+    let mut buf = [0u8; 8192];
+    let mut drained = 0;
+    let mut reader = stream;
+    while drained < LINGER_BYTES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
 }
 
 impl<S> Connection<S> {
@@ -105,14 +144,59 @@ impl<S> Connection<S> {
     }
 }
 
-/// The connection phase. `None`: the connection is refused (the client was told why) or gone.
-fn connect<S: Read + Write>(
-    mut io: PacketStream<S>,
+/// The connection phase: the authenticated connection, or, when it is refused (the client
+/// was told why) or gone, the stream back for closing.
+fn connect(
+    mut io: PacketStream<TcpStream>,
     id: u32,
     peer: SocketAddr,
     config: &MysqlConfig,
     sessions: &Arc<dyn SessionFactory>,
-) -> Option<Connection<S>> {
+) -> Result<Connection<TcpStream>, Box<PacketStream<TcpStream>>> {
+    match authenticate(&mut io, id, peer, config) {
+        Some(auth) => match sessions.open(&auth.info) {
+            Ok(session) => {
+                let status = status_flags(session.in_transaction(), session.autocommit(), false);
+                let ok = ok_packet(&OkInfo {
+                    status,
+                    ..OkInfo::default()
+                });
+                if io.send(&ok).is_err() {
+                    return Err(Box::new(io));
+                }
+                Ok(Connection {
+                    io,
+                    session,
+                    caps: auth.capabilities,
+                    multi_statements: auth
+                        .capabilities
+                        .contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
+                    stmts: HashMap::new(),
+                })
+            }
+            Err(e) => {
+                let _ = io.send(&err_packet(e.code, &e.state, &e.message));
+                Err(Box::new(io))
+            }
+        },
+        None => Err(Box::new(io)),
+    }
+}
+
+/// Who authenticated, with what.
+struct Authenticated {
+    info: ConnectionInfo,
+    capabilities: CapabilityFlags,
+}
+
+/// Greets, reads the response (and the answer to an AuthSwitchRequest), checks the
+/// password. `None`: refused (the client was told why) or gone.
+fn authenticate(
+    io: &mut PacketStream<TcpStream>,
+    id: u32,
+    peer: SocketAddr,
+    config: &MysqlConfig,
+) -> Option<Authenticated> {
     let salt = match new_salt() {
         Ok(s) => s,
         Err(e) => {
@@ -121,15 +205,11 @@ fn connect<S: Read + Write>(
         }
     };
     io.send(&greeting(id, &config.server_version, &salt)).ok()?;
-    let hello = match io.read_packet() {
-        Ok(Some(p)) => parse_response(&p),
-        Ok(None) => return None,
-        Err(e) => Err(e),
-    };
-    let hello = match hello {
+    let hello = read_or_refuse(io)?;
+    let hello = match parse_response(&hello) {
         Ok(h) => h,
         Err(e) => {
-            send_packet_error(&mut io, &e);
+            send_packet_error(io, &e);
             return None;
         }
     };
@@ -140,14 +220,7 @@ fn connect<S: Read + Write>(
         .is_some_and(|p| p != NATIVE_PASSWORD)
     {
         io.send(&auth_switch(&salt)).ok()?;
-        response = match io.read_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => return None,
-            Err(e) => {
-                send_packet_error(&mut io, &e);
-                return None;
-            }
-        };
+        response = read_or_refuse(io)?;
     }
     let allowed = config
         .users
@@ -163,34 +236,26 @@ fn connect<S: Read + Write>(
         let _ = io.send(&err_packet(1045, "28000", &msg));
         return None;
     }
-    let info = ConnectionInfo {
-        id,
-        user: hello.user.clone(),
-        peer: peer.to_string(),
-        database: hello.database.clone(),
-    };
-    let session = match sessions.open(&info) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = io.send(&err_packet(e.code, &e.state, &e.message));
-            return None;
-        }
-    };
-    let status = status_flags(session.in_transaction(), session.autocommit(), false);
-    io.send(&ok_packet(&OkInfo {
-        status,
-        ..OkInfo::default()
-    }))
-    .ok()?;
-    Some(Connection {
-        io,
-        session,
-        caps: hello.capabilities,
-        multi_statements: hello
-            .capabilities
-            .contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
-        stmts: HashMap::new(),
+    Some(Authenticated {
+        info: ConnectionInfo {
+            id,
+            user: hello.user,
+            peer: peer.to_string(),
+            database: hello.database,
+        },
+        capabilities: hello.capabilities,
     })
+}
+
+/// Reads one packet of the connection phase; a bad one is answered. `None`: refused or gone.
+fn read_or_refuse(io: &mut PacketStream<TcpStream>) -> Option<Vec<u8>> {
+    match io.read_packet() {
+        Ok(p) => p,
+        Err(e) => {
+            send_packet_error(io, &e);
+            None
+        }
+    }
 }
 
 /// Answers a bad packet with the error MariaDB gives for it.

@@ -24,7 +24,6 @@ pub(crate) const NATIVE_PASSWORD: &str = "mysql_native_password";
 /// session tracking.
 pub(crate) fn server_capabilities() -> CapabilityFlags {
     CapabilityFlags::CLIENT_LONG_PASSWORD
-        | CapabilityFlags::CLIENT_FOUND_ROWS
         | CapabilityFlags::CLIENT_LONG_FLAG
         | CapabilityFlags::CLIENT_CONNECT_WITH_DB
         | CapabilityFlags::CLIENT_PROTOCOL_41

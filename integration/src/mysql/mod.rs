@@ -28,6 +28,9 @@
 //! statement (MORE_RESULTS_EXISTS is exact), and with multi-statements turned off by
 //! COM_SET_OPTION the session still runs every statement of a query.
 
+// The decoder checks the fuzz targets and `tests/mysql_codec_props.rs` share. Not an API.
+#[doc(hidden)]
+pub mod checks;
 mod columns;
 mod config;
 mod connection;

@@ -28,6 +28,9 @@ pub(crate) struct PacketStream<S> {
     max_in: usize,
     inbuf: BytesMut,
     out: BytesMut,
+    /// The sequence id the next packet written must carry when the codec's does not know it:
+    /// after a refused oversized packet, whose header the codec never consumed.
+    reply_seq: Option<u8>,
 }
 
 impl<S: Read + Write> PacketStream<S> {
@@ -39,7 +42,18 @@ impl<S: Read + Write> PacketStream<S> {
             max_in: max_allowed_packet.max(1),
             inbuf: BytesMut::new(),
             out: BytesMut::new(),
+            reply_seq: None,
         }
+    }
+
+    /// Changes the limit on incoming packets.
+    pub(crate) fn set_max_packet(&mut self, max: usize) {
+        self.max_in = max.max(1);
+    }
+
+    /// The socket, taken back.
+    pub(crate) fn into_inner(self) -> S {
+        self.stream
     }
 
     /// The socket.
@@ -62,8 +76,16 @@ impl<S: Read + Write> PacketStream<S> {
         let mut payload = Vec::new();
         self.codec.max_allowed_packet = self.max_in;
         loop {
-            if decode_one(&mut self.codec, &mut self.inbuf, &mut payload)? {
-                return Ok(Some(payload));
+            match decode_one(&mut self.codec, &mut self.inbuf, &mut payload) {
+                Ok(true) => return Ok(Some(payload)),
+                Ok(false) => {}
+                Err(e) => {
+                    if let (PacketError::TooLarge { .. }, Some(&seq)) = (&e, self.inbuf.get(3)) {
+                        // The refused chunk's header is still at the front of the buffer.
+                        self.reply_seq = Some(seq.wrapping_add(1));
+                    }
+                    return Err(e);
+                }
             }
             let old = self.inbuf.len();
             self.inbuf.resize(old + READ_CHUNK, 0);
@@ -89,6 +111,10 @@ impl<S: Read + Write> PacketStream<S> {
 
     /// Queues one packet (split into chunks if it is 16 MiB or longer).
     pub(crate) fn queue(&mut self, payload: &[u8]) {
+        if let Some(seq) = self.reply_seq.take() {
+            self.out.extend_from_slice(&encode_packets(&[payload], seq));
+            return;
+        }
         let mut src = payload;
         // Encoding into memory cannot fail: the codec's only encode error is for payloads
         // over its limit, and what the server sends is not limited by what it accepts.

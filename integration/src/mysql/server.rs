@@ -193,9 +193,6 @@ fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
                 peer,
                 &thread_shared.config,
                 &thread_shared.sessions,
-                |s: &TcpStream, t| {
-                    let _ = s.set_read_timeout(t);
-                },
             );
             lock(&thread_shared.conns).remove(&id);
         });
