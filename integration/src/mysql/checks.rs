@@ -4,8 +4,9 @@
 
 use mysql_common::constants::ColumnType;
 
+use super::execute_encoder::encode_execute;
 use super::packet::{decode_packets, encode_packets};
-use super::params::{ParamType, decode_execute_params, encode_execute};
+use super::params::{ParamType, decode_execute_params};
 use crate::sql::Value;
 
 /// `data` as a client's packet stream: decoding must not panic, and the packets it yields

@@ -36,9 +36,11 @@ mod config;
 mod connection;
 mod dispatch;
 mod error;
+mod execute_encoder;
 mod handshake;
 mod ok_err_eof;
 mod packet;
+mod param_values;
 mod params;
 mod resultset;
 mod rows;
@@ -49,9 +51,8 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_ALLOWED_PACKET, DEFAULT_MAX_CONNECTIONS, MysqlConfig,
 };
 pub use error::{MysqlError, PacketError};
+pub use execute_encoder::encode_execute;
 pub use packet::{decode_packets, encode_packets};
-pub use params::{
-    ExecuteHead, ParamType, decode_execute_head, decode_execute_params, encode_execute,
-};
+pub use params::{ExecuteHead, ParamType, decode_execute_head, decode_execute_params};
 pub use rows::{RowError, binary_row};
 pub use server::MysqlServer;

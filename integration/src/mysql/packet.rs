@@ -160,7 +160,8 @@ fn decode_one(
 /// last whole packet are returned apart.
 ///
 /// # Errors
-/// As [`PacketStream`] reading them would fail.
+/// [`PacketError::TooLarge`], [`PacketError::OutOfSync`]: as a connection reading them
+/// would fail.
 pub fn decode_packets(
     input: &[u8],
     first_seq: u8,
