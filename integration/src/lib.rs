@@ -14,7 +14,9 @@
 //! - [`bench`](mod@bench): `surgedb bench locks|hotspot|bigtxn`, the experiments with variants side by
 //!   side, as a table, JSON and an SVG plot;
 //! - [`dump`]: `binlog dump`;
-//! - [`sql`]: the SQL layer (catalog, encoding, planning, execution) over `surge-txn`.
+//! - [`sql`]: the SQL layer (catalog, encoding, planning, execution) over `surge-txn`;
+//! - [`mysql`]: the MySQL-protocol front end ([`mysql::MysqlServer`]) over a
+//!   [`sql::SessionFactory`].
 //!
 //! The component crates are re-exported under short names:
 //!
@@ -41,6 +43,7 @@ mod client;
 pub mod demo;
 pub mod dump;
 pub mod local;
+pub mod mysql;
 pub mod scenarios;
 pub mod server;
 pub mod sql;

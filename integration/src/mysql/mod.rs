@@ -1,0 +1,58 @@
+//! A MySQL-protocol front end: the stock `mariadb` client, PyMySQL, sysbench and other
+//! MySQL/MariaDB clients talk to SurgeDB through it.
+//!
+//! The protocol only: every statement goes to a [`SqlSession`](crate::sql::SqlSession), one
+//! per connection, opened by a [`SessionFactory`](crate::sql::SessionFactory). The server
+//! speaks protocol 4.1 as MariaDB 10.11 does towards a client that sees `CLIENT_MYSQL`
+//! (MariaDB's extensions stay off): `mysql_native_password` only, no TLS, no compression,
+//! text and binary (prepared statement) result sets, multi-statements, classic EOF packets
+//! unless the client asks for `CLIENT_DEPRECATE_EOF`.
+//! Reference: <https://mariadb.com/kb/en/clientserver-protocol/>.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use surgedb::mysql::{MysqlConfig, MysqlServer};
+//! # fn factory() -> Arc<dyn surgedb::sql::SessionFactory> { unimplemented!() }
+//! let listener = std::net::TcpListener::bind("127.0.0.1:3306")?;
+//! let config = MysqlConfig::default().with_user("app", "secret");
+//! let server = MysqlServer::start(listener, config, factory())?;
+//! println!("listening on {}", server.local_addr());
+//! server.shutdown();
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Limits: no cursors (a COM_STMT_EXECUTE asking for one gets the whole result set), no
+//! COM_CHANGE_USER, no LOCAL INFILE. [`SqlSession::query`](crate::sql::SqlSession::query)
+//! runs all the statements of a query in one call, so in a multi-statement answer every
+//! result carries the session's IN_TRANS and AUTOCOMMIT flags as they are after the last
+//! statement (MORE_RESULTS_EXISTS is exact), and with multi-statements turned off by
+//! COM_SET_OPTION the session still runs every statement of a query.
+
+// The decoder checks the fuzz targets and `tests/mysql_codec_props.rs` share. Not an API.
+#[doc(hidden)]
+pub mod checks;
+mod columns;
+mod config;
+mod connection;
+mod dispatch;
+mod error;
+mod execute_encoder;
+mod handshake;
+mod ok_err_eof;
+mod packet;
+mod param_values;
+mod params;
+mod resultset;
+mod rows;
+mod server;
+mod stmt;
+
+pub use config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_ALLOWED_PACKET, DEFAULT_MAX_CONNECTIONS, MysqlConfig,
+};
+pub use error::{MysqlError, PacketError};
+pub use execute_encoder::encode_execute;
+pub use packet::{decode_packets, encode_packets};
+pub use params::{ExecuteHead, ParamType, decode_execute_head, decode_execute_params};
+pub use rows::{RowError, binary_row};
+pub use server::MysqlServer;
