@@ -17,3 +17,4 @@ mod reading;
 mod recovery;
 mod rename;
 mod shutdown;
+mod sql_rows;
