@@ -85,12 +85,18 @@ mod ts;
 pub mod workload;
 
 pub use client::{
-    BinlogOptions, BinlogRecoveryReport, ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD,
-    HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair,
-    Transaction, TxnClient, TxnError, TxnMode,
+    BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
+    DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp,
+    HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, RowUpdate, Transaction, TxnClient,
+    TxnError, TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
 pub use engine::{Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch};
+/// The binlog's SQL row types the caller builds row events from (`surge-binlog`).
+pub use surge_binlog::{
+    BinlogCharset, BinlogColumn, BinlogDate, BinlogDateTime, BinlogTable, BinlogType, BinlogValue,
+    SqlRowChange,
+};
 /// Hot-row update hints (`commit_on_success`, `rollback_on_fail`, `target_affect_row(n)`),
 /// from `surge-hotspot`.
 pub use surge_hotspot::Hints as HotHints;
