@@ -87,8 +87,8 @@ pub mod workload;
 pub use client::{
     BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
     DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp,
-    HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, RowUpdate, Transaction, TxnClient,
-    TxnError, TxnMode,
+    HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, NodeStatusResult, RegionView,
+    RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
 pub use engine::{Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch};
