@@ -11,6 +11,7 @@ mod crash;
 mod dir_lock;
 mod fixtures;
 mod mariadb_replay;
+mod mariadb_sql_replay;
 mod mariadb_tool;
 mod power_loss;
 mod reading;
