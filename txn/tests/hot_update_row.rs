@@ -7,10 +7,13 @@
 
 mod binlog_support;
 
+use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use binlog_support::{cluster, coordinator, key};
-use surge_binlog::{EventBody, LogReader, RowsKind};
+use surge_binlog::{CRASH_ENV, EventBody, LogReader, RowsKind, crash_points};
+use surge_testkit::CrashChild;
 use surge_txn::{
     BinlogCharset, BinlogColumn, BinlogRow, BinlogTable, BinlogType, BinlogValue, HotGroupRecord,
     HotHints, HotOp, HotReject, RowUpdate, SqlRowChange, TxnError, TxnMode,
@@ -339,4 +342,97 @@ fn hot_op_and_row_updates_share_a_group_on_one_integer_key() {
         .expect("double");
     assert_eq!(out.after, Some(b"30".to_vec()));
     assert_eq!(client.get(&k).expect("get"), Some(b"30".to_vec()));
+}
+
+const DIR_ENV: &str = "SURGE_TXN_HOT_ROW_CRASH_DIR";
+/// The row's quantity before the crash test's updates.
+const CRASH_INITIAL: i64 = 1000;
+
+/// The crash test's child (inert unless [`DIR_ENV`] is set): a store and a coordinator with
+/// a binlog, the row inserted, then 16 threads adding 1 to its quantity with
+/// `hot_update_row` (SQL row events) until a group's batch of members stops in
+/// `surge-binlog` after its first member's transaction reached the file (crash point
+/// `binlog.copy.between_txns`), where the parent kills it.
+#[test]
+fn child_process() {
+    let Ok(dir) = std::env::var(DIR_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let c = cluster(&dir.join("cluster"));
+    let client = coordinator(&c, &dir.join("binlog"));
+    let hot = key(1, "stock/1");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&hot, &encode(1, CRASH_INITIAL, "gear")).expect("put");
+    t.binlog_rows(
+        &stock(),
+        &[SqlRowChange::Insert {
+            after: values(&encode(1, CRASH_INITIAL, "gear")),
+        }],
+    )
+    .expect("log");
+    t.commit().expect("commit the row");
+    println!("ready");
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            let (client, hot) = (client.clone(), hot.clone());
+            s.spawn(move || {
+                loop {
+                    let out = client
+                        .hot_update_row(&hot, add(1), HotHints::hot_update())
+                        .expect("hot update");
+                    let (_, qty, _) = decode(&out.after.expect("the row exists")).expect("row");
+                    println!("acked {qty}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_crash_between_two_sql_members_is_completed_by_recovery_from_the_journal() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut child = CrashChild::spawn(
+        "child_process",
+        [
+            (DIR_ENV, dir.path().as_os_str()),
+            (CRASH_ENV, OsStr::new(crash_points::COPY_BETWEEN_TXNS)),
+        ],
+    );
+    let mut acked = Vec::new();
+    child.wait_reached(|line| {
+        if let Some(v) = line.strip_prefix("acked ") {
+            acked.push(v.trim().parse::<i64>().expect("a value"));
+        }
+    });
+    child.kill();
+
+    let c = cluster(&dir.path().join("cluster"));
+    let bin = dir.path().join("binlog");
+    let before = logged(&bin).len();
+    let client = coordinator(&c, &bin);
+    let report = client.binlog_recovery().expect("binlog");
+    assert!(!report.logged_now.is_empty(), "{report:?}");
+    let txns = logged(&bin);
+    assert!(txns.len() > before, "recovery wrote the missing members");
+    assert_eq!(
+        txns[before].0,
+        txns[before - 1].0 + 1,
+        "recovery continued the stopped group with its next member"
+    );
+    // Every member's transaction is one Update_rows of `stock` (the SQL event recovery took
+    // from the journal, not a kv row), chained from the initial quantity to the store's.
+    let stored = client.get(&key(1, "stock/1")).expect("get").expect("row");
+    let (_, final_qty, _) = decode(&stored).expect("row");
+    let mut qty = CRASH_INITIAL;
+    for (xid, pairs) in &txns[1..] {
+        assert_eq!(pairs.len(), 1, "txn {xid}");
+        assert_eq!(pairs[0].0[1], BinlogValue::Int(qty), "txn {xid}: before");
+        assert_eq!(pairs[0].1[1], BinlogValue::Int(qty + 1), "txn {xid}: after");
+        qty += 1;
+    }
+    assert_eq!(qty, final_qty, "the chain ends at the store's row");
+    for v in &acked {
+        assert!(*v > CRASH_INITIAL && *v <= final_qty, "acknowledged {v}");
+    }
 }
