@@ -243,3 +243,47 @@ pub(crate) fn take_hot_members(start_ts: u64) -> Vec<MemberRow> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use surge_binlog::{Binlog, BinlogColumn, BinlogConfig, BinlogType, BinlogValue};
+
+    fn table() -> BinlogTable {
+        BinlogTable::new("d", "t", 5, vec![BinlogColumn::new("a", BinlogType::Int)]).expect("valid")
+    }
+
+    #[test]
+    fn the_callers_events_replace_the_kv_rows() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let log = Binlog::open(BinlogConfig::new(dir.path()))?;
+        let mut b = BinlogTxn::new(log.new_cache());
+        b.learn(b"k", false);
+        b.put(b"k", b"v")?;
+        assert_eq!(b.changes(), vec![(b"k".to_vec(), RowChange::Insert)]);
+        assert_eq!(b.caller_events()?, None);
+        assert!(!b.has_caller_events());
+        let kv_len = b.cache.len();
+        assert!(kv_len > 0);
+
+        let row = vec![BinlogValue::Int(1)];
+        b.sql_rows(&table(), &[SqlRowChange::Insert { after: row }])?;
+        assert!(b.is_sql() && b.has_caller_events());
+        // The kv row is gone; later writes add nothing.
+        assert!(b.changes().is_empty());
+        let events = b.caller_events()?.ok_or("caller events")?;
+        assert_eq!(events.len() as u64, b.cache.len());
+        b.put(b"k2", b"w")?;
+        b.delete(b"k")?;
+        assert_eq!(b.cache.len(), events.len() as u64);
+        // A bad value adds nothing and names its column.
+        let bad = vec![BinlogValue::text("x")];
+        let e = b.sql_rows(&table(), &[SqlRowChange::Insert { after: bad }]);
+        assert!(matches!(e, Err(TxnError::BinlogValue { ref column, .. }) if column == "a"));
+        assert_eq!(b.cache.len(), events.len() as u64);
+        b.query("d", "DROP TABLE t")?;
+        assert!(b.cache.len() > events.len() as u64);
+        assert!(b.query("d", "").is_err());
+        Ok(())
+    }
+}
