@@ -206,7 +206,7 @@ impl TxnCache {
         Ok(())
     }
 
-    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn append(&mut self, bytes: &[u8]) -> Result<()> {
         if self.buf.len() + bytes.len() <= self.ctx.buffer_size {
             self.buf.extend_from_slice(bytes);
             return Ok(());

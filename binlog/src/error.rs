@@ -117,6 +117,17 @@ pub enum Error {
         /// Why.
         detail: String,
     },
+    /// A row value does not fit its column (wrong kind, out of range, too long), or a row
+    /// has the wrong number of values: the statement was not added.
+    #[error("binlog: table {table}, column {column}: {reason}")]
+    BadValue {
+        /// The table, as `db.table`.
+        table: String,
+        /// The column's name (or `#n` when the row has the wrong length).
+        column: String,
+        /// Why the value was refused.
+        reason: String,
+    },
     /// An earlier write or fsync failed; the log accepts no more commits until reopened.
     #[error("binlog: log closed after an earlier failure: {reason}")]
     Poisoned {

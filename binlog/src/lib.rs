@@ -9,6 +9,10 @@
 //! * [`TxnCache`]: one transaction's events, in memory then spilled to
 //!   `#binlog_cache_files/ML_<n>` with header space reserved at the front, savepoints,
 //!   and helpers for rows of the table `surgedb`.`kv`;
+//! * row events of any SQL table: [`BinlogTable`] (columns of [`BinlogType`]s) gives the
+//!   Table_map with column types, metadata and names, [`TxnCache::table_rows`] logs
+//!   [`SqlRowChange`]s of [`BinlogValue`]s as full row images, [`TxnCache::query`] logs
+//!   DDL;
 //! * [`Binlog`]: numbered files plus an index, rotation at `max_binlog_size`, group commit
 //!   (one leader writes the queue and fsyncs once), and **commit by rename** for large
 //!   spilled caches (MariaDB 11.7, MDEV-32014): the cache file becomes the next binlog file,
@@ -69,6 +73,7 @@ mod cache;
 mod commit_info;
 mod config;
 mod crash;
+mod decimal;
 mod dir_lock;
 mod error;
 mod event;
@@ -86,9 +91,14 @@ mod query;
 mod reader;
 mod recovery;
 mod rename;
+mod row_image;
 mod rows;
+mod sql_rows;
 mod stats;
+mod table;
+mod temporal;
 mod transactions;
+mod value;
 mod wire;
 
 pub use binlog::{Binlog, CommitInfo, CommitMethod, Position};
@@ -120,8 +130,11 @@ pub use query::{BinlogCheckpoint, QueryEvent, Rotate};
 pub use reader::LogReader;
 pub use recovery::{RecoveryReport, TailTxn, TruncatedTail};
 pub use rows::{MAX_TABLE_ID, ROWS_FLAG_STMT_END, RowsEvent, RowsKind, TableMap};
+pub use sql_rows::SqlRowChange;
 pub use stats::BinlogStats;
+pub use table::{BinlogCharset, BinlogColumn, BinlogTable, BinlogType, MAX_COLUMNS};
 pub use transactions::{Transaction, Transactions};
+pub use value::{BinlogDate, BinlogDateTime, BinlogValue};
 
 /// Test hooks: a trace of writes, fsyncs, renames and the log lock, to check their order.
 #[doc(hidden)]

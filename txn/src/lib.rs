@@ -22,9 +22,13 @@
 //!
 //! The crate root holds what an application uses: the client ([`TxnClient`],
 //! [`Transaction`], [`TxnMode`], [`ClientConfig`], [`TxnError`] and the errors it carries),
-//! hot-row updates ([`HotOp`], [`HotHints`]), the in-process cluster ([`LocalCluster`]) and
-//! its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`]). Three modules hold the
-//! rest, each for its own reader:
+//! hot-row updates ([`HotOp`], [`HotHints`], and over any row bytes [`RowUpdate`] with
+//! [`TxnClient::hot_update_row`]), the binlog row events a SQL layer logs for its own tables
+//! ([`Transaction::binlog_rows`] with [`BinlogTable`] and [`SqlRowChange`],
+//! [`Transaction::binlog_query`]), the cluster views it shows ([`TxnClient::regions_in_range`],
+//! [`TxnClient::set_lock_mode`], [`TxnClient::cluster_counters`]), the in-process cluster
+//! ([`LocalCluster`]) and its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`]).
+//! Three modules hold the rest, each for its own reader:
 //! - [`rpc`]: the node protocol ([`rpc::KvRequest`], [`rpc::KvService`], [`rpc::NodeRouter`]),
 //!   for transport implementers and those who start nodes themselves;
 //! - [`actions`]: the Percolator actions and the MVCC types they work on, for tests and reuse
@@ -63,7 +67,7 @@
 //!
 //! - `serde`: `Serialize` and `Deserialize` for the values an application hands the client
 //!   and gets back, to carry them over a transport of its own: [`TxnMode`], [`HotOp`],
-//!   [`HotOutcome`] and [`HotHints`]. Off by default. The node protocol ([`rpc`]), the MVCC
+//!   [`HotOutcome`], [`HotRowOutcome`] and [`HotHints`]. Off by default. The node protocol ([`rpc`]), the MVCC
 //!   records and the errors derive them always, since nodes replicate and send them.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
@@ -85,12 +89,18 @@ mod ts;
 pub mod workload;
 
 pub use client::{
-    BinlogOptions, BinlogRecoveryReport, ClientConfig, ClientCounters, DEFAULT_HOT_AUTO_THRESHOLD,
-    HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair,
-    Transaction, TxnClient, TxnError, TxnMode,
+    BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
+    DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp,
+    HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, NodeStatusResult, RegionView,
+    RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
 pub use engine::{Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch};
+/// The binlog's SQL row types the caller builds row events from (`surge-binlog`).
+pub use surge_binlog::{
+    BinlogCharset, BinlogColumn, BinlogDate, BinlogDateTime, BinlogTable, BinlogType, BinlogValue,
+    SqlRowChange,
+};
 /// Hot-row update hints (`commit_on_success`, `rollback_on_fail`, `target_affect_row(n)`),
 /// from `surge-hotspot`.
 pub use surge_hotspot::Hints as HotHints;

@@ -50,6 +50,11 @@ pub(crate) struct MemberRow {
     pub(crate) before: Vec<u8>,
     /// The value it wrote.
     pub(crate) after: Vec<u8>,
+    /// The member's own binlog events (a SQL table's row event, encoded), logged in place
+    /// of a kv update of `after`. Journaled in [`Record::PrepareWithEvents`], so records
+    /// without it keep their earlier encoding.
+    #[serde(skip)]
+    pub(crate) events: Option<Vec<u8>>,
 }
 
 /// A prepare record: enough to settle the transaction and rebuild its binlog group.
@@ -71,12 +76,50 @@ pub(crate) struct Prepared {
     /// logged as one binlog transaction per member, each updating `primary` to its `after`.
     /// Empty for an ordinary transaction, logged as one transaction with xid `start_ts`.
     pub(crate) members: Vec<MemberRow>,
+    /// For a transaction that logged the caller's events (SQL rows, DDL) instead of kv
+    /// rows: those events, encoded, which recovery writes as its group. Journaled in
+    /// [`Record::PrepareWithEvents`].
+    #[serde(skip)]
+    pub(crate) events: Option<Vec<u8>>,
+}
+
+/// The caller-given binlog events of a prepare (its `events` and its members' `events`),
+/// which the `Prepare` record's encoding leaves out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct CallerEvents {
+    group: Option<Vec<u8>>,
+    members: Vec<Option<Vec<u8>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 enum Record {
     Prepare(Prepared),
-    Settled { start_ts: u64 },
+    Settled {
+        start_ts: u64,
+    },
+    /// A prepare with caller-given events. Added after the others, so the encodings of
+    /// the first two variants are unchanged and journals written before it still read.
+    PrepareWithEvents {
+        prepared: Prepared,
+        events: CallerEvents,
+    },
+}
+
+impl Record {
+    /// The record that journals `p` (with its caller-given events, if any).
+    fn prepare(p: &Prepared) -> Record {
+        let members: Vec<Option<Vec<u8>>> = p.members.iter().map(|m| m.events.clone()).collect();
+        if p.events.is_none() && members.iter().all(Option::is_none) {
+            return Record::Prepare(p.clone());
+        }
+        Record::PrepareWithEvents {
+            prepared: p.clone(),
+            events: CallerEvents {
+                group: p.events.clone(),
+                members,
+            },
+        }
+    }
 }
 
 struct Writer {
@@ -180,6 +223,16 @@ impl Journal {
                 Record::Prepare(p) => {
                     open.insert(p.start_ts, p);
                 }
+                Record::PrepareWithEvents {
+                    mut prepared,
+                    events,
+                } => {
+                    prepared.events = events.group;
+                    for (m, e) in prepared.members.iter_mut().zip(events.members) {
+                        m.events = e;
+                    }
+                    open.insert(prepared.start_ts, prepared);
+                }
                 Record::Settled { start_ts } => {
                     open.remove(&start_ts);
                 }
@@ -204,7 +257,7 @@ impl Journal {
         }
         let mut encoded = BTreeMap::new();
         for (ts, p) in &open {
-            encoded.insert(*ts, encode(&Record::Prepare(p.clone()))?);
+            encoded.insert(*ts, encode(&Record::prepare(p))?);
         }
         let journal = Journal {
             path,
@@ -225,7 +278,7 @@ impl Journal {
     /// # Errors
     /// [`TxnError::Binlog`] if the write or the fsync fails.
     pub(crate) fn prepare(&self, p: &Prepared) -> Result<(), TxnError> {
-        let bytes = encode(&Record::Prepare(p.clone()))?;
+        let bytes = encode(&Record::prepare(p))?;
         let seq = {
             let mut w = self.writer.lock();
             w.append(&self.path, &bytes)?;
@@ -337,7 +390,52 @@ mod tests {
             binlog_file: "surge-bin.000001".into(),
             binlog_offset: 4,
             members: Vec::new(),
+            events: None,
         }
+    }
+
+    #[test]
+    fn caller_events_survive_reopen_beside_plain_prepares() -> Result<(), TxnError> {
+        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
+        let (j, _) = Journal::open(dir.path())?;
+        let mut sql = prepared(2);
+        sql.events = Some(vec![1, 2, 3]);
+        let mut hot = prepared(3);
+        hot.members = vec![
+            MemberRow {
+                xid: 10,
+                before: b"a".to_vec(),
+                after: b"b".to_vec(),
+                events: Some(vec![9; 5]),
+            },
+            MemberRow {
+                xid: 11,
+                before: b"b".to_vec(),
+                after: b"c".to_vec(),
+                events: None,
+            },
+        ];
+        j.prepare(&prepared(1))?;
+        j.prepare(&sql)?;
+        j.prepare(&hot)?;
+        drop(j);
+        let (_j, open) = Journal::open(dir.path())?;
+        assert_eq!(open, vec![prepared(1), sql, hot]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_plain_prepare_keeps_its_earlier_encoding() -> Result<(), TxnError> {
+        // Variant 0 followed by the fields: what journals written before caller events
+        // existed hold, so they still read.
+        let bytes = postcard::to_allocvec(&Record::prepare(&prepared(7))).map_err(|e| {
+            TxnError::Binlog {
+                detail: e.to_string(),
+            }
+        })?;
+        assert_eq!(bytes[0], 0);
+        assert_eq!(bytes[1], 7);
+        Ok(())
     }
 
     #[test]

@@ -152,8 +152,9 @@ impl ClientCore {
         }
     }
 
-    /// The group of a committed `p` rebuilt from its row changes and the values it
-    /// committed (read at `commit_ts`, resolving its own secondary locks on the way).
+    /// The group of a committed `p`: the caller's events kept with it, or else rebuilt from
+    /// its row changes and the values it committed (read at `commit_ts`, resolving its own
+    /// secondary locks on the way).
     fn rebuild_group(
         &self,
         binlog: &CoordinatorBinlog,
@@ -164,6 +165,11 @@ impl ClientCore {
         let err = |e: surge_binlog::Error| TxnError::Binlog {
             detail: format!("rebuild the group of txn {}: {e}", p.start_ts),
         };
+        if let Some(events) = &p.events {
+            // The caller gave the events (SQL rows, DDL): they are the group.
+            cache.push_encoded(events).map_err(err)?;
+            return Ok(cache);
+        }
         for (key, change) in &p.changes {
             if *change == RowChange::Delete {
                 cache.delete(key).map_err(err)?;

@@ -142,15 +142,32 @@ impl CoordinatorBinlog {
         let mut batch = Vec::with_capacity(members.len());
         for m in members.iter().filter(|m| !logged.contains(&m.xid)) {
             let mut cache = self.log.new_cache();
-            cache
-                .update(key, &m.after)
-                .map_err(|e| binlog_err("member cache", e))?;
+            match &m.events {
+                // The member's own row event (a SQL table's Update_rows).
+                Some(events) => cache.push_encoded(events),
+                None => cache.update(key, &m.after),
+            }
+            .map_err(|e| binlog_err("member cache", e))?;
             batch.push((cache, m.xid));
         }
         self.log
             .commit_many(batch)
             .map_err(|e| binlog_err("commit members", e))?;
         Ok(())
+    }
+
+    /// Writes `cache` (caller-given events of no key: DDL, or rows of a transaction that
+    /// wrote no key) as a group of its own with xid `xid` (a fresh oracle timestamp, so
+    /// unique), outside the commit protocol: there is nothing in the store to settle.
+    pub(crate) fn write_standalone(
+        &self,
+        cache: surge_binlog::TxnCache,
+        xid: u64,
+    ) -> Result<CommitInfo, TxnError> {
+        self.check()?;
+        self.log
+            .commit(cache, xid)
+            .map_err(|e| binlog_err("commit", e))
     }
 
     /// Commits `txn`'s cache as the group of transaction `start_ts`.
@@ -173,7 +190,8 @@ enum StepState {
     /// Prepared: registered, prepare record durable, group not written.
     Prepared {
         binlog: Arc<CoordinatorBinlog>,
-        txn: Option<BinlogTxn>,
+        /// Boxed: the state is moved through the commit path and mostly not `Prepared`.
+        txn: Option<Box<BinlogTxn>>,
         /// A hot-row group's key and members (logged one transaction each, in one batch),
         /// else `None`.
         hot: Option<Box<(Vec<u8>, Vec<MemberRow>)>>,
@@ -208,9 +226,12 @@ impl ClientCore {
             });
         };
         binlog.check()?;
-        let txn = txn.ok_or_else(|| TxnError::Binlog {
+        let mut txn = txn.ok_or_else(|| TxnError::Binlog {
             detail: "transaction has no binlog cache".to_string(),
         })?;
+        // The caller's events (SQL rows, DDL), kept with the prepare so recovery can write
+        // them; a transaction logging kv rows rebuilds them from the store instead.
+        let events = txn.caller_events()?;
         let keys: BTreeSet<Vec<u8>> = plan
             .mutations
             .iter()
@@ -237,6 +258,7 @@ impl ClientCore {
             binlog_file: pos.file,
             binlog_offset: pos.offset,
             members: members.clone(),
+            events,
         };
         let ticket = binlog.seq.register(Arc::new(keys));
         if let Err(e) = binlog.journal.prepare(&record) {
@@ -247,7 +269,7 @@ impl ClientCore {
         Ok(BinlogStep {
             state: StepState::Prepared {
                 binlog: Arc::clone(binlog),
-                txn: Some(txn),
+                txn: Some(Box::new(txn)),
                 hot: (!members.is_empty()).then(|| Box::new((plan.primary.clone(), members))),
                 ticket,
                 start_ts: plan.start_ts,
@@ -280,7 +302,7 @@ impl BinlogStep {
         let written = binlog.seq.wait_turn(*ticket).and_then(|()| {
             let cache = txn
                 .take()
-                .map(BinlogTxn::into_cache)
+                .map(|t| t.into_cache())
                 .ok_or_else(|| TxnError::Binlog {
                     detail: "binlog cache already used".to_string(),
                 })?;

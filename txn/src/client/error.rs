@@ -182,6 +182,19 @@ pub enum TxnError {
         /// The update carried `rollback_on_fail`.
         rollback: bool,
     },
+    /// A value given for a binlog row event ([`crate::Transaction::binlog_rows`]) does not
+    /// fit its column (wrong kind, out of range, too long, NULL in a `NOT NULL` column), or
+    /// a row has the wrong number of values. Nothing of that statement was logged; the
+    /// transaction is still usable.
+    #[error("binlog row of {table}, column {column}: {reason}")]
+    BinlogValue {
+        /// The table, as `db.table`.
+        table: String,
+        /// The column (or `#n` for a row of the wrong length).
+        column: String,
+        /// Why the value was refused.
+        reason: String,
+    },
 }
 
 impl TxnError {
@@ -208,7 +221,8 @@ impl TxnError {
             | TxnError::TxnFinished
             | TxnError::Binlog { .. }
             | TxnError::HotUpdateRejected { .. }
-            | TxnError::TargetAffectRow { .. } => false,
+            | TxnError::TargetAffectRow { .. }
+            | TxnError::BinlogValue { .. } => false,
         }
     }
 

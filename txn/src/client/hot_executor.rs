@@ -1,8 +1,8 @@
 //! [`HotExecutor`]: how one hot-row group runs through the transaction stack. The group's
 //! leader takes one pessimistic lock on the key (the ordinary lock path, so the group
-//! serializes with ordinary transactions on the key), applies every member's [`HotOp`] in
-//! arrival order to the value it read, and commits one single-key pessimistic transaction:
-//! one region, so one phase, one Raft proposal.
+//! serializes with ordinary transactions on the key), applies every member's
+//! [`RowUpdate`] in arrival order to the row it read, and commits one single-key
+//! pessimistic transaction: one region, so one phase, one Raft proposal.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,13 +18,12 @@ use super::core::ClientCore;
 use super::error::TxnError;
 use super::hot_op::{HotOp, HotReject};
 use super::mode::TxnMode;
+use super::row_update::{HotRowChange, RowUpdate};
 use super::transaction::Transaction;
 use crate::{KvRequest, KvResponse};
 
-/// How many bytes of a non-integer value a [`HotReject::NotAnInteger`] quotes.
-const REJECT_PREFIX: usize = 32;
-
-/// One member's change of the row: the value before and after its delta.
+/// One member's change of an integer row (a [`HotOp`]): the value before and after its
+/// delta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HotChange {
     /// The value the member saw (its predecessor's result, or the stored value).
@@ -47,20 +46,24 @@ pub struct HotGroupRecord {
     pub start_ts: u64,
     /// Its commit timestamp.
     pub commit_ts: u64,
-    /// The kept members' changes, in arrival order.
+    /// The kept members' changes as integers, in arrival order, when every row value of
+    /// the group is decimal ASCII (a group of [`HotOp`]s); empty otherwise (see `rows`).
     pub changes: Vec<HotChange>,
+    /// The kept members' changes as bytes, in arrival order (every group).
+    pub rows: Vec<HotRowChange>,
 }
 
 /// Called with every committed group's record, after the commit and before any member is
 /// woken.
 pub type HotGroupObserver = dyn Fn(&HotGroupRecord) + Send + Sync;
 
-/// The row as the group's leader read it, with every kept member folded in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Row {
-    Missing,
-    Int(i64),
-    NotInt(Vec<u8>),
+/// One kept member's change: the row before and after it, and the encoded binlog events
+/// of its [`RowUpdate::binlog`] row (`None`: logged as a kv row).
+#[derive(Debug, Clone)]
+pub(crate) struct MemberChange {
+    before: Vec<u8>,
+    after: Vec<u8>,
+    events: Option<Vec<u8>>,
 }
 
 /// What every member of one group shares once the group committed.
@@ -84,21 +87,23 @@ impl GroupFate {
     }
 }
 
-/// A member's result before its group committed: its value and the group's shared fate.
+/// A member's result before its group committed: its row before and after, and the
+/// group's shared fate.
 #[derive(Debug)]
 pub(crate) struct MemberOutput {
-    pub(crate) value: Option<i64>,
+    pub(crate) before: Option<Vec<u8>>,
+    pub(crate) after: Option<Vec<u8>>,
     pub(crate) affected_rows: u64,
     pub(crate) fate: Arc<GroupFate>,
 }
 
-/// A group being built: the leader's transaction holding the key's lock, the row image and
-/// the kept changes.
+/// A group being built: the leader's transaction holding the key's lock, the row image
+/// (`None`: the key has no value) and the kept changes.
 #[derive(Debug)]
 pub(crate) struct HotGroup {
     txn: Transaction,
-    row: Row,
-    changes: Vec<HotChange>,
+    row: Option<Vec<u8>>,
+    changes: Vec<MemberChange>,
     fate: Arc<GroupFate>,
 }
 
@@ -136,7 +141,7 @@ impl HotExecutor {
     /// request for `changes.len()` timestamps: the oracle hands every timestamp out once,
     /// so no xid equals another member's or any transaction's `start_ts` (the xid of an
     /// ordinary transaction's group), which recovery relies on to find what is logged.
-    fn member_rows(&self, changes: &[HotChange]) -> Result<Vec<MemberRow>, TxnError> {
+    fn member_rows(&self, changes: &[MemberChange]) -> Result<Vec<MemberRow>, TxnError> {
         if changes.is_empty() || !matches!(self.core.binlog, BinlogSlot::On(_)) {
             return Ok(Vec::new());
         }
@@ -156,18 +161,59 @@ impl HotExecutor {
             .zip(first..)
             .map(|(c, xid)| MemberRow {
                 xid,
-                before: HotOp::encode(c.before),
-                after: HotOp::encode(c.after),
+                before: c.before.clone(),
+                after: c.after.clone(),
+                events: c.events.clone(),
             })
             .collect())
     }
+
+    /// With a binlog, the encoded events of `op`'s own row event for this change, if it
+    /// gives one. An event whose values do not fit its table refuses the member.
+    fn member_events(
+        &self,
+        op: &dyn RowUpdate,
+        before: &[u8],
+        after: &[u8],
+    ) -> Result<Option<Vec<u8>>, HotReject> {
+        let BinlogSlot::On(binlog) = &self.core.binlog else {
+            return Ok(None);
+        };
+        let Some(row) = op.binlog(before, after) else {
+            return Ok(None);
+        };
+        let refused = |e: surge_binlog::Error| HotReject::Refused {
+            code: 0,
+            message: format!("binlog row event of {}: {e}", row.table),
+        };
+        let mut cache = binlog.log.new_cache();
+        cache
+            .table_rows(&row.table, std::slice::from_ref(&row.change))
+            .map_err(refused)?;
+        cache.encoded_events().map(Some).map_err(refused)
+    }
+}
+
+/// The integer view of a group's changes: every one if all rows are decimal ASCII, else
+/// none.
+fn integer_changes(changes: &[MemberChange]) -> Vec<HotChange> {
+    changes
+        .iter()
+        .map(|c| {
+            Some(HotChange {
+                before: HotOp::decode(&c.before)?,
+                after: HotOp::decode(&c.after)?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
 }
 
 impl GroupExecutor for HotExecutor {
     type Key = Vec<u8>;
-    type Op = HotOp;
+    type Op = Arc<dyn RowUpdate>;
     type Output = MemberOutput;
-    type Change = Option<HotChange>;
+    type Change = Option<MemberChange>;
     type Reject = HotReject;
     type Error = TxnError;
     type Group = HotGroup;
@@ -178,13 +224,7 @@ impl GroupExecutor for HotExecutor {
         let start_ts = self.core.get_ts()?;
         let mut txn = Transaction::new(Arc::clone(&self.core), TxnMode::Pessimistic, start_ts);
         // On error `txn` is dropped, which releases whatever lock the request may have left.
-        let row = match txn.get_for_update(key)? {
-            None => Row::Missing,
-            Some(bytes) => match HotOp::decode(&bytes) {
-                Some(v) => Row::Int(v),
-                None => Row::NotInt(bytes.into_iter().take(REJECT_PREFIX).collect()),
-            },
-        };
+        let row = txn.get_for_update(key)?;
         Ok(HotGroup {
             txn,
             row,
@@ -196,45 +236,43 @@ impl GroupExecutor for HotExecutor {
     fn apply(
         &self,
         group: &HotGroup,
-        op: &HotOp,
-    ) -> Result<Applied<Option<HotChange>, MemberOutput>, HotReject> {
-        let output = |value, affected_rows| MemberOutput {
-            value,
+        op: &Arc<dyn RowUpdate>,
+    ) -> Result<Applied<Option<MemberChange>, MemberOutput>, HotReject> {
+        let output = |before, after, affected_rows| MemberOutput {
+            before,
+            after,
             affected_rows,
             fate: Arc::clone(&group.fate),
         };
-        match &group.row {
+        let Some(before) = &group.row else {
             // `UPDATE ... WHERE id = ?` of a row that does not exist: no row affected.
-            Row::Missing => Ok(Applied {
+            return Ok(Applied {
                 change: None,
-                output: output(None, 0),
+                output: output(None, None, 0),
                 affected_rows: 0,
+            });
+        };
+        let after = op.apply(before)?;
+        let events = self.member_events(op.as_ref(), before, &after)?;
+        Ok(Applied::one_row(
+            Some(MemberChange {
+                before: before.clone(),
+                after: after.clone(),
+                events,
             }),
-            Row::NotInt(prefix) => Err(HotReject::NotAnInteger {
-                prefix: prefix.clone(),
-            }),
-            Row::Int(before) => {
-                let after = op.apply_to(*before)?;
-                Ok(Applied::one_row(
-                    Some(HotChange {
-                        before: *before,
-                        after,
-                    }),
-                    output(Some(after), 1),
-                ))
-            }
-        }
+            output(Some(before.clone()), Some(after), 1),
+        ))
     }
 
-    fn accept(&self, group: &mut HotGroup, change: Option<HotChange>) {
+    fn accept(&self, group: &mut HotGroup, change: Option<MemberChange>) {
         if let Some(change) = change {
-            group.row = Row::Int(change.after);
+            group.row = Some(change.after.clone());
             group.changes.push(change);
         }
     }
 
-    /// Writes the last member's value and commits the single-key transaction (one phase:
-    /// one Raft proposal), or releases the lock when no member changed the row.
+    /// Writes the last member's row and commits the single-key transaction (one phase: one
+    /// Raft proposal), or releases the lock when no member changed the row.
     fn commit(&self, key: &Vec<u8>, group: HotGroup) -> Result<(), TxnError> {
         let HotGroup {
             mut txn,
@@ -242,12 +280,12 @@ impl GroupExecutor for HotExecutor {
             changes,
             fate,
         } = group;
-        let (Row::Int(value), false) = (row, changes.is_empty()) else {
+        let (Some(value), false) = (row, changes.is_empty()) else {
             // Kept members affected no row: nothing to write; release the lock.
             txn.rollback();
             return Ok(());
         };
-        txn.put(key, &HotOp::encode(value))?;
+        txn.put(key, &value)?;
         let start_ts = txn.start_ts();
         let members = self.member_rows(&changes)?;
         let commit_ts = with_hot_members(start_ts, members, || txn.commit())?;
@@ -259,7 +297,14 @@ impl GroupExecutor for HotExecutor {
                 key: key.clone(),
                 start_ts,
                 commit_ts,
-                changes,
+                changes: integer_changes(&changes),
+                rows: changes
+                    .into_iter()
+                    .map(|c| HotRowChange {
+                        before: c.before,
+                        after: c.after,
+                    })
+                    .collect(),
             });
         }
         Ok(())

@@ -81,7 +81,7 @@ impl HotOp {
     }
 }
 
-/// Why one member's [`HotOp`] was refused. Only that member fails; the rest of its group
+/// Why one member's [`HotOp`] or [`crate::RowUpdate`] was refused. Only that member fails; the rest of its group
 /// commits.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -112,6 +112,14 @@ pub enum HotReject {
         /// The first bytes of the stored value (at most 32).
         prefix: Vec<u8>,
     },
+    /// A [`crate::RowUpdate`] refused the row (a SQL error such as an out-of-range value,
+    /// or a binlog row event whose values do not fit its table).
+    Refused {
+        /// The MySQL error number to report (0: none).
+        code: u16,
+        /// The error's text.
+        message: String,
+    },
 }
 
 impl fmt::Display for HotReject {
@@ -131,6 +139,8 @@ impl fmt::Display for HotReject {
                 "the stored value {:?} is not a decimal integer",
                 String::from_utf8_lossy(prefix)
             ),
+            HotReject::Refused { code: 0, message } => write!(f, "{message}"),
+            HotReject::Refused { code, message } => write!(f, "error {code}: {message}"),
         }
     }
 }
@@ -213,5 +223,13 @@ mod tests {
             prefix: b"abc".to_vec(),
         };
         assert!(r.to_string().contains("\"abc\" is not a decimal integer"));
+        let r = HotReject::Refused {
+            code: 1690,
+            message: "BIGINT UNSIGNED value is out of range".to_string(),
+        };
+        assert_eq!(
+            r.to_string(),
+            "error 1690: BIGINT UNSIGNED value is out of range"
+        );
     }
 }

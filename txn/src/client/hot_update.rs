@@ -1,6 +1,7 @@
-//! [`TxnClient::hot_update`]: hot-row updates of integer values through the `surge-hotspot`
-//! group coordinator, after AliSQL's hot-row group commit (the
-//! `commit_on_success rollback_on_fail target_affect_row(n)` inventory hints).
+//! [`TxnClient::hot_update_row`] and [`TxnClient::hot_update`]: hot-row updates (of any row
+//! bytes, and of integer values) through the `surge-hotspot` group coordinator, after
+//! AliSQL's hot-row group commit (the `commit_on_success rollback_on_fail
+//! target_affect_row(n)` inventory hints).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,7 @@ use super::error::TxnError;
 use super::hot_executor::{HotExecutor, HotGroupObserver};
 use super::hot_op::{HotOp, HotOutcome, HotReject};
 use super::hot_update_counters::HotCounters;
+use super::row_update::{HotRowOutcome, RowUpdate};
 use super::txn_client::TxnClient;
 
 /// The default automatic-grouping threshold: an update without `commit_on_success` joins a
@@ -121,10 +123,47 @@ impl TxnClient {
     /// sent and its answer lost; the update may or may not have been applied.
     pub fn hot_update(&self, key: &[u8], op: HotOp, hints: Hints) -> Result<HotOutcome, TxnError> {
         let _span = tracing::debug_span!("hot_update", delta = op.delta).entered();
-        match self.hot.coordinator.execute(&key.to_vec(), op, hints) {
-            Ok(m) => Ok(HotOutcome {
-                value: m.value,
+        let out = self.hot_update_row(key, Arc::new(op), hints)?;
+        Ok(HotOutcome {
+            // The member's own row is what `HotOp::apply` wrote: decimal ASCII.
+            value: out.after.as_deref().and_then(HotOp::decode),
+            affected_rows: out.affected_rows,
+            commit_ts: out.commit_ts,
+            group_writes: out.group_writes,
+        })
+    }
+
+    /// Applies `update` to the row stored at `key` as its own transaction and returns this
+    /// member's own row before and after it: the general form of [`TxnClient::hot_update`]
+    /// (which is this with a [`HotOp`] on decimal ASCII), for rows in any encoding, such as
+    /// a SQL `UPDATE /*+ commit_on_success */ t SET c = c + 1 WHERE id = 1` over an encoded
+    /// row.
+    ///
+    /// Grouping, hints, counters ([`TxnClient::hot_counters`]) and the group observer work
+    /// as for [`TxnClient::hot_update`]: members of one key's group (whatever their
+    /// [`RowUpdate`]) are applied in arrival order, each to its predecessor's row, and
+    /// committed in one single-key transaction. A missing key affects no row and writes
+    /// nothing.
+    ///
+    /// With a binlog, each kept member is logged as its own binlog transaction (AliSQL's
+    /// hot-row group commit): the row event [`RowUpdate::binlog`] gives (a SQL table's
+    /// Update_rows with full images), or else an update of the kv row.
+    ///
+    /// # Errors
+    /// As [`TxnClient::hot_update`]; [`TxnError::HotUpdateRejected`] carries the
+    /// [`HotReject`] this member's [`RowUpdate::apply`] returned, or
+    /// [`HotReject::Refused`] when its binlog row event does not fit its table.
+    pub fn hot_update_row(
+        &self,
+        key: &[u8],
+        update: Arc<dyn RowUpdate>,
+        hints: Hints,
+    ) -> Result<HotRowOutcome, TxnError> {
+        match self.hot.coordinator.execute(&key.to_vec(), update, hints) {
+            Ok(m) => Ok(HotRowOutcome {
                 affected_rows: m.affected_rows,
+                before: m.before,
+                after: m.after,
                 commit_ts: m.fate.commit_ts(),
                 group_writes: m.fate.writes(),
             }),

@@ -223,6 +223,59 @@ impl Transaction {
         Ok(())
     }
 
+    /// Logs one SQL statement's row changes of `table` in the transaction's binlog: a
+    /// Table_map of the table, then Write/Update/Delete_rows events with full row images
+    /// (as MariaDB writes them with `binlog_row_image=FULL`), which a MariaDB replica with
+    /// the same table applies in STRICT mode.
+    ///
+    /// From the first call of this or [`Transaction::binlog_query`] on, the transaction's
+    /// binlog group holds only what the caller logs: the kv rows (`surgedb`.`kv`) of the
+    /// keys it writes, before or after, are not logged. A transaction that never calls them
+    /// logs its kv rows as before. The group is written at commit like any other (only if
+    /// the transaction commits; a large one spills and commits by rename), and its events
+    /// are kept in the prepare journal so that a coordinator crash after the commit point
+    /// still logs them.
+    ///
+    /// A no-op without a binlog ([`crate::ClientConfig::binlog`] unset): nothing is
+    /// checked then.
+    ///
+    /// # Errors
+    /// [`TxnError::BinlogValue`] naming the column of a value that does not fit (nothing of
+    /// the statement is logged; the transaction stays usable); [`TxnError::Binlog`] if the
+    /// cache fails.
+    pub fn binlog_rows(
+        &mut self,
+        table: &surge_binlog::BinlogTable,
+        changes: &[surge_binlog::SqlRowChange],
+    ) -> Result<(), TxnError> {
+        match &mut self.binlog {
+            Some(b) => b.sql_rows(table, changes),
+            None => Ok(()),
+        }
+    }
+
+    /// Logs a statement as its text (a Query event with `database` current), for DDL, in
+    /// the transaction's binlog; like [`Transaction::binlog_rows`] it makes the group hold
+    /// only what the caller logs. A transaction that writes no key still logs its group at
+    /// commit (see also [`crate::TxnClient::binlog_query`]). A no-op without a binlog.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] for a database name over 255 bytes, an empty statement, or a
+    /// cache failure.
+    pub fn binlog_query(&mut self, database: &str, sql: &str) -> Result<(), TxnError> {
+        match &mut self.binlog {
+            Some(b) => b.query(database, sql),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the transaction's binlog group holds only the caller's events
+    /// ([`Transaction::binlog_rows`], [`Transaction::binlog_query`] were called). `false`
+    /// without a binlog.
+    pub fn binlog_is_caller_logged(&self) -> bool {
+        self.binlog.as_ref().is_some_and(|b| b.is_sql())
+    }
+
     /// Commits and returns the commit timestamp (the `start_ts` for a transaction with
     /// nothing to write). Two-phase commit, or one-phase when every key is in one region.
     ///
@@ -314,6 +367,15 @@ impl Transaction {
         };
         let Some(primary) = primary.filter(|_| !mutations.is_empty()) else {
             self.release_maybe_locked();
+            // Nothing to write in the store, but the caller's events (DDL, say) still go
+            // to the binlog, as a group of their own.
+            if let Some(b) = self.binlog.take()
+                && b.has_caller_events()
+                && stop == StopAt::Never
+            {
+                self.core
+                    .write_caller_group(b.into_cache(), self.start_ts)?;
+            }
             bump(&self.core.counters.commits);
             return Ok(self.start_ts);
         };
@@ -392,7 +454,7 @@ impl Transaction {
                 start_ts: self.start_ts,
                 for_update_ts,
                 // With a binlog the value tells whether the key exists (insert or update).
-                need_value: need_value || self.binlog.is_some(),
+                need_value: need_value || self.binlog.as_ref().is_some_and(|b| !b.is_sql()),
                 should_not_exist,
             };
             match self.core.acquire_pessimistic_lock(req, &mut bo) {
@@ -427,8 +489,12 @@ impl Transaction {
     /// learning whether the key existed before the transaction if this is its first write:
     /// a pessimistic transaction learned it with the lock (refreshed here if not), an
     /// optimistic one reads it at `start_ts` (a write committed since fails its prewrite).
-    /// No-op without a binlog.
+    /// No-op without a binlog, or once the caller logs its own events.
     fn binlog_row(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), TxnError> {
+        // The caller logs its own events: the kv row is not logged, so nothing to learn.
+        if self.binlog.as_ref().is_some_and(|b| b.is_sql()) {
+            return Ok(());
+        }
         if self.binlog.as_ref().is_some_and(|b| !b.knows(key)) {
             match self.mode {
                 TxnMode::Pessimistic => {

@@ -73,6 +73,11 @@ impl TxnClient {
         Ok(client)
     }
 
+    /// The shared state, for the `impl TxnClient` blocks of sibling files.
+    pub(super) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
     /// The coordinator's binlog, when [`ClientConfig::binlog`] is set and it opened.
     pub fn binlog(&self) -> Option<&surge_binlog::Binlog> {
         self.core.binlog.get().ok().flatten().map(|b| &b.log)

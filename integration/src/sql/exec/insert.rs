@@ -1,0 +1,353 @@
+//! INSERT (multi-row, column lists, DEFAULT, AUTO_INCREMENT, IGNORE, ON DUPLICATE KEY
+//! UPDATE) and REPLACE.
+
+use sqlparser::ast::{Expr, Insert, OnInsert, SetExpr, TableObject};
+use surge_txn::Transaction;
+
+use super::rows::{
+    delete_row, duplicate, handle_of_index_entry, index_entry, insert_row, read_row, update_row,
+};
+use super::session::Session;
+use crate::sql::catalog::TableDef;
+use crate::sql::expr::{Env, eval};
+use crate::sql::output::{Output, SqlError};
+use crate::sql::txn_error::from_txn;
+use crate::sql::types::to_integer;
+use crate::sql::value::Value;
+
+fn is_default(e: &Expr) -> bool {
+    matches!(e, Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+}
+
+/// The handle `row` goes to (the integer primary key, else a new hidden row id).
+pub(crate) fn handle_for(s: &Session, t: &TableDef, row: &[Value]) -> Result<i64, SqlError> {
+    match t.handle_column {
+        Some(c) => match &row[c] {
+            Value::Int(i) => Ok(*i),
+            Value::UInt(u) => i64::try_from(*u).map_err(|_| {
+                SqlError::unsupported(format!(
+                    "primary key value {u} above 2^63-1 in table {}",
+                    t.name
+                ))
+            }),
+            other => Err(SqlError::internal(format!(
+                "primary key of {} is not an integer: {other:?}",
+                t.name
+            ))),
+        },
+        None => s.shared.ids.next(t.id),
+    }
+}
+
+/// Fills in one row from the given column values: defaults, AUTO_INCREMENT, type checks.
+/// Returns the row and the id generated for it, if any.
+fn build_row(
+    s: &Session,
+    t: &TableDef,
+    given: &[(usize, Option<Value>)],
+) -> Result<(Vec<Value>, Option<i64>), SqlError> {
+    let mut row = vec![None; t.columns.len()];
+    for (pos, v) in given {
+        row[*pos] = Some(v.clone());
+    }
+    let mut out = Vec::with_capacity(t.columns.len());
+    let mut generated = None;
+    for (i, c) in t.columns.iter().enumerate() {
+        // None: not given or DEFAULT.
+        let v = match row[i].take().flatten() {
+            Some(v) => c.ty.coerce(v, &c.name)?,
+            None => match &c.default {
+                Some(d) => c.ty.coerce(Value::Bytes(d.clone().into_bytes()), &c.name)?,
+                None if c.auto_increment || c.nullable => Value::Null,
+                None => {
+                    return Err(SqlError::new(
+                        1364,
+                        "HY000",
+                        format!("Field '{}' doesn't have a default value", c.name),
+                    ));
+                }
+            },
+        };
+        let v = if c.auto_increment {
+            let explicit = to_integer(&v).filter(|n| *n != 0);
+            match explicit {
+                Some(n) => {
+                    s.shared
+                        .ids
+                        .observe(t.id, i64::try_from(n).unwrap_or(i64::MAX))?;
+                    v
+                }
+                None => {
+                    let id = s.shared.ids.next(t.id)?;
+                    generated = Some(id);
+                    c.ty.coerce(Value::Int(id), &c.name)?
+                }
+            }
+        } else {
+            v
+        };
+        if v == Value::Null && !c.nullable {
+            return Err(SqlError::new(
+                1048,
+                "23000",
+                format!("Column '{}' cannot be null", c.name),
+            ));
+        }
+        out.push(v);
+    }
+    Ok((out, generated))
+}
+
+/// The handles of rows that `row` (at `handle`) collides with: on the primary key or on a
+/// unique index. Locks what it reads (pessimistic), absent keys included.
+fn conflicts(
+    txn: &mut Transaction,
+    t: &TableDef,
+    handle: i64,
+    row: &[Value],
+) -> Result<Vec<i64>, SqlError> {
+    let mut out = Vec::new();
+    if t.handle_column.is_some() && read_row(txn, t, handle, true)?.is_some() {
+        out.push(handle);
+    }
+    for index in &t.indexes {
+        let (key, _, unique) = index_entry(t, index, handle, row);
+        if !unique {
+            continue;
+        }
+        if let Some(v) = txn.get_for_update(&key).map_err(|e| from_txn(&e))? {
+            let h = handle_of_index_entry(&key, &v)?;
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs an INSERT or REPLACE.
+///
+/// # Errors
+/// 1062 duplicates, 1054 unknown columns, 1136 column count mismatch, type errors.
+pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> {
+    let TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT INTO a table function"));
+    };
+    if ins.returning.is_some() {
+        return Err(SqlError::unsupported("INSERT ... RETURNING"));
+    }
+    let schema = s.schema()?;
+    let t = s.table(&schema, name)?;
+    let columns: Vec<usize> = if ins.columns.is_empty() && ins.assignments.is_empty() {
+        (0..t.columns.len()).collect()
+    } else {
+        ins.columns
+            .iter()
+            .map(|c| {
+                let n = c.to_string();
+                let n = n
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(&n)
+                    .trim_matches('`')
+                    .to_owned();
+                t.column(&n).ok_or_else(|| {
+                    SqlError::new(
+                        1054,
+                        "42S22",
+                        format!("Unknown column '{n}' in 'field list'"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let exprs: Vec<Vec<Expr>> = if !ins.assignments.is_empty() {
+        vec![ins.assignments.iter().map(|a| a.value.clone()).collect()]
+    } else {
+        match ins.source.as_ref().map(|q| q.body.as_ref()) {
+            Some(SetExpr::Values(v)) => v.rows.iter().map(|r| r.content.clone()).collect(),
+            Some(_) => return Err(SqlError::unsupported("INSERT ... SELECT")),
+            None => return Err(SqlError::parse("INSERT without VALUES")),
+        }
+    };
+    let columns: Vec<usize> = if ins.assignments.is_empty() {
+        columns
+    } else {
+        ins.assignments
+            .iter()
+            .map(|a| {
+                let n = a.target.to_string();
+                let n = n
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(&n)
+                    .trim_matches('`')
+                    .to_owned();
+                t.column(&n).ok_or_else(|| {
+                    SqlError::new(
+                        1054,
+                        "42S22",
+                        format!("Unknown column '{n}' in 'field list'"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let on_dup = match &ins.on {
+        Some(OnInsert::DuplicateKeyUpdate(a)) => Some(a.clone()),
+        Some(other) => return Err(SqlError::unsupported(format!("INSERT ... {other}"))),
+        None => None,
+    };
+    let replace = ins.replace_into;
+    let ignore = ins.ignore;
+    let mut warnings: Vec<String> = Vec::new();
+    let t2 = t.clone();
+    let (affected, first_id, dups) = s.with_txn(|txn, s| {
+        warnings.clear();
+        let t = &t2;
+        let (mut affected, mut first_id, mut dups) = (0u64, 0u64, 0u64);
+        for (n, r) in exprs.iter().enumerate() {
+            if r.len() != columns.len() {
+                return Err(SqlError::new(
+                    1136,
+                    "21S01",
+                    format!("Column count doesn't match value count at row {}", n + 1),
+                ));
+            }
+            let env = s.env();
+            let given = columns
+                .iter()
+                .zip(r)
+                .map(|(c, e)| {
+                    Ok((
+                        *c,
+                        if is_default(e) {
+                            None
+                        } else {
+                            Some(eval(e, &env)?)
+                        },
+                    ))
+                })
+                .collect::<Result<Vec<_>, SqlError>>()?;
+            let (row, generated) = build_row(s, t, &given)?;
+            if let (Some(g), 0) = (generated, first_id) {
+                first_id = u64::try_from(g).unwrap_or(0);
+            }
+            let handle = handle_for(s, t, &row)?;
+            if !(replace || ignore || on_dup.is_some()) {
+                if n > 0 || t.indexes.iter().any(|i| i.unique) {
+                    s.wrote.set(true);
+                }
+                insert_row(txn, t, handle, &row)?;
+                s.wrote.set(true);
+                affected += 1;
+                continue;
+            }
+            let found = conflicts(txn, t, handle, &row)?;
+            if found.is_empty() {
+                s.wrote.set(true);
+                insert_row(txn, t, handle, &row)?;
+                affected += 1;
+                continue;
+            }
+            dups += 1;
+            if replace {
+                for h in &found {
+                    if let Some(old) = read_row(txn, t, *h, true)? {
+                        s.wrote.set(true);
+                        delete_row(txn, t, *h, &old)?;
+                        affected += 1;
+                    }
+                }
+                insert_row(txn, t, handle, &row)?;
+                affected += 1;
+            } else if let Some(assignments) = &on_dup {
+                let h = found[0];
+                let Some(old) = read_row(txn, t, h, true)? else {
+                    return Err(SqlError::internal(format!(
+                        "row {h} of {} vanished under its lock",
+                        t.name
+                    )));
+                };
+                let env = Env {
+                    table: Some(t),
+                    row: &old,
+                    inserted: Some(&row),
+                    ..s.env()
+                };
+                let mut new = old.clone();
+                for a in assignments {
+                    let col = a.target.to_string();
+                    let col = col
+                        .rsplit('.')
+                        .next()
+                        .unwrap_or(&col)
+                        .trim_matches('`')
+                        .to_owned();
+                    let pos = t.column(&col).ok_or_else(|| {
+                        SqlError::new(
+                            1054,
+                            "42S22",
+                            format!("Unknown column '{col}' in 'field list'"),
+                        )
+                    })?;
+                    new[pos] = t.columns[pos].ty.coerce(eval(&a.value, &env)?, &col)?;
+                }
+                if new != old {
+                    let new_handle = handle_for_update(t, h, &new)?;
+                    s.wrote.set(true);
+                    update_row(txn, t, h, new_handle, &old, &new)?;
+                    affected += 2;
+                }
+            } else {
+                let index = t
+                    .indexes
+                    .iter()
+                    .find(|i| i.unique)
+                    .map_or("PRIMARY", |i| i.name.as_str());
+                let e = duplicate(
+                    t,
+                    if found.contains(&handle) && t.handle_column.is_some() {
+                        "PRIMARY"
+                    } else {
+                        index
+                    },
+                    &[],
+                );
+                warnings.push(e.message);
+            }
+        }
+        Ok((affected, first_id, dups))
+    })?;
+    for w in warnings {
+        s.warnings.push(("Warning".into(), 1062, w));
+    }
+    let info = if exprs.len() > 1 {
+        format!(
+            "Records: {}  Duplicates: {dups}  Warnings: {}",
+            exprs.len(),
+            s.warnings.len()
+        )
+    } else {
+        String::new()
+    };
+    Ok(Output::Done {
+        affected_rows: affected,
+        last_insert_id: first_id,
+        warnings: 0,
+        info,
+    })
+}
+
+/// The handle an updated row moves to (its new integer primary key, else where it is).
+pub(crate) fn handle_for_update(t: &TableDef, old: i64, row: &[Value]) -> Result<i64, SqlError> {
+    match t.handle_column {
+        Some(c) => match &row[c] {
+            Value::Int(i) => Ok(*i),
+            Value::UInt(u) => i64::try_from(*u)
+                .map_err(|_| SqlError::unsupported(format!("primary key value {u} above 2^63-1"))),
+            _ => Ok(old),
+        },
+        None => Ok(old),
+    }
+}

@@ -1,0 +1,18 @@
+//! Statement execution: a [`Session`] parses each statement and runs it in the session's
+//! transaction (or an autocommit one).
+
+mod access;
+mod ddl;
+mod hints;
+mod insert;
+mod modify;
+mod rows;
+mod select;
+mod session;
+mod show;
+mod special;
+mod split;
+mod vars;
+
+pub use session::Session;
+pub(crate) use vars::default_variables;

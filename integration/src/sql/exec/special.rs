@@ -1,0 +1,273 @@
+//! Statements sqlparser does not parse, recognized from their text first:
+//! - `set config tikv pessimistic-txn.pipelined='true'` and `pessimistic-txn.in-memory`
+//!   (TiDB's online config change, <https://docs.pingcap.com/tidb/stable/dynamic-config>),
+//!   and `set config surgedb lock_mode='sync'|'pipelined'|'in-memory'`;
+//! - `show config [like '...']`;
+//! - `SHOW TABLE t REGIONS` (TiDB, <https://docs.pingcap.com/tidb/stable/sql-statement-show-table-regions>);
+//! - `SELECT cols FROM UPDATE ...` (PolarDB-X's returning form for hot-row updates).
+
+use sqlparser::ast::{SetExpr, Statement};
+use surge_txn::LockMode;
+
+use super::hints::Hints;
+use super::session::{Session, parse_one};
+use super::show::string_rows;
+use crate::sql::codec::{row_prefix, table_prefix};
+use crate::sql::engine::LockSwitches;
+use crate::sql::expr::like;
+use crate::sql::output::{Output, SqlError};
+use crate::sql::value::Value;
+
+fn words(sql: &str) -> Vec<String> {
+    sql.split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+fn from_update_at(sql: &str) -> Option<usize> {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.starts_with("select") {
+        return None;
+    }
+    let mut from = 0;
+    while let Some(i) = lower[from..].find("from") {
+        let at = from + i;
+        let rest = lower[at + 4..].trim_start();
+        if rest.starts_with("update")
+            && rest[6..].starts_with(|c: char| c.is_whitespace() || c == '/')
+        {
+            return Some(at);
+        }
+        from = at + 4;
+    }
+    None
+}
+
+/// Whether `sql` is one of the forms above.
+pub(crate) fn is_special(sql: &str) -> bool {
+    let w = words(sql);
+    matches!(w.as_slice(), [a, b, ..] if a == "set" && b == "config")
+        || matches!(w.as_slice(), [a, b, ..] if a == "show" && b == "config")
+        || matches!(w.as_slice(), [a, b, _, d] if a == "show" && b == "table" && d == "regions")
+        || from_update_at(sql).is_some()
+}
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Bytes(s.into().into_bytes())
+}
+
+fn unquote(v: &str) -> String {
+    v.trim()
+        .trim_matches(|c| c == '\'' || c == '"')
+        .to_ascii_lowercase()
+}
+
+fn truth(name: &str, v: &str) -> Result<bool, SqlError> {
+    match v {
+        "true" | "1" | "on" => Ok(true),
+        "false" | "0" | "off" => Ok(false),
+        other => Err(SqlError::new(
+            1231,
+            "42000",
+            format!("config '{name}' can't be set to '{other}': true or false"),
+        )),
+    }
+}
+
+fn set_config(s: &Session, sql: &str) -> Result<Output, SqlError> {
+    // set config <component> <name> = <value>
+    let rest = sql.trim_start()[3..].trim_start()[6..].trim_start();
+    let (component, assignment) = rest
+        .split_once(char::is_whitespace)
+        .ok_or_else(|| SqlError::parse("set config needs a component and name = value"))?;
+    let (name, value) = assignment
+        .split_once('=')
+        .ok_or_else(|| SqlError::parse("set config needs name = value"))?;
+    let name = unquote(name);
+    let name = name.trim_matches('`');
+    let value = unquote(value);
+    let admin =
+        s.shared.config.admin.clone().ok_or_else(|| {
+            SqlError::unsupported("set config on a node without cluster controls")
+        })?;
+    let mut switches = *s.shared.lock.lock();
+    match (component.to_ascii_lowercase().as_str(), name) {
+        ("tikv", "pessimistic-txn.pipelined") => {
+            switches.pipelined = truth(name, &value)?;
+            if !switches.pipelined {
+                switches.in_memory = false;
+            }
+        }
+        ("tikv", "pessimistic-txn.in-memory") => {
+            switches.in_memory = truth(name, &value)?;
+            if switches.in_memory {
+                // In-memory locks fall back to pipelined ones: TiKV needs both on.
+                switches.pipelined = true;
+            }
+        }
+        ("surgedb", "lock_mode" | "lock-mode") => {
+            let mode = match value.as_str() {
+                "sync" => LockMode::Sync,
+                "pipelined" => LockMode::Pipelined,
+                "in-memory" | "in_memory" | "inmemory" => LockMode::InMemory,
+                other => {
+                    return Err(SqlError::new(
+                        1231,
+                        "42000",
+                        format!("lock_mode can't be '{other}': sync, pipelined or in-memory"),
+                    ));
+                }
+            };
+            switches = LockSwitches::of(mode);
+        }
+        (c, n) => return Err(SqlError::unsupported(format!("set config {c} {n}"))),
+    }
+    admin
+        .set_lock_mode(switches.mode())
+        .map_err(|e| SqlError::internal(format!("set config: {e}")))?;
+    *s.shared.lock.lock() = switches;
+    Ok(Output::done(0))
+}
+
+fn show_config(s: &Session, sql: &str) -> Result<Output, SqlError> {
+    let w = words(sql);
+    let pattern = match w.as_slice() {
+        [_, _] => None,
+        [_, _, l, p] if l == "like" => Some(unquote(p)),
+        _ => {
+            return Err(SqlError::unsupported(
+                "SHOW CONFIG with a filter other than LIKE",
+            ));
+        }
+    };
+    let sw = *s.shared.lock.lock();
+    let instance = format!("node-{}", s.shared.config.node_id);
+    let on = |b: bool| if b { "true" } else { "false" };
+    let all = [
+        (
+            "tikv",
+            "pessimistic-txn.pipelined",
+            on(sw.pipelined).to_owned(),
+        ),
+        (
+            "tikv",
+            "pessimistic-txn.in-memory",
+            on(sw.in_memory).to_owned(),
+        ),
+        ("surgedb", "lock_mode", sw.mode().as_str().to_owned()),
+    ];
+    let rows = all
+        .into_iter()
+        .filter(|(_, n, _)| {
+            pattern
+                .as_ref()
+                .is_none_or(|p| like(n.as_bytes(), p.as_bytes()))
+        })
+        .map(|(t, n, v)| vec![text(t), text(instance.clone()), text(n), text(v)])
+        .collect();
+    Ok(string_rows(&["Type", "Instance", "Name", "Value"], rows))
+}
+
+fn printable(key: &[u8]) -> String {
+    key.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+fn show_regions(s: &Session, table: &str) -> Result<Output, SqlError> {
+    let schema = s.schema()?;
+    let name = sqlparser::ast::ObjectName::from(
+        table
+            .split('.')
+            .map(|p| sqlparser::ast::Ident::new(p.trim_matches('`')))
+            .collect::<Vec<_>>(),
+    );
+    let t = s.table(&schema, &name)?;
+    let admin = s.shared.config.admin.clone().ok_or_else(|| {
+        SqlError::unsupported("SHOW TABLE .. REGIONS on a node without cluster controls")
+    })?;
+    let regions = admin
+        .regions()
+        .map_err(|e| SqlError::internal(format!("region map: {e}")))?;
+    let start = table_prefix(t.id);
+    let mut end = table_prefix(t.id);
+    end.push(0xFF);
+    let _ = row_prefix;
+    let mut rows = Vec::new();
+    for r in regions {
+        let overlaps = (r.end.is_empty() || r.end.as_slice() > start.as_slice())
+            && r.start.as_slice() < end.as_slice();
+        if !overlaps {
+            continue;
+        }
+        let peers: Vec<String> = r.peers.iter().map(u64::to_string).collect();
+        rows.push(vec![
+            Value::UInt(r.id),
+            text(printable(&r.start)),
+            text(printable(&r.end)),
+            r.leader.map_or(Value::Null, Value::UInt),
+            r.leader.map_or(Value::Null, Value::UInt),
+            text(peers.join(", ")),
+            Value::UInt(0),
+            Value::UInt(0),
+            Value::UInt(0),
+            Value::UInt(0),
+            Value::UInt(0),
+        ]);
+    }
+    Ok(string_rows(
+        &[
+            "REGION_ID",
+            "START_KEY",
+            "END_KEY",
+            "LEADER_ID",
+            "LEADER_STORE_ID",
+            "PEERS",
+            "SCATTERING",
+            "WRITTEN_BYTES",
+            "READ_BYTES",
+            "APPROXIMATE_SIZE(MB)",
+            "APPROXIMATE_KEYS",
+        ],
+        rows,
+    ))
+}
+
+fn select_from_update(s: &mut Session, sql: &str, at: usize) -> Result<Output, SqlError> {
+    let projection = &sql[..at];
+    let update = sql[at + 4..].trim_start();
+    let Statement::Update(u) = parse_one(update)? else {
+        return Err(SqlError::parse("SELECT ... FROM UPDATE needs an UPDATE"));
+    };
+    let Statement::Query(q) = parse_one(projection)? else {
+        return Err(SqlError::parse(
+            "SELECT ... FROM UPDATE needs a select list",
+        ));
+    };
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return Err(SqlError::parse(
+            "SELECT ... FROM UPDATE needs a select list",
+        ));
+    };
+    let (hints, _) = Hints::parse(&u.optimizer_hints);
+    super::modify::update_with_hints(s, &u, hints, Some(select)).map(|(out, _)| out)
+}
+
+/// Runs `sql` if it is one of the forms above.
+///
+/// # Errors
+/// As the form fails.
+pub(crate) fn try_run(s: &mut Session, sql: &str) -> Result<Option<Output>, SqlError> {
+    let w = words(sql);
+    match w.as_slice() {
+        [a, b, ..] if a == "set" && b == "config" => return set_config(s, sql).map(Some),
+        [a, b, ..] if a == "show" && b == "config" => return show_config(s, sql).map(Some),
+        [a, b, _, d] if a == "show" && b == "table" && d == "regions" => {
+            let name = sql.split_whitespace().nth(2).unwrap_or("");
+            return show_regions(s, name).map(Some);
+        }
+        _ => {}
+    }
+    match from_update_at(sql) {
+        Some(at) => select_from_update(s, sql, at).map(Some),
+        None => Ok(None),
+    }
+}
