@@ -6,6 +6,7 @@ mod data_dir;
 mod join_by;
 mod kv_server;
 mod local_first_router;
+mod mysql_front;
 mod node_process;
 mod peer_spec;
 mod txn_session;
@@ -13,6 +14,7 @@ mod txn_session;
 pub use coordinator::NodeCoordinator;
 pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_cluster_id};
 pub use kv_server::{KvServer, ServerConfig};
+pub use mysql_front::{ClientAdmin, MysqlFront};
 pub use node_process::{
     BINLOG_SUBDIR, INITIAL_REGIONS, NodeConfig, NodeError, NodeProcess, SHUTDOWN_WAIT,
 };

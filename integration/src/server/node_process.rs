@@ -15,6 +15,7 @@ use super::coordinator::NodeCoordinator;
 use super::data_dir::{DataDir, DataDirError};
 use super::kv_server::{KvServer, ServerConfig};
 use super::local_first_router::LocalFirstRouter;
+use super::mysql_front::MysqlFront;
 use super::peer_spec::{PeerSpecError, raft_addr_of, resolve};
 use crate::client::{RemoteConfig, TcpRouter};
 
@@ -59,6 +60,8 @@ pub struct NodeConfig {
     pub max_connections: usize,
     /// Where to serve the MySQL protocol (`None`: not served).
     pub mysql_listen: Option<String>,
+    /// The MySQL port's settings (users, packet size, version string).
+    pub mysql: crate::mysql::MysqlConfig,
     /// The node's transaction coordinator (timeouts, retry budget). Its binlog is always
     /// `DATA/binlog` with server id and GTID domain = the node id; a `binlog` set here only
     /// contributes its size settings (rename threshold, rotation size).
@@ -80,6 +83,7 @@ impl Default for NodeConfig {
             heartbeat_tick: 3,
             max_connections: 1024,
             mysql_listen: None,
+            mysql: crate::mysql::MysqlConfig::default(),
             coordinator: ClientConfig::default(),
         }
     }
@@ -250,6 +254,7 @@ pub struct NodeProcess {
     node: Arc<KvNode>,
     coordinator: Arc<NodeCoordinator>,
     transport: Arc<TcpTransport>,
+    mysql: Option<MysqlFront>,
     dir: DataDir,
 }
 
@@ -288,6 +293,17 @@ impl NodeProcess {
             what: "clients",
             source,
         })?;
+        // Bound before anything starts, so that a bad or taken address fails the start.
+        let mysql_listener = match &config.mysql_listen {
+            None => None,
+            Some(addr) => Some(
+                std::net::TcpListener::bind(resolve(addr)?).map_err(|source| NodeError::Bind {
+                    addr: addr.clone(),
+                    what: "MySQL clients",
+                    source,
+                })?,
+            ),
+        };
         let mut raft_peers = std::collections::HashMap::new();
         for (id, addr) in config.peers.iter().filter(|(id, _)| **id != config.id) {
             raft_peers.insert(*id, raft_addr_of(addr)?);
@@ -358,11 +374,27 @@ impl NodeProcess {
                 return Err(NodeError::Thread(e));
             }
         };
+        let mysql = match mysql_listener {
+            None => None,
+            Some(l) => {
+                match MysqlFront::start(config.id, l, coordinator.clone(), config.mysql.clone()) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        let _ = coordinator.shutdown(std::time::Instant::now() + SHUTDOWN_WAIT);
+                        let _ = server.shutdown(std::time::Instant::now() + SHUTDOWN_WAIT);
+                        node.shutdown();
+                        transport.shutdown();
+                        return Err(NodeError::Thread(e));
+                    }
+                }
+            }
+        };
         Ok(NodeProcess {
             server,
             node,
             coordinator,
             transport,
+            mysql,
             dir,
         })
     }
@@ -427,6 +459,10 @@ impl NodeProcess {
                 "surgedb node {}: stopping: {ended} lock wait(s) ended",
                 self.node.id()
             );
+        }
+        // MySQL sessions first: their rollbacks need the coordinator and the regions.
+        if let Some(m) = self.mysql {
+            m.shutdown();
         }
         let still_running = self.server.shutdown(deadline);
         if still_running > 0 {

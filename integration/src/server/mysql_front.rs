@@ -1,0 +1,139 @@
+//! [`MysqlFront`]: a node's MySQL port. The SQL engine runs its statements through the
+//! node's own transaction coordinator, so the port is served only once the coordinator is
+//! ready (its recovery may need peers that are not up yet); until then connections wait in
+//! the listen backlog, and `surgedb cluster start` waits for every port's greeting.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use surge_raft_lite::NodeId;
+use surge_txn::{LockMode, TxnClient};
+
+use super::coordinator::NodeCoordinator;
+use crate::mysql::{MysqlConfig, MysqlServer};
+use crate::sql::{ClusterAdmin, RegionView, SqlConfig, SqlEngine};
+
+/// How often the starter asks whether the coordinator is ready.
+const READY_POLL: Duration = Duration::from_millis(50);
+
+/// The cluster controls of the SQL engine (`set config`, `show config`, `SHOW TABLE t
+/// REGIONS`) over a node's transaction client: the lock mode is set on every node, and the
+/// region map comes from the meta group.
+#[derive(Debug)]
+pub struct ClientAdmin {
+    client: TxnClient,
+}
+
+impl ClientAdmin {
+    /// Controls through `client`.
+    pub fn new(client: TxnClient) -> ClientAdmin {
+        ClientAdmin { client }
+    }
+}
+
+impl ClusterAdmin for ClientAdmin {
+    fn set_lock_mode(&self, mode: LockMode) -> Result<(), String> {
+        self.client.set_lock_mode(mode).map_err(|e| e.to_string())
+    }
+
+    fn lock_mode(&self) -> Option<LockMode> {
+        // The nodes agree unless a `set_lock_mode` reached only some: then there is no
+        // one mode to show.
+        let modes = self.client.lock_modes();
+        let first = modes.first()?.1;
+        modes.iter().all(|(_, m)| *m == first).then_some(first)
+    }
+
+    fn regions(&self) -> Result<Vec<RegionView>, String> {
+        let regions = self
+            .client
+            .regions_in_range(b"", None)
+            .map_err(|e| e.to_string())?;
+        Ok(regions
+            .into_iter()
+            .map(|r| RegionView {
+                id: r.id,
+                start: r.start,
+                end: r.end,
+                leader: r.leader,
+                peers: r.peers,
+            })
+            .collect())
+    }
+}
+
+/// A node's MySQL port: bound at once, served once the coordinator is ready.
+#[derive(Debug)]
+pub struct MysqlFront {
+    stop: Arc<AtomicBool>,
+    server: Arc<Mutex<Option<MysqlServer>>>,
+    starter: Option<JoinHandle<()>>,
+}
+
+impl MysqlFront {
+    /// Serves `listener` for node `node` once `coordinator` is ready.
+    ///
+    /// # Errors
+    /// When the starter thread cannot be spawned.
+    pub fn start(
+        node: NodeId,
+        listener: TcpListener,
+        coordinator: Arc<NodeCoordinator>,
+        config: MysqlConfig,
+    ) -> std::io::Result<MysqlFront> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = Arc::new(Mutex::new(None));
+        let (stop2, server2) = (stop.clone(), server.clone());
+        let starter = std::thread::Builder::new()
+            .name("mysql-start".into())
+            .spawn(move || {
+                let client = loop {
+                    if stop2.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    match coordinator.client() {
+                        Ok(c) => break c,
+                        Err(_) => std::thread::sleep(READY_POLL),
+                    }
+                };
+                let sql = SqlConfig::default()
+                    .with_node_id(node)
+                    .with_admin(Arc::new(ClientAdmin::new(client.clone())));
+                let engine = SqlEngine::new(client, sql);
+                match MysqlServer::start(listener, config, Arc::new(engine)) {
+                    Ok(s) => {
+                        let mut slot = server2.lock();
+                        if stop2.load(Ordering::SeqCst) {
+                            drop(slot);
+                            s.shutdown();
+                        } else {
+                            eprintln!("surgedb node {node}: MySQL protocol on {}", s.local_addr());
+                            *slot = Some(s);
+                        }
+                    }
+                    Err(e) => eprintln!("surgedb node {node}: MySQL port not served: {e}"),
+                }
+            })?;
+        Ok(MysqlFront {
+            stop,
+            server,
+            starter: Some(starter),
+        })
+    }
+
+    /// Stops serving: no new connections; open ones closed, their sessions' transactions
+    /// rolled back.
+    pub fn shutdown(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(s) = self.starter.take() {
+            let _ = s.join();
+        }
+        if let Some(s) = self.server.lock().take() {
+            s.shutdown();
+        }
+    }
+}
