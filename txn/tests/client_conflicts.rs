@@ -179,3 +179,42 @@ fn crossing_lock_orders_make_one_deadlock_victim() {
     }
     assert_eq!(env.client.counters().deadlocks, 1);
 }
+
+#[test]
+fn a_transactions_own_lock_wait_timeout_overrides_the_clients() {
+    let env = start(config(5000));
+    let k = key(10, "own-timeout");
+    let mut holder = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    holder.put(&k, b"h").expect("lock");
+
+    // Longer than the client's 1 s: the waiter is still waiting after 1 s.
+    let mut patient = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    assert_eq!(patient.lock_wait_timeout(), Some(Duration::from_secs(1)));
+    patient.set_lock_wait_timeout(Some(Duration::from_millis(2500)));
+    let started = Instant::now();
+    assert!(matches!(
+        patient.put(&k, b"p"),
+        Err(TxnError::LockWaitTimeout { .. })
+    ));
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(2300),
+        "a 2.5 s wait ended after {waited:?}"
+    );
+
+    // Shorter than the client's: refused before 1 s.
+    let mut hasty = env.client.begin(TxnMode::Pessimistic).expect("begin");
+    hasty.set_lock_wait_timeout(Some(Duration::from_millis(200)));
+    let started = Instant::now();
+    assert!(matches!(
+        hasty.put(&k, b"x"),
+        Err(TxnError::LockWaitTimeout { .. })
+    ));
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "a 200 ms wait took {:?}",
+        started.elapsed()
+    );
+    holder.commit().expect("holder commits");
+    assert_eq!(env.client.get(&k).expect("get"), Some(b"h".to_vec()));
+}

@@ -100,9 +100,11 @@ impl MysqlFront {
                         Err(_) => std::thread::sleep(READY_POLL),
                     }
                 };
-                let sql = SqlConfig::default()
+                let mut sql = SqlConfig::default()
                     .with_node_id(node)
                     .with_admin(Arc::new(ClientAdmin::new(client.clone())));
+                // `SELECT @@version` answers what the handshake announced.
+                sql.server_version.clone_from(&config.server_version);
                 let engine = SqlEngine::new(client, sql);
                 match MysqlServer::start(listener, config, Arc::new(engine)) {
                     Ok(s) => {

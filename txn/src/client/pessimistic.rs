@@ -23,11 +23,14 @@ pub(crate) struct LockRequest<'a> {
     pub(crate) need_value: bool,
     /// Fail with `AlreadyExist` if the key has a value at `for_update_ts` (an insert).
     pub(crate) should_not_exist: bool,
+    /// How long the node parks the request behind a conflicting lock (`None`: it does not;
+    /// the client backs off and asks again).
+    pub(crate) wait_timeout: Option<std::time::Duration>,
 }
 
 impl ClientCore {
     /// Locks `req.key` for the transaction, waiting on the node for a conflicting lock up to
-    /// the configured wait timeout.
+    /// the request's wait timeout (the transaction's, by default the client's).
     ///
     /// When the wait times out, the holder may be a dead coordinator whose lock outlived it:
     /// the client then asks once without waiting, which reports the holder's lock, and
@@ -50,9 +53,8 @@ impl ClientCore {
             for_update_ts = req.for_update_ts
         )
         .entered();
-        let configured_wait = self
-            .config
-            .wait_for_lock_timeout
+        let configured_wait = req
+            .wait_timeout
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         // After a wait timed out: the holder, and that the next request must not wait.
         let mut timed_out = false;

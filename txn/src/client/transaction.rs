@@ -63,12 +63,17 @@ pub struct Transaction {
     /// The transaction's binlog cache and key states (`None` without a binlog): every
     /// write adds its row event as it runs (`binlog_txn.rs`).
     binlog: Option<super::binlog_txn::BinlogTxn>,
+    /// How long a lock request waits on the node for a conflicting lock (`None`: the
+    /// client backs off instead).
+    lock_wait_timeout: Option<std::time::Duration>,
 }
 
 impl Transaction {
     pub(crate) fn new(core: Arc<ClientCore>, mode: TxnMode, start_ts: u64) -> Transaction {
         let binlog = core.binlog.new_txn();
+        let lock_wait_timeout = core.config.wait_for_lock_timeout;
         Transaction {
+            lock_wait_timeout,
             core,
             mode,
             start_ts,
@@ -90,6 +95,20 @@ impl Transaction {
     /// The transaction's mode.
     pub fn mode(&self) -> TxnMode {
         self.mode
+    }
+
+    /// How long this transaction's lock requests wait on the node for a conflicting lock
+    /// before failing with [`TxnError::LockWaitTimeout`] (`None`: the node does not park
+    /// them; the client retries with backoff within its budget). Starts as the client's
+    /// [`crate::ClientConfig::wait_for_lock_timeout`]; a SQL session sets it from its
+    /// `innodb_lock_wait_timeout`.
+    pub fn lock_wait_timeout(&self) -> Option<std::time::Duration> {
+        self.lock_wait_timeout
+    }
+
+    /// Sets [`Transaction::lock_wait_timeout`] for the lock requests that follow.
+    pub fn set_lock_wait_timeout(&mut self, timeout: Option<std::time::Duration>) {
+        self.lock_wait_timeout = timeout;
     }
 
     /// The value of `key`: the transaction's own buffered write, else the committed value at
@@ -456,6 +475,7 @@ impl Transaction {
                 // With a binlog the value tells whether the key exists (insert or update).
                 need_value: need_value || self.binlog.as_ref().is_some_and(|b| !b.is_sql()),
                 should_not_exist,
+                wait_timeout: self.lock_wait_timeout,
             };
             match self.core.acquire_pessimistic_lock(req, &mut bo) {
                 Ok(outcome) => {
