@@ -44,8 +44,9 @@ fn typed_param() -> impl Strategy<Value = (ParamType, Value)> {
         )),
         proptest::collection::vec(any::<u8>(), 0..300)
             .prop_map(|b| (ParamType::new(C::MYSQL_TYPE_VAR_STRING), Value::Bytes(b))),
-        proptest::collection::vec(any::<u8>(), 0..70_000)
-            .prop_map(|b| (ParamType::new(C::MYSQL_TYPE_BLOB), Value::Bytes(b))),
+        (65_530usize..65_540, any::<u8>())
+            // Around the 3-byte length boundary (65 536); one repeated byte keeps it cheap.
+            .prop_map(|(n, b)| (ParamType::new(C::MYSQL_TYPE_BLOB), Value::Bytes(vec![b; n]))),
         (0u16..=9999, 1u8..=12, 1u8..=31).prop_map(|(year, month, day)| (
             ParamType::new(C::MYSQL_TYPE_DATE),
             Value::Date { year, month, day }
@@ -103,6 +104,14 @@ proptest! {
         let err = decode_packets(&wire[..4], 0, 1024).unwrap_err();
         let too_large = matches!(err, PacketError::TooLarge { max: 1024 });
         prop_assert!(too_large, "{}", err);
+    }
+
+    #[test]
+    fn the_fuzz_check_round_trips_encoder_output(params in proptest::collection::vec(typed_param(), 0..12)) {
+        // The layout check_execute reads: count, bound-before flag (0), then the body.
+        let mut data = vec![u8::try_from(params.len()).unwrap(), 0];
+        data.extend(encode_execute(3, &params, true));
+        check_execute(&data).map_err(TestCaseError::fail)?;
     }
 
     #[test]

@@ -95,7 +95,7 @@ fn shutdown_with_open_connections_is_bounded() {
     let started = Instant::now();
     server.shutdown();
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
 
     // Every session was dropped, the open transaction rolled back.
     assert_eq!(backend.shared.opened.load(Ordering::SeqCst), 3);

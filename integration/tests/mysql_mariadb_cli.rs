@@ -240,3 +240,49 @@ fn oversized_query_gets_1153() {
     assert_eq!(out, "8\n");
     server.shutdown();
 }
+
+/// The interactive client (under `script`, which gives it a terminal) builds its completion
+/// table at connect: `show databases`, `show tables`, then COM_FIELD_LIST for each table.
+#[test]
+fn interactive_client_lists_fields() {
+    let Some(bin) = client() else { return };
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("SKIPPED: no `script` to give the client a terminal");
+        return;
+    }
+    let (server, backend) = start(MysqlConfig::default());
+    let port = server.local_addr().port();
+    let cmd = format!(
+        "{bin} --no-defaults --protocol=TCP -h 127.0.0.1 -P {port} -u root --password= -D test"
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"select id, name from t where id = 1;\n")
+        .unwrap();
+    eventually("COM_FIELD_LIST for t", || {
+        !backend.shared.field_lists.lock().unwrap().is_empty()
+    });
+    stdin.write_all(b"quit\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("Server version: 10.11.99-SurgeDB-"),
+        "{stdout}"
+    );
+    // The connection survived the field listing: the query after it was answered.
+    assert!(stdout.contains("Empty set"), "{stdout}");
+    assert_eq!(
+        backend.shared.field_lists.lock().unwrap()[0],
+        ("t".to_owned(), String::new())
+    );
+    server.shutdown();
+}

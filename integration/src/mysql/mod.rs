@@ -21,6 +21,13 @@
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! Threads: one accepts, one serves each connection (its session's statements run on it).
+//! A statement's [`SqlError`](crate::sql::SqlError) reaches the client as an ERR packet with
+//! its code, SQLSTATE and message; the connection goes on. A bad packet is answered with an
+//! error naming what was wrong (1153 for one over `max_allowed_packet`, 1835 for a malformed
+//! one, 1156 out of sequence) and the connection is closed; a dropped connection, a closed
+//! one and server shutdown all drop the session, which rolls its transaction back.
+//!
 //! Limits: no cursors (a COM_STMT_EXECUTE asking for one gets the whole result set), no
 //! COM_CHANGE_USER, no LOCAL INFILE. [`SqlSession::query`](crate::sql::SqlSession::query)
 //! runs all the statements of a query in one call, so in a multi-statement answer every

@@ -168,18 +168,23 @@ fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
         return;
     }
     let _ = stream.set_nodelay(true);
+    let Ok(clone) = stream.try_clone() else {
+        return;
+    };
     let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
     let registered = {
         let mut conns = lock(&shared.conns);
-        if conns.len() >= shared.config.max_connections {
-            None
-        } else {
-            stream.try_clone().ok().map(|clone| conns.insert(id, clone))
+        let room = conns.len() < shared.config.max_connections;
+        if room {
+            conns.insert(id, clone);
         }
+        room
     };
-    if registered.is_none() {
+    if !registered {
         let packet = err_packet(1040, "08004", "Too many connections");
         let mut stream = stream;
+        // Written in place of the greeting, before the client has sent anything: no unread
+        // input, so closing at once cannot reset the connection under the error.
         let _ = stream.write_all(&encode_packets(&[&packet], 0));
         return;
     }

@@ -12,6 +12,7 @@
 //! - `insert into t values (<id>, '<name>')` (1062 on a duplicate id);
 //! - `select id, name from t` and `select id, name from t where id = <id>`;
 //! - `select types`: one row with a value of every `ColumnKind` (and one NULL);
+//! - `show databases`, `show tables` (what the interactive `mariadb` client asks first);
 //! - `sleep <ms>`: waits, then answers OK (for the shutdown test);
 //! - anything else: 1064; `select boom` gives 1054.
 //!
@@ -44,6 +45,8 @@ pub struct Shared {
     pub rollbacks_on_drop: AtomicUsize,
     /// The `ConnectionInfo`s seen, in order.
     pub connections: Mutex<Vec<ConnectionInfo>>,
+    /// The COM_FIELD_LIST calls seen: (table, wildcard).
+    pub field_lists: Mutex<Vec<(String, String)>>,
 }
 
 /// The factory.
@@ -435,6 +438,24 @@ impl TestSession {
             }
             "select id, name from t" => return Ok(self.select_rows(None)),
             "select types" => return Ok(types_output()),
+            "show databases" => {
+                return Ok(Output::Rows {
+                    columns: vec![col("Database", ColumnKind::VarString)],
+                    rows: DATABASES
+                        .iter()
+                        .map(|d| vec![Value::Bytes(d.as_bytes().to_vec())])
+                        .collect(),
+                });
+            }
+            "show tables" => {
+                let Some(db) = &self.database else {
+                    return Err(SqlError::new(1046, "3D000", "No database selected"));
+                };
+                return Ok(Output::Rows {
+                    columns: vec![col(&format!("Tables_in_{db}"), ColumnKind::VarString)],
+                    rows: vec![vec![Value::Bytes(b"t".to_vec())]],
+                });
+            }
             "select boom" => {
                 return Err(SqlError::new(
                     1054,
@@ -508,6 +529,11 @@ impl SqlSession for TestSession {
     }
 
     fn field_list(&mut self, table: &str, wildcard: &str) -> Result<Vec<ColumnMeta>, SqlError> {
+        self.shared
+            .field_lists
+            .lock()
+            .unwrap()
+            .push((table.to_owned(), wildcard.to_owned()));
         let Some(db) = &self.database else {
             return Err(SqlError::new(1046, "3D000", "No database selected"));
         };
