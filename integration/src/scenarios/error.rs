@@ -19,6 +19,21 @@ pub enum ScenarioError {
     /// A file of the scenario could not be created, written or removed.
     #[error("scenario file: {0}")]
     Io(#[from] std::io::Error),
+    /// What a scenario needs around the store (a port, a client connection) could not be
+    /// set up.
+    #[error("setup: {detail}")]
+    Setup {
+        /// What failed.
+        detail: String,
+    },
+    /// A SQL statement the scenario needs to succeed failed.
+    #[error("SQL `{statement}`: {detail}")]
+    Sql {
+        /// The statement.
+        statement: String,
+        /// The server's error.
+        detail: String,
+    },
     /// A component did not behave as the scenario expects; the message says what.
     #[error("scenario went wrong: {0}")]
     Unexpected(&'static str),

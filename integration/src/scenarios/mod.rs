@@ -11,6 +11,9 @@ mod hot_row;
 mod key_text;
 mod lock_loss;
 mod lock_transfer;
+mod sql_cluster;
+mod sql_transcript;
+mod sql_writeups;
 mod step_waits;
 mod table;
 
@@ -23,4 +26,7 @@ pub use hot_row::{HotRowPoint, HotRowReport, run as run_hot_row};
 use key_text::key_text;
 pub use lock_loss::{LockLossRun, ROW as LOCK_LOSS_ROW, TxnOutcome, run_lock_loss};
 pub use lock_transfer::{TRANSFER_LOCKS, TransferRun, run_lock_transfer};
+pub use sql_cluster::SqlCluster;
+pub use sql_transcript::{Mysql, SqlAnswer, render as render_sql_answer};
+pub use sql_writeups::{SqlLockLoss, run_sql_hot_row, run_sql_lock_loss};
 pub use step_waits::{StepWaits, waiting_during};
