@@ -2,13 +2,15 @@
 //! sessions from. It holds what sessions share: the transaction client, the cached
 //! catalog, the id allocator, global variables and the process list.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use surge_txn::{LockMode, TxnClient};
+use surge_txn::{BinlogTable, LockMode, TxnClient};
+
+use super::catalog::TableDef;
 
 use super::admin::ClusterAdmin;
 use super::catalog::{Catalog, IdAllocator};
@@ -117,6 +119,9 @@ impl LockSwitches {
     }
 }
 
+/// A table definition and its binlog description.
+pub(crate) type DescribedTable = (Arc<TableDef>, Arc<BinlogTable>);
+
 /// What an engine's sessions share.
 pub(crate) struct Shared {
     pub(crate) client: TxnClient,
@@ -128,9 +133,25 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) questions: AtomicU64,
     pub(crate) lock: Mutex<LockSwitches>,
+    /// Binlog descriptions of tables, by table id, with the definition they describe.
+    pub(crate) binlog_tables: Mutex<HashMap<i64, DescribedTable>>,
 }
 
 impl Shared {
+    /// The binlog description of `t` (cached while its definition stays the same).
+    pub(crate) fn binlog_table(&self, t: &Arc<TableDef>) -> Result<Arc<BinlogTable>, SqlError> {
+        if let Some((def, bt)) = self.binlog_tables.lock().get(&t.id)
+            && (Arc::ptr_eq(def, t) || **def == **t)
+        {
+            return Ok(bt.clone());
+        }
+        let bt = Arc::new(super::exec::binlog_table(t)?);
+        self.binlog_tables
+            .lock()
+            .insert(t.id, (t.clone(), bt.clone()));
+        Ok(bt)
+    }
+
     pub(crate) fn count_question(&self) {
         self.questions.fetch_add(1, Ordering::Relaxed);
     }
@@ -152,7 +173,10 @@ impl std::fmt::Debug for SqlEngine {
 
 impl SqlEngine {
     /// An engine running statements through `client`.
-    pub fn new(client: TxnClient, config: SqlConfig) -> SqlEngine {
+    pub fn new(client: TxnClient, mut config: SqlConfig) -> SqlEngine {
+        if config.admin.is_none() {
+            config.admin = Some(Arc::new(super::admin::ClientAdmin::new(client.clone())));
+        }
         let lock = config
             .admin
             .as_ref()
@@ -166,6 +190,7 @@ impl SqlEngine {
             started: Instant::now(),
             questions: AtomicU64::new(0),
             lock: Mutex::new(lock),
+            binlog_tables: Mutex::new(HashMap::new()),
             client,
             config,
         };

@@ -17,7 +17,7 @@ mod txn_error;
 mod types;
 mod value;
 
-pub use admin::{ClusterAdmin, LocalClusterAdmin, RegionView};
+pub use admin::{ClientAdmin, ClusterAdmin, LocalClusterAdmin, RegionView};
 pub use catalog::{ColumnDef, IndexDef, TableDef};
 pub use codec::{
     RowError, decode_datums, decode_row, encode_datum, encode_int, encode_row, index_key, row_key,

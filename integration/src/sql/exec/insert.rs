@@ -4,6 +4,7 @@
 use sqlparser::ast::{Expr, Insert, OnInsert, SetExpr, TableObject};
 use surge_txn::Transaction;
 
+use super::binlog::RowLog;
 use super::rows::{
     delete_row, duplicate, handle_of_index_entry, index_entry, insert_row, read_row, update_row,
 };
@@ -205,6 +206,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
     let (affected, first_id, dups) = s.with_txn(|txn, s| {
         warnings.clear();
         let t = &t2;
+        let mut log = RowLog::new(s, t)?;
         let (mut affected, mut first_id, mut dups) = (0u64, 0u64, 0u64);
         for (n, r) in exprs.iter().enumerate() {
             if r.len() != columns.len() {
@@ -240,6 +242,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                 }
                 insert_row(txn, t, handle, &row)?;
                 s.wrote.set(true);
+                log.insert(txn, &row)?;
                 affected += 1;
                 continue;
             }
@@ -247,6 +250,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
             if found.is_empty() {
                 s.wrote.set(true);
                 insert_row(txn, t, handle, &row)?;
+                log.insert(txn, &row)?;
                 affected += 1;
                 continue;
             }
@@ -256,10 +260,12 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                     if let Some(old) = read_row(txn, t, *h, true)? {
                         s.wrote.set(true);
                         delete_row(txn, t, *h, &old)?;
+                        log.delete(txn, &old)?;
                         affected += 1;
                     }
                 }
                 insert_row(txn, t, handle, &row)?;
+                log.insert(txn, &row)?;
                 affected += 1;
             } else if let Some(assignments) = &on_dup {
                 let h = found[0];
@@ -297,6 +303,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                     let new_handle = handle_for_update(t, h, &new)?;
                     s.wrote.set(true);
                     update_row(txn, t, h, new_handle, &old, &new)?;
+                    log.update(txn, &old, &new)?;
                     affected += 2;
                 }
             } else {
@@ -317,6 +324,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                 warnings.push(e.message);
             }
         }
+        log.flush(txn)?;
         Ok((affected, first_id, dups))
     })?;
     for w in warnings {

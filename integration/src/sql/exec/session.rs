@@ -505,8 +505,28 @@ impl Session {
         Ok(())
     }
 
-    /// Runs one parsed statement.
+    /// Runs one parsed statement; DDL that succeeded is logged to the binlog as its text.
     pub(crate) fn run(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
+        let out = self.run_inner(stmt)?;
+        let ddl = matches!(
+            stmt,
+            Statement::CreateDatabase { .. }
+                | Statement::CreateTable(_)
+                | Statement::CreateIndex(_)
+                | Statement::Drop { .. }
+                | Statement::Truncate(_)
+        );
+        if ddl && self.shared.client.binlog().is_some() {
+            let db = self.db.clone().unwrap_or_default();
+            self.shared
+                .client
+                .binlog_query(&db, &stmt.to_string())
+                .map_err(|e| from_txn(&e))?;
+        }
+        Ok(out)
+    }
+
+    fn run_inner(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
         match stmt {
             Statement::StartTransaction { .. } => {
                 self.begin()?;
@@ -645,6 +665,24 @@ impl Session {
             self.rollback();
             Ok(())
         }
+    }
+
+    /// Whether a transaction is open.
+    pub(crate) fn in_txn(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// Whether autocommit is on.
+    pub(crate) fn autocommit_on(&self) -> bool {
+        self.autocommit
+    }
+
+    /// The user variables, as `@name` pairs.
+    pub(crate) fn user_vars_snapshot(&self) -> Vec<(String, Value)> {
+        self.user_vars
+            .iter()
+            .map(|(k, v)| (format!("@{k}"), v.clone()))
+            .collect()
     }
 
     fn run_text(&mut self, sql: &str) -> Result<Output, SqlError> {
