@@ -104,6 +104,7 @@ impl IdAllocator {
                 .client
                 .begin(TxnMode::Pessimistic)
                 .map_err(|e| from_txn(&e))?;
+            crate::sql::exec::silence(&mut txn)?;
             let result = txn.get_for_update(&key).map(|v| {
                 let cur = parse_counter(&key, v);
                 cur.map(|cur| (cur.max(1), to(cur.max(1)).max(cur.max(1))))

@@ -83,6 +83,37 @@ pub(crate) fn binlog_table(t: &TableDef) -> Result<BinlogTable, SqlError> {
         .map_err(|e| SqlError::internal(format!("binlog table {}.{}: {e}", t.db, t.name)))
 }
 
+/// A table no statement writes: the argument that switches a transaction's binlog group to
+/// the caller's events without adding any.
+fn no_table() -> Option<&'static BinlogTable> {
+    static TABLE: std::sync::OnceLock<Option<BinlogTable>> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            BinlogTable::new(
+                "surgedb",
+                "catalog",
+                1,
+                vec![BinlogColumn::new("k", BinlogType::BigInt)],
+            )
+            .ok()
+        })
+        .as_ref()
+}
+
+/// Keeps `txn`'s own keys (catalog records, counters, a DDL's row batches) out of the
+/// binlog: the replica learns of them through the DDL's Query event, not as rows.
+///
+/// # Errors
+/// A binlog failure.
+pub(crate) fn silence(txn: &mut Transaction) -> Result<(), SqlError> {
+    match no_table() {
+        Some(t) => txn.binlog_rows(t, &[]).map_err(|e| from_txn(&e)),
+        None => Err(SqlError::internal(
+            "binlog: the silent table could not be described",
+        )),
+    }
+}
+
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

@@ -16,6 +16,6 @@ mod special;
 mod split;
 mod vars;
 
-pub(crate) use binlog::binlog_table;
+pub(crate) use binlog::{binlog_table, silence};
 pub use session::Session;
 pub(crate) use vars::default_variables;

@@ -505,10 +505,14 @@ impl Session {
         Ok(())
     }
 
-    /// Runs one parsed statement; DDL that succeeded is logged to the binlog as its text.
+    /// Runs one parsed statement (DDL logs itself to the binlog as its text, in the
+    /// transaction that changes the catalog).
     pub(crate) fn run(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
-        let out = self.run_inner(stmt)?;
-        let ddl = matches!(
+        self.run_inner(stmt)
+    }
+
+    fn run_inner(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
+        let is_ddl = matches!(
             stmt,
             Statement::CreateDatabase { .. }
                 | Statement::CreateTable(_)
@@ -516,17 +520,16 @@ impl Session {
                 | Statement::Drop { .. }
                 | Statement::Truncate(_)
         );
-        if ddl && self.shared.client.binlog().is_some() {
-            let db = self.db.clone().unwrap_or_default();
-            self.shared
-                .client
-                .binlog_query(&db, &stmt.to_string())
-                .map_err(|e| from_txn(&e))?;
-        }
-        Ok(out)
-    }
-
-    fn run_inner(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
+        // Only DDL is logged as text: DML is not formatted back.
+        let log = ddl::DdlLog {
+            db: self.db.clone().unwrap_or_default(),
+            sql: if is_ddl {
+                stmt.to_string()
+            } else {
+                String::new()
+            },
+        };
+        let log = &log;
         match stmt {
             Statement::StartTransaction { .. } => {
                 self.begin()?;
@@ -558,7 +561,7 @@ impl Session {
             } => {
                 let db = ddl::split_name(db_name).1;
                 let n =
-                    self.ddl(|s| ddl::create_database(&s.shared.client, &db, *if_not_exists))?;
+                    self.ddl(|s| ddl::create_database(&s.shared.client, log, &db, *if_not_exists))?;
                 Ok(Output::done(n))
             }
             Statement::CreateTable(ct) => {
@@ -567,7 +570,7 @@ impl Session {
                     Some(d) => d,
                     None => self.current_db()?,
                 };
-                self.ddl(|s| ddl::create_table(&s.shared.client, &db, ct))?;
+                self.ddl(|s| ddl::create_table(&s.shared.client, log, &db, ct))?;
                 Ok(Output::done(0))
             }
             Statement::CreateIndex(ci) => {
@@ -576,7 +579,7 @@ impl Session {
                     Some(d) => d,
                     None => self.current_db()?,
                 };
-                self.ddl(|s| ddl::create_index(&s.shared.client, &db, ci))?;
+                self.ddl(|s| ddl::create_index(&s.shared.client, log, &db, ci))?;
                 Ok(Output::done(0))
             }
             Statement::Drop {
@@ -591,8 +594,9 @@ impl Session {
                         let mut total = 0;
                         for n in names {
                             let db = ddl::split_name(n).1;
-                            let (count, ids) = self
-                                .ddl(|s| ddl::drop_database(&s.shared.client, &db, *if_exists))?;
+                            let (count, ids) = self.ddl(|s| {
+                                ddl::drop_database(&s.shared.client, log, &db, *if_exists)
+                            })?;
                             ids.iter().for_each(|id| self.shared.ids.forget(*id));
                             if self.db.as_deref() == Some(db.as_str()) {
                                 self.db = None;
@@ -608,9 +612,9 @@ impl Session {
                                 Some(d) => d,
                                 None => self.current_db()?,
                             };
-                            if let Some(id) = self
-                                .ddl(|s| ddl::drop_table(&s.shared.client, &db, &t, *if_exists))?
-                            {
+                            if let Some(id) = self.ddl(|s| {
+                                ddl::drop_table(&s.shared.client, log, &db, &t, *if_exists)
+                            })? {
                                 self.shared.ids.forget(id);
                             }
                         }
@@ -626,7 +630,7 @@ impl Session {
                         Some(d) => d,
                         None => self.current_db()?,
                     };
-                    let old = self.ddl(|s| ddl::truncate(&s.shared.client, &db, &name))?;
+                    let old = self.ddl(|s| ddl::truncate(&s.shared.client, log, &db, &name))?;
                     self.shared.ids.forget(old);
                 }
                 Ok(Output::done(0))
