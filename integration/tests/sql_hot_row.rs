@@ -60,7 +60,7 @@ fn the_write_up_transcript() {
     }
     // The three hinted updates went through the grouped hot-update path.
     assert_eq!(
-        after["Group_update_member_count"] - before["Group_update_member_count"],
+        after["Group_update_total_count"] - before["Group_update_total_count"],
         3,
         "{after:?}"
     );
@@ -157,9 +157,9 @@ fn concurrent_hinted_updates_group_and_lose_nothing() {
     );
     let st = status(&mut s);
     assert_eq!(
-        st["Group_update_member_count"],
+        st["Group_update_total_count"],
         (threads * per) as u64,
         "{st:?}"
     );
-    assert!(st["Group_update_leader_count"] <= st["Group_update_member_count"]);
+    assert!(st["Group_update_leader_count"] <= st["Group_update_total_count"]);
 }

@@ -76,19 +76,27 @@ pub(crate) fn status_rows(s: &Session) -> Vec<(String, Value)> {
         ),
         ("Com_commit".into(), u(counters.commits)),
         ("Com_rollback".into(), u(counters.rollbacks)),
+        // AliSQL's names where SurgeDB's grouping has the same quantity (its object-pool
+        // counters, such as Group_update_free_count, have none and are not shown): groups
+        // (one leader each), followers, updates through the group path, updates that ran
+        // alone, failed updates, groups whose lock or commit failed.
         ("Group_update_leader_count".into(), u(hot.groups)),
         (
             "Group_update_follower_count".into(),
             u(hot.members.saturating_sub(hot.groups)),
         ),
-        ("Group_update_member_count".into(), u(hot.members)),
-        ("Group_update_bypass_count".into(), u(hot.ungrouped)),
+        ("Group_update_total_count".into(), u(hot.members)),
+        ("Group_update_ignore_count".into(), u(hot.ungrouped)),
         ("Group_update_fail_count".into(), u(hot.failed_members)),
+        (
+            "Group_update_gu_lock_fail_count".into(),
+            u(hot.failed_groups),
+        ),
+        // SurgeDB's own: updates whose commit answer was lost, and the largest group.
         (
             "Group_update_undetermined_count".into(),
             u(hot.undetermined_members),
         ),
-        ("Group_update_group_fail_count".into(), u(hot.failed_groups)),
         ("Group_update_max_group_size".into(), u(hot.max_group_size)),
     ];
     rows.sort_by(|a, b| a.0.cmp(&b.0));
