@@ -164,6 +164,14 @@ fn insert_forms() {
     let e = err(&mut s, "insert into t values (3, 1, 'x')");
     assert_eq!(e.code, 1062);
     assert!(e.message.contains("t.u"), "{}", e.message);
+    // A multi-row INSERT (one batched check) is all or nothing.
+    let e = err(&mut s, "insert into t values (8, 1, 'p'), (1, 1, 'q')");
+    assert!(e.code == 1062 && e.message.contains("'1'"), "{}", e.message);
+    let e = err(&mut s, "insert into t values (8, 1, 'p'), (8, 1, 'q')");
+    assert!(e.code == 1062 && e.message.contains("'8'"), "{}", e.message);
+    let e = err(&mut s, "insert into t values (8, 1, 'p'), (9, 1, 'x')");
+    assert!(e.code == 1062 && e.message.contains("t.u"), "{}", e.message);
+    assert_eq!(lines(&mut s, "select count(*) from t where id >= 8"), ["0"]);
     assert_eq!(
         affected(
             &mut s,

@@ -321,6 +321,16 @@ impl Session {
     /// rolls the whole transaction back.
     pub(crate) fn with_txn<R>(
         &mut self,
+        f: impl FnMut(&mut Transaction, &Session) -> Result<R, SqlError>,
+    ) -> Result<R, SqlError> {
+        self.with_txn_mode(None, f)
+    }
+
+    /// As [`Session::with_txn`], an autocommit transaction in `mode` when given (an
+    /// open transaction keeps its own).
+    pub(crate) fn with_txn_mode<R>(
+        &mut self,
+        mode: Option<TxnMode>,
         mut f: impl FnMut(&mut Transaction, &Session) -> Result<R, SqlError>,
     ) -> Result<R, SqlError> {
         let mut attempt = 0;
@@ -334,7 +344,7 @@ impl Session {
                 None => self
                     .shared
                     .client
-                    .begin(self.mode)
+                    .begin(mode.unwrap_or(self.mode))
                     .map_err(|e| from_txn(&e))?,
             };
             let result = f(&mut txn, self);
