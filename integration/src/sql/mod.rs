@@ -20,7 +20,8 @@ mod value;
 pub use admin::{ClientAdmin, ClusterAdmin, LocalClusterAdmin, RegionView};
 pub use catalog::{ColumnDef, IndexDef, TableDef};
 pub use codec::{
-    RowError, decode_datums, decode_row, encode_datum, encode_int, encode_row, index_key, row_key,
+    RowError, RowShape, decode_datums, decode_row, encode_datum, encode_int, encode_row, index_key,
+    row_key,
 };
 pub use column::{ColumnKind, ColumnMeta};
 pub use engine::{SqlConfig, SqlEngine};

@@ -516,11 +516,6 @@ fn backfill(client: &TxnClient, table: &TableDef, index: &IndexDef) -> Result<()
     let start = row_prefix(table.id);
     let mut end = start.clone();
     end.push(0xFF);
-    let (ids, names, dates) = (
-        table.column_ids(),
-        table.column_names(),
-        table.date_columns(),
-    );
     let mut from = start;
     loop {
         let mut txn = client
@@ -537,8 +532,7 @@ fn backfill(client: &TxnClient, table: &TableDef, index: &IndexDef) -> Result<()
         from.push(0);
         for (k, v) in &pairs {
             let handle = super::rows::handle_of_row_key(k)?;
-            let row = decode_row(&table.name, &ids, &names, &dates, v)
-                .map_err(|e| SqlError::internal(e.to_string()))?;
+            let row = decode_row(table, v).map_err(|e| SqlError::internal(e.to_string()))?;
             let (key, value, unique) = index_entry(table, index, handle, &row);
             insert_index_entries(&mut txn, table, index, key, value, unique, &row)?;
         }

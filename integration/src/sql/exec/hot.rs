@@ -109,7 +109,7 @@ impl RowUpdate for SqlRowUpdate {
     fn apply(&self, current: &[u8]) -> Result<Vec<u8>, HotReject> {
         let old = decode(&self.table, current).map_err(refused)?;
         let new = self.new_row(&old).map_err(refused)?;
-        Ok(encode_row(&self.table.column_ids(), &new))
+        Ok(encode_row(self.table.column_ids(), &new))
     }
 
     fn binlog(&self, before: &[u8], after: &[u8]) -> Option<BinlogRow> {

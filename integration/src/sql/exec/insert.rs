@@ -390,7 +390,7 @@ fn insert_unlocked(
         if owners.insert(key.clone(), (i, "PRIMARY".into())).is_some() {
             return Err(duplicate(t, "PRIMARY", &[Value::Int(*handle)]));
         }
-        writes.push((key, crate::sql::codec::encode_row(&t.column_ids(), row)));
+        writes.push((key, crate::sql::codec::encode_row(t.column_ids(), row)));
         for index in &t.indexes {
             let (k, v, unique) = index_entry(t, index, *handle, row);
             if unique && owners.insert(k.clone(), (i, index.name.clone())).is_some() {
