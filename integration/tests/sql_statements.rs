@@ -345,6 +345,25 @@ fn variables_show_and_catalog() {
         lines(&mut s, "show columns from b"),
         ["id|int|NO|PRI|NULL|", "x|int|YES||NULL|"]
     );
+    assert_eq!(
+        lines(&mut s, "describe b"),
+        lines(&mut s, "show columns from b")
+    );
+    assert_eq!(
+        lines(
+            &mut s,
+            "select cast('12' as signed) + 1, cast(1.5 as decimal(5,2)), cast(7 as char), convert('3', unsigned)"
+        ),
+        ["13|1.50|7|3"]
+    );
+    assert_eq!(s.prepare("select * from nope").unwrap_err().code, 1146);
+    assert_eq!(
+        s.prepare("update nope set a = 1 where id = ?")
+            .unwrap_err()
+            .code,
+        1146
+    );
+    assert_eq!(s.prepare("select nope from b").unwrap_err().code, 1054);
     let create = rows(&mut s, "show create table b");
     assert!(create[0][1].contains("PRIMARY KEY (`id`)"), "{create:?}");
     // A non-integer primary key: a unique index over a hidden handle.

@@ -681,6 +681,36 @@ impl Session {
         }
     }
 
+    /// 1146 (or 1046) when a DML statement names a table that does not exist (checked at
+    /// prepare, as MySQL does).
+    fn check_tables(&self, stmt: &Statement) -> Result<(), SqlError> {
+        let name = match stmt {
+            Statement::Insert(i) => match &i.table {
+                sqlparser::ast::TableObject::TableName(n) => Some(n),
+                _ => None,
+            },
+            Statement::Update(u) => match &u.table.relation {
+                sqlparser::ast::TableFactor::Table { name, .. } => Some(name),
+                _ => None,
+            },
+            Statement::Delete(d) => match &d.from {
+                sqlparser::ast::FromTable::WithFromKeyword(f)
+                | sqlparser::ast::FromTable::WithoutKeyword(f) => {
+                    f.first().and_then(|t| match &t.relation {
+                        sqlparser::ast::TableFactor::Table { name, .. } => Some(name),
+                        _ => None,
+                    })
+                }
+            },
+            _ => None,
+        };
+        if let Some(n) = name {
+            let schema = self.schema()?;
+            self.table(&schema, n)?;
+        }
+        Ok(())
+    }
+
     /// Whether a transaction is open.
     pub(crate) fn in_txn(&self) -> bool {
         self.txn.is_some()
@@ -832,8 +862,12 @@ impl SqlSession for Session {
             (Some(stmt), n.0)
         };
         let columns = match &stmt {
-            Some(Statement::Query(q)) => select::columns_of(self, q).unwrap_or_default(),
-            _ => Vec::new(),
+            Some(Statement::Query(q)) => select::columns_of(self, q)?,
+            Some(other) => {
+                self.check_tables(other)?;
+                Vec::new()
+            }
+            None => Vec::new(),
         };
         let id = self.next_stmt;
         self.next_stmt = self.next_stmt.wrapping_add(1).max(1);

@@ -185,49 +185,14 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
                 Ok(string_rows(&[&col], rows))
             }
         }
+        Statement::ExplainTable { table_name, .. } => columns(s, table_name, None),
         Statement::ShowColumns { show_options, .. } => {
             let name = show_options
                 .show_in
                 .as_ref()
                 .and_then(|i| i.parent_name.clone())
                 .ok_or_else(|| SqlError::parse("SHOW COLUMNS needs FROM table"))?;
-            let schema = s.schema()?;
-            let t = s.table(&schema, &name)?;
-            let mut rows = Vec::new();
-            for (i, c) in t.columns.iter().enumerate() {
-                if !matches(option_filter(show_options), &c.name)? {
-                    continue;
-                }
-                let key = if t.is_primary(i) {
-                    "PRI"
-                } else if t
-                    .indexes
-                    .iter()
-                    .any(|x| x.unique && x.columns.first() == Some(&i))
-                {
-                    "UNI"
-                } else if t.indexes.iter().any(|x| x.columns.first() == Some(&i)) {
-                    "MUL"
-                } else {
-                    ""
-                };
-                rows.push(vec![
-                    text(c.name.clone()),
-                    text(c.ty.sql_name()),
-                    text(if c.nullable { "YES" } else { "NO" }),
-                    text(key),
-                    c.default.clone().map_or(Value::Null, text),
-                    text(if c.auto_increment {
-                        "auto_increment"
-                    } else {
-                        ""
-                    }),
-                ]);
-            }
-            Ok(string_rows(
-                &["Field", "Type", "Null", "Key", "Default", "Extra"],
-                rows,
-            ))
+            columns(s, &name, option_filter(show_options))
         }
         Statement::ShowCreate { obj_type, obj_name } => match obj_type {
             ShowCreateObject::Table => {
@@ -335,6 +300,51 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
         }
         other => Err(SqlError::unsupported(statement_name(other))),
     }
+}
+
+/// SHOW COLUMNS / DESCRIBE of `name`, columns matching `filter`.
+fn columns(
+    s: &Session,
+    name: &sqlparser::ast::ObjectName,
+    filter: Option<&ShowStatementFilter>,
+) -> Result<Output, SqlError> {
+    let schema = s.schema()?;
+    let t = s.table(&schema, name)?;
+    let mut rows = Vec::new();
+    for (i, c) in t.columns.iter().enumerate() {
+        if !matches(filter, &c.name)? {
+            continue;
+        }
+        let key = if t.is_primary(i) {
+            "PRI"
+        } else if t
+            .indexes
+            .iter()
+            .any(|x| x.unique && x.columns.first() == Some(&i))
+        {
+            "UNI"
+        } else if t.indexes.iter().any(|x| x.columns.first() == Some(&i)) {
+            "MUL"
+        } else {
+            ""
+        };
+        rows.push(vec![
+            text(c.name.clone()),
+            text(c.ty.sql_name()),
+            text(if c.nullable { "YES" } else { "NO" }),
+            text(key),
+            c.default.clone().map_or(Value::Null, text),
+            text(if c.auto_increment {
+                "auto_increment"
+            } else {
+                ""
+            }),
+        ]);
+    }
+    Ok(string_rows(
+        &["Field", "Type", "Null", "Key", "Default", "Extra"],
+        rows,
+    ))
 }
 
 fn statement_name(stmt: &Statement) -> String {
