@@ -252,11 +252,20 @@ impl Session {
             Some(d) => d,
             None => return Err(SqlError::new(1046, "3D000", "No database selected")),
         };
-        schema
-            .tables
-            .get(&(db.clone(), t.clone()))
-            .cloned()
-            .ok_or_else(|| SqlError::new(1146, "42S02", format!("Table '{db}.{t}' doesn't exist")))
+        let key = (db, t);
+        if let Some(found) = schema.tables.get(&key) {
+            return Ok(found.clone());
+        }
+        // Another node may have just created it: look again past the lease.
+        self.shared.catalog.invalidate();
+        let fresh = self.schema()?;
+        fresh.tables.get(&key).cloned().ok_or_else(|| {
+            SqlError::new(
+                1146,
+                "42S02",
+                format!("Table '{}.{}' doesn't exist", key.0, key.1),
+            )
+        })
     }
 
     pub(crate) fn current_db(&self) -> Result<String, SqlError> {
