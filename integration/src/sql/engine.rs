@@ -23,14 +23,15 @@ use super::value::Value;
 #[derive(Clone)]
 pub struct SqlConfig {
     /// This node's id (SHOW PROCESSLIST, `@@server_id`).
-    pub(crate) node_id: u64,
-    /// Cluster controls (lock mode, region map); without them `set config` and `SHOW TABLE
-    /// .. REGIONS` answer 1235.
-    pub(crate) admin: Option<Arc<dyn ClusterAdmin>>,
+    pub node_id: u64,
+    /// Cluster controls (lock mode, region map) for `set config`, `show config` and `SHOW
+    /// TABLE t REGIONS`; `None`: through the engine's own transaction client
+    /// ([`crate::sql::ClientAdmin`]).
+    pub admin: Option<Arc<dyn ClusterAdmin>>,
     /// How long a cached schema is trusted before its version is read again.
-    pub(crate) schema_lease: Duration,
+    pub schema_lease: Duration,
     /// `@@version`.
-    pub(crate) server_version: String,
+    pub server_version: String,
 }
 
 impl std::fmt::Debug for SqlConfig {
