@@ -349,6 +349,17 @@ fn variables_show_and_catalog() {
         lines(&mut s, "describe b"),
         lines(&mut s, "show columns from b")
     );
+    ok(
+        &mut s,
+        "create table ix (id int primary key, a int, b int, unique key ab (a, b), key bk (b))",
+    );
+    assert_eq!(
+        rows(&mut s, "show index from ix")
+            .iter()
+            .map(|r| format!("{}|{}|{}|{}", r[1], r[2], r[3], r[4]))
+            .collect::<Vec<_>>(),
+        ["0|PRIMARY|1|id", "0|ab|1|a", "0|ab|2|b", "1|bk|1|b"]
+    );
     assert_eq!(
         lines(
             &mut s,

@@ -250,6 +250,30 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
                         .collect();
                     Ok(string_rows(&["Level", "Code", "Message"], rows))
                 }
+                Some("index" | "indexes" | "keys") => {
+                    let (table, db) = match words.as_slice() {
+                        [_, f, t] if f == "from" || f == "in" => (t.clone(), None),
+                        [_, f, t, g, d]
+                            if (f == "from" || f == "in") && (g == "from" || g == "in") =>
+                        {
+                            (t.clone(), Some(d.clone()))
+                        }
+                        _ => return Err(SqlError::parse("SHOW INDEX FROM table [FROM db]")),
+                    };
+                    // The names as typed (the words above are lower-cased).
+                    let typed = |w: &str| {
+                        variable
+                            .iter()
+                            .find(|i| i.value.eq_ignore_ascii_case(w))
+                            .map_or_else(|| w.to_owned(), |i| i.value.clone())
+                    };
+                    let mut parts = Vec::new();
+                    if let Some(d) = &db {
+                        parts.push(sqlparser::ast::Ident::new(typed(d)));
+                    }
+                    parts.push(sqlparser::ast::Ident::new(typed(&table)));
+                    index_rows(s, &sqlparser::ast::ObjectName::from(parts))
+                }
                 Some("engines") => Ok(string_rows(
                     &[
                         "Engine",
@@ -300,6 +324,56 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
         }
         other => Err(SqlError::unsupported(statement_name(other))),
     }
+}
+
+/// SHOW INDEX of `name`: one row per index column, the integer primary key first.
+fn index_rows(s: &Session, name: &sqlparser::ast::ObjectName) -> Result<Output, SqlError> {
+    let schema = s.schema()?;
+    let t = s.table(&schema, name)?;
+    let mut rows = Vec::new();
+    let mut row = |key: &str, unique: bool, seq: usize, col: usize| {
+        rows.push(vec![
+            text(t.name.clone()),
+            Value::UInt(u64::from(!unique)),
+            text(key),
+            Value::UInt(seq as u64 + 1),
+            text(t.columns[col].name.clone()),
+            text("A"),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            text(if t.columns[col].nullable { "YES" } else { "" }),
+            text("BTREE"),
+            text(""),
+            text(""),
+        ]);
+    };
+    if let Some(h) = t.handle_column {
+        row("PRIMARY", true, 0, h);
+    }
+    for ix in &t.indexes {
+        for (seq, &col) in ix.columns.iter().enumerate() {
+            row(&ix.name, ix.unique, seq, col);
+        }
+    }
+    Ok(string_rows(
+        &[
+            "Table",
+            "Non_unique",
+            "Key_name",
+            "Seq_in_index",
+            "Column_name",
+            "Collation",
+            "Cardinality",
+            "Sub_part",
+            "Packed",
+            "Null",
+            "Index_type",
+            "Comment",
+            "Index_comment",
+        ],
+        rows,
+    ))
 }
 
 /// SHOW COLUMNS / DESCRIBE of `name`, columns matching `filter`.
