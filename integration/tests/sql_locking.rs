@@ -23,6 +23,9 @@ fn lock_wait_timeout_is_1205_and_deadlock_is_1213() {
     );
     ok(&mut a, "insert into t values (1, 0), (2, 0)");
     ok(&mut b, "use l");
+    // The timeout shown is the client's (300 ms, shown as whole seconds, at least 1).
+    assert_eq!(lines(&mut a, "select @@innodb_lock_wait_timeout"), ["1"]);
+    assert_eq!(err(&mut a, "set innodb_lock_wait_timeout = 50").code, 1238);
     ok(&mut a, "begin; update t set v = 1 where id = 1");
     ok(&mut b, "begin; update t set v = 2 where id = 2");
     let e = err(&mut b, "update t set v = 2 where id = 1");

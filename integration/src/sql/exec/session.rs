@@ -510,6 +510,13 @@ impl Session {
                 }
                 return Ok(());
             }
+            "innodb_lock_wait_timeout" => {
+                return Err(SqlError::new(
+                    1238,
+                    "HY000",
+                    "Variable 'innodb_lock_wait_timeout' is a read only variable: the lock wait timeout is the node's transaction client setting",
+                ));
+            }
             "hotspot" if global => {
                 let on = vars::is_on(Some(&v));
                 self.shared.client.set_hot_grouping(on);
