@@ -475,3 +475,58 @@ fn prepared_statements_bind_parameters() {
     s.close_statement(upd.id);
     assert_eq!(s.execute(upd.id, &[Value::Int(1)]).unwrap_err().code, 1243);
 }
+
+#[test]
+fn auto_increment_ids_are_distinct_and_rise_per_node() {
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database ai; use ai; create table t (id bigint primary key auto_increment, who int)",
+    );
+    let other = Db::engine_on(&db.cluster, Default::default(), 2);
+    let per = 40;
+    let ids: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|w| {
+                let mut c = if w % 2 == 0 {
+                    db.session()
+                } else {
+                    db.session_of(&other)
+                };
+                scope.spawn(move || {
+                    ok(&mut c, "use ai");
+                    (0..per)
+                        .map(
+                            |_| match ok(&mut c, &format!("insert into t (who) values ({w})")) {
+                                Output::Done { last_insert_id, .. } => last_insert_id,
+                                o => panic!("{o:?}"),
+                            },
+                        )
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<u64> = ids.iter().flatten().copied().collect();
+    for one in &ids {
+        assert!(
+            one.windows(2).all(|w| w[0] < w[1]),
+            "ids rise within a session: {one:?}"
+        );
+    }
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 4 * per);
+    assert_eq!(
+        lines(&mut s, "select count(*), count(distinct id) from t"),
+        [format!("{0}|{0}", 4 * per)]
+    );
+    // An explicit id above the counter moves it: the next generated id is above it.
+    ok(&mut s, "insert into t values (100000, 9)");
+    match ok(&mut s, "insert into t (who) values (9)") {
+        Output::Done { last_insert_id, .. } => assert!(last_insert_id > 100000, "{last_insert_id}"),
+        o => panic!("{o:?}"),
+    }
+}
