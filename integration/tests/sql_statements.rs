@@ -164,6 +164,14 @@ fn insert_forms() {
     let e = err(&mut s, "insert into t values (3, 1, 'x')");
     assert_eq!(e.code, 1062);
     assert!(e.message.contains("t.u"), "{}", e.message);
+    // A multi-row INSERT (one batched check) is all or nothing.
+    let e = err(&mut s, "insert into t values (8, 1, 'p'), (1, 1, 'q')");
+    assert!(e.code == 1062 && e.message.contains("'1'"), "{}", e.message);
+    let e = err(&mut s, "insert into t values (8, 1, 'p'), (8, 1, 'q')");
+    assert!(e.code == 1062 && e.message.contains("'8'"), "{}", e.message);
+    let e = err(&mut s, "insert into t values (8, 1, 'p'), (9, 1, 'x')");
+    assert!(e.code == 1062 && e.message.contains("t.u"), "{}", e.message);
+    assert_eq!(lines(&mut s, "select count(*) from t where id >= 8"), ["0"]);
     assert_eq!(
         affected(
             &mut s,
@@ -337,6 +345,36 @@ fn variables_show_and_catalog() {
         lines(&mut s, "show columns from b"),
         ["id|int|NO|PRI|NULL|", "x|int|YES||NULL|"]
     );
+    assert_eq!(
+        lines(&mut s, "describe b"),
+        lines(&mut s, "show columns from b")
+    );
+    ok(
+        &mut s,
+        "create table ix (id int primary key, a int, b int, unique key ab (a, b), key bk (b))",
+    );
+    assert_eq!(
+        rows(&mut s, "show index from ix")
+            .iter()
+            .map(|r| format!("{}|{}|{}|{}", r[1], r[2], r[3], r[4]))
+            .collect::<Vec<_>>(),
+        ["0|PRIMARY|1|id", "0|ab|1|a", "0|ab|2|b", "1|bk|1|b"]
+    );
+    assert_eq!(
+        lines(
+            &mut s,
+            "select cast('12' as signed) + 1, cast(1.5 as decimal(5,2)), cast(7 as char), convert('3', unsigned)"
+        ),
+        ["13|1.50|7|3"]
+    );
+    assert_eq!(s.prepare("select * from nope").unwrap_err().code, 1146);
+    assert_eq!(
+        s.prepare("update nope set a = 1 where id = ?")
+            .unwrap_err()
+            .code,
+        1146
+    );
+    assert_eq!(s.prepare("select nope from b").unwrap_err().code, 1054);
     let create = rows(&mut s, "show create table b");
     assert!(create[0][1].contains("PRIMARY KEY (`id`)"), "{create:?}");
     // A non-integer primary key: a unique index over a hidden handle.
@@ -436,4 +474,59 @@ fn prepared_statements_bind_parameters() {
     assert!(s.in_transaction());
     s.close_statement(upd.id);
     assert_eq!(s.execute(upd.id, &[Value::Int(1)]).unwrap_err().code, 1243);
+}
+
+#[test]
+fn auto_increment_ids_are_distinct_and_rise_per_node() {
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database ai; use ai; create table t (id bigint primary key auto_increment, who int)",
+    );
+    let other = Db::engine_on(&db.cluster, Default::default(), 2);
+    let per = 40;
+    let ids: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|w| {
+                let mut c = if w % 2 == 0 {
+                    db.session()
+                } else {
+                    db.session_of(&other)
+                };
+                scope.spawn(move || {
+                    ok(&mut c, "use ai");
+                    (0..per)
+                        .map(
+                            |_| match ok(&mut c, &format!("insert into t (who) values ({w})")) {
+                                Output::Done { last_insert_id, .. } => last_insert_id,
+                                o => panic!("{o:?}"),
+                            },
+                        )
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<u64> = ids.iter().flatten().copied().collect();
+    for one in &ids {
+        assert!(
+            one.windows(2).all(|w| w[0] < w[1]),
+            "ids rise within a session: {one:?}"
+        );
+    }
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 4 * per);
+    assert_eq!(
+        lines(&mut s, "select count(*), count(distinct id) from t"),
+        [format!("{0}|{0}", 4 * per)]
+    );
+    // An explicit id above the counter moves it: the next generated id is above it.
+    ok(&mut s, "insert into t values (100000, 9)");
+    match ok(&mut s, "insert into t (who) values (9)") {
+        Output::Done { last_insert_id, .. } => assert!(last_insert_id > 100000, "{last_insert_id}"),
+        o => panic!("{o:?}"),
+    }
 }

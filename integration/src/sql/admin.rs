@@ -1,7 +1,7 @@
 //! [`ClusterAdmin`]: what the SQL layer asks of the cluster beyond transactions: the lock
 //! mode (`set config`, `show config`) and the region map (`SHOW TABLE t REGIONS`).
 
-use surge_txn::{LocalCluster, LockMode};
+use surge_txn::{LocalCluster, LockMode, TxnClient};
 
 /// One region as `SHOW TABLE t REGIONS` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +74,48 @@ impl ClusterAdmin for LocalClusterAdmin {
                 leader: self.cluster.leader_of_group(r.id),
                 start: r.start,
                 end: r.end,
+                peers: r.peers,
+            })
+            .collect())
+    }
+}
+
+/// Cluster controls through the transaction client itself: the lock mode is sent to every
+/// node the client's router knows, the region map read from the meta group. What an engine
+/// uses when its [`crate::sql::SqlConfig`] names no other.
+#[derive(Debug, Clone)]
+pub struct ClientAdmin {
+    client: TxnClient,
+}
+
+impl ClientAdmin {
+    /// Controls through `client`.
+    pub fn new(client: TxnClient) -> ClientAdmin {
+        ClientAdmin { client }
+    }
+}
+
+impl ClusterAdmin for ClientAdmin {
+    fn set_lock_mode(&self, mode: LockMode) -> Result<(), String> {
+        self.client.set_lock_mode(mode).map_err(|e| e.to_string())
+    }
+
+    fn lock_mode(&self) -> Option<LockMode> {
+        self.client.lock_modes().first().map(|(_, m)| *m)
+    }
+
+    fn regions(&self) -> Result<Vec<RegionView>, String> {
+        let regions = self
+            .client
+            .regions_in_range(b"", None)
+            .map_err(|e| e.to_string())?;
+        Ok(regions
+            .into_iter()
+            .map(|r| RegionView {
+                id: r.id,
+                start: r.start,
+                end: r.end,
+                leader: r.leader,
                 peers: r.peers,
             })
             .collect())

@@ -2,13 +2,15 @@
 //! sessions from. It holds what sessions share: the transaction client, the cached
 //! catalog, the id allocator, global variables and the process list.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use surge_txn::{LockMode, TxnClient};
+use surge_txn::{BinlogTable, LockMode, TxnClient};
+
+use super::catalog::TableDef;
 
 use super::admin::ClusterAdmin;
 use super::catalog::{Catalog, IdAllocator};
@@ -21,14 +23,15 @@ use super::value::Value;
 #[derive(Clone)]
 pub struct SqlConfig {
     /// This node's id (SHOW PROCESSLIST, `@@server_id`).
-    pub(crate) node_id: u64,
-    /// Cluster controls (lock mode, region map); without them `set config` and `SHOW TABLE
-    /// .. REGIONS` answer 1235.
-    pub(crate) admin: Option<Arc<dyn ClusterAdmin>>,
+    pub node_id: u64,
+    /// Cluster controls (lock mode, region map) for `set config`, `show config` and `SHOW
+    /// TABLE t REGIONS`; `None`: through the engine's own transaction client
+    /// ([`crate::sql::ClientAdmin`]).
+    pub admin: Option<Arc<dyn ClusterAdmin>>,
     /// How long a cached schema is trusted before its version is read again.
-    pub(crate) schema_lease: Duration,
+    pub schema_lease: Duration,
     /// `@@version`.
-    pub(crate) server_version: String,
+    pub server_version: String,
 }
 
 impl std::fmt::Debug for SqlConfig {
@@ -117,6 +120,9 @@ impl LockSwitches {
     }
 }
 
+/// A table definition and its binlog description.
+pub(crate) type DescribedTable = (Arc<TableDef>, Arc<BinlogTable>);
+
 /// What an engine's sessions share.
 pub(crate) struct Shared {
     pub(crate) client: TxnClient,
@@ -128,9 +134,25 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) questions: AtomicU64,
     pub(crate) lock: Mutex<LockSwitches>,
+    /// Binlog descriptions of tables, by table id, with the definition they describe.
+    pub(crate) binlog_tables: Mutex<HashMap<i64, DescribedTable>>,
 }
 
 impl Shared {
+    /// The binlog description of `t` (cached while its definition stays the same).
+    pub(crate) fn binlog_table(&self, t: &Arc<TableDef>) -> Result<Arc<BinlogTable>, SqlError> {
+        if let Some((def, bt)) = self.binlog_tables.lock().get(&t.id)
+            && (Arc::ptr_eq(def, t) || **def == **t)
+        {
+            return Ok(bt.clone());
+        }
+        let bt = Arc::new(super::exec::binlog_table(t)?);
+        self.binlog_tables
+            .lock()
+            .insert(t.id, (t.clone(), bt.clone()));
+        Ok(bt)
+    }
+
     pub(crate) fn count_question(&self) {
         self.questions.fetch_add(1, Ordering::Relaxed);
     }
@@ -152,7 +174,10 @@ impl std::fmt::Debug for SqlEngine {
 
 impl SqlEngine {
     /// An engine running statements through `client`.
-    pub fn new(client: TxnClient, config: SqlConfig) -> SqlEngine {
+    pub fn new(client: TxnClient, mut config: SqlConfig) -> SqlEngine {
+        if config.admin.is_none() {
+            config.admin = Some(Arc::new(super::admin::ClientAdmin::new(client.clone())));
+        }
         let lock = config
             .admin
             .as_ref()
@@ -161,11 +186,23 @@ impl SqlEngine {
         let shared = Shared {
             catalog: Catalog::new(client.clone(), config.schema_lease),
             ids: IdAllocator::new(client.clone()),
-            globals: Mutex::new(default_variables(&config)),
+            globals: Mutex::new({
+                let mut g = default_variables(&config);
+                // The lock wait timeout is the transaction client's; shown as it is.
+                let wait = client
+                    .config()
+                    .wait_for_lock_timeout
+                    .map_or(i64::from(u32::MAX), |d| {
+                        i64::try_from(d.as_secs().max(1)).unwrap_or(i64::MAX)
+                    });
+                g.insert("innodb_lock_wait_timeout".into(), Value::Int(wait));
+                g
+            }),
             processes: Mutex::new(BTreeMap::new()),
             started: Instant::now(),
             questions: AtomicU64::new(0),
             lock: Mutex::new(lock),
+            binlog_tables: Mutex::new(HashMap::new()),
             client,
             config,
         };

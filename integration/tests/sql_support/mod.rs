@@ -73,12 +73,13 @@ impl Db {
 pub fn ok(s: &mut Session, sql: &str) -> Output {
     let mut outs = s.query(sql);
     let last = outs.pop().unwrap();
+    let short: String = sql.chars().take(200).collect();
     for o in &outs {
         if let Err(e) = o {
-            panic!("{sql}: {e}");
+            panic!("{short}: {e}");
         }
     }
-    last.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    last.unwrap_or_else(|e| panic!("{short}: {e}"))
 }
 
 /// The error of `sql`'s last statement.

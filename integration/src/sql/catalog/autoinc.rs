@@ -27,6 +27,9 @@ struct Range {
 pub(crate) struct IdAllocator {
     client: TxnClient,
     ranges: Mutex<HashMap<i64, Range>>,
+    /// Held while a batch is fetched, so that two threads finding the batch empty fetch
+    /// one after the other (the second then uses the first's): ids keep rising.
+    refill: Mutex<()>,
 }
 
 impl IdAllocator {
@@ -35,6 +38,7 @@ impl IdAllocator {
         IdAllocator {
             client,
             ranges: Mutex::new(HashMap::new()),
+            refill: Mutex::new(()),
         }
     }
 
@@ -51,13 +55,23 @@ impl IdAllocator {
                 return Ok(range.next - 1);
             }
         }
+        let _refill = self.refill.lock();
+        {
+            // Another thread may have refilled while this one waited.
+            let mut r = self.ranges.lock();
+            let range = r.entry(table).or_default();
+            if range.next < range.end {
+                range.next += 1;
+                return Ok(range.next - 1);
+            }
+        }
         let (start, end) = self.advance(table, |cur| cur.max(1) + BATCH)?;
         let mut r = self.ranges.lock();
         let range = r.entry(table).or_default();
         *range = Range {
             next: start + 1,
             end,
-            seen: end,
+            seen: range.seen.max(end),
         };
         Ok(start)
     }
@@ -104,6 +118,7 @@ impl IdAllocator {
                 .client
                 .begin(TxnMode::Pessimistic)
                 .map_err(|e| from_txn(&e))?;
+            crate::sql::exec::silence(&mut txn)?;
             let result = txn.get_for_update(&key).map(|v| {
                 let cur = parse_counter(&key, v);
                 cur.map(|cur| (cur.max(1), to(cur.max(1)).max(cur.max(1))))

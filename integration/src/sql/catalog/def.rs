@@ -57,6 +57,24 @@ pub struct TableDef {
     pub next_index_id: i64,
 }
 
+impl crate::sql::codec::RowShape for TableDef {
+    fn table_name(&self) -> &str {
+        &self.name
+    }
+    fn column_count(&self) -> usize {
+        self.columns.len()
+    }
+    fn column_id(&self, pos: usize) -> u32 {
+        self.columns[pos].id
+    }
+    fn column_name(&self, pos: usize) -> &str {
+        &self.columns[pos].name
+    }
+    fn is_date(&self, pos: usize) -> bool {
+        self.columns[pos].ty == SqlType::Date
+    }
+}
+
 impl TableDef {
     /// The position of column `name` (case-insensitive, as MySQL's column names).
     pub fn column(&self, name: &str) -> Option<usize> {
@@ -71,18 +89,8 @@ impl TableDef {
     }
 
     /// Column ids in column order (for the row codec).
-    pub fn column_ids(&self) -> Vec<u32> {
-        self.columns.iter().map(|c| c.id).collect()
-    }
-
-    /// Column names in column order.
-    pub fn column_names(&self) -> Vec<String> {
-        self.columns.iter().map(|c| c.name.clone()).collect()
-    }
-
-    /// Which columns are DATEs.
-    pub fn date_columns(&self) -> Vec<bool> {
-        self.columns.iter().map(|c| c.ty == SqlType::Date).collect()
+    pub fn column_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.columns.iter().map(|c| c.id)
     }
 
     /// Whether column `pos` is part of the primary key.

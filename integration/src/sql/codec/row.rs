@@ -53,15 +53,39 @@ fn unzigzag(v: u128) -> i128 {
     ((v >> 1) as i128) ^ -((v & 1) as i128)
 }
 
+/// What decoding a row needs to know of its table.
+pub trait RowShape {
+    /// The table's name (for errors).
+    fn table_name(&self) -> &str;
+    /// How many columns it has.
+    fn column_count(&self) -> usize;
+    /// The id of the column at `pos`.
+    fn column_id(&self, pos: usize) -> u32;
+    /// The name of the column at `pos` (for errors).
+    fn column_name(&self, pos: usize) -> &str;
+    /// Whether the column at `pos` is a DATE (its date-times read back as dates).
+    fn is_date(&self, pos: usize) -> bool;
+
+    /// The position of the column with id `id`.
+    fn position(&self, id: u128) -> Option<usize> {
+        // Ids are usually 1, 2, ... in order: try that first.
+        let guess = usize::try_from(id).ok()?.checked_sub(1)?;
+        if guess < self.column_count() && u128::from(self.column_id(guess)) == id {
+            return Some(guess);
+        }
+        (0..self.column_count()).find(|&p| u128::from(self.column_id(p)) == id)
+    }
+}
+
 /// Encodes `values` of columns `ids` (one id per value, in the table's column order).
-pub fn encode_row(ids: &[u32], values: &[Value]) -> Vec<u8> {
+pub fn encode_row(ids: impl IntoIterator<Item = u32>, values: &[Value]) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + values.len() * 8);
     out.push(VERSION);
-    for (id, v) in ids.iter().zip(values) {
+    for (id, v) in ids.into_iter().zip(values) {
         if *v == Value::Null {
             continue;
         }
-        put_varint(&mut out, u128::from(*id));
+        put_varint(&mut out, u128::from(id));
         match v {
             Value::Null => {}
             Value::Int(i) => {
@@ -98,24 +122,17 @@ pub fn encode_row(ids: &[u32], values: &[Value]) -> Vec<u8> {
     out
 }
 
-/// Decodes a row of `table` whose columns are `ids` (names `names`); absent columns are
-/// NULL. `dates` marks DATE columns (their date-times read back as dates).
+/// Decodes a row of the table `shape` describes; absent columns are NULL.
 ///
 /// # Errors
 /// [`RowError`] naming the table and column when the bytes are damaged.
-pub fn decode_row(
-    table: &str,
-    ids: &[u32],
-    names: &[String],
-    dates: &[bool],
-    bytes: &[u8],
-) -> Result<Vec<Value>, RowError> {
+pub fn decode_row(shape: &impl RowShape, bytes: &[u8]) -> Result<Vec<Value>, RowError> {
     let err = |column: &str, detail: String| RowError {
-        table: table.to_owned(),
+        table: shape.table_name().to_owned(),
         column: column.to_owned(),
         detail,
     };
-    let mut out = vec![Value::Null; ids.len()];
+    let mut out = vec![Value::Null; shape.column_count()];
     let Some((&version, mut b)) = bytes.split_first() else {
         return Err(err("?", "empty value".into()));
     };
@@ -124,8 +141,8 @@ pub fn decode_row(
     }
     while !b.is_empty() {
         let id = get_varint(&mut b).ok_or_else(|| err("?", "column id truncated".into()))?;
-        let pos = ids.iter().position(|c| u128::from(*c) == id);
-        let name = pos.map_or("?", |p| names[p].as_str());
+        let pos = shape.position(id);
+        let name = pos.map_or("?", |p| shape.column_name(p));
         let (&tag, rest) = b
             .split_first()
             .ok_or_else(|| err(name, "type tag missing".into()))?;
@@ -174,7 +191,7 @@ pub fn decode_row(
             other => return Err(err(name, format!("unknown type tag {other}"))),
         };
         if let Some(p) = pos {
-            out[p] = match (dates[p], v) {
+            out[p] = match (shape.is_date(p), v) {
                 (
                     true,
                     Value::DateTime {
@@ -193,6 +210,37 @@ pub fn decode_row(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A table of `names`, ids 1.., `dates` marking DATE columns.
+    struct Shape {
+        names: Vec<String>,
+        dates: Vec<bool>,
+    }
+
+    impl RowShape for Shape {
+        fn table_name(&self) -> &str {
+            "t"
+        }
+        fn column_count(&self) -> usize {
+            self.names.len()
+        }
+        fn column_id(&self, pos: usize) -> u32 {
+            pos as u32 + 1
+        }
+        fn column_name(&self, pos: usize) -> &str {
+            &self.names[pos]
+        }
+        fn is_date(&self, pos: usize) -> bool {
+            self.dates[pos]
+        }
+    }
+
+    fn shape(n: usize) -> Shape {
+        Shape {
+            names: (1..=n).map(|i| format!("c{i}")).collect(),
+            dates: vec![false; n],
+        }
+    }
 
     fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
@@ -233,47 +281,55 @@ mod tests {
     proptest! {
         #[test]
         fn rows_round_trip(values in proptest::collection::vec(value(), 0..12)) {
-            let ids: Vec<u32> = (1..=values.len() as u32).collect();
-            let names: Vec<String> = ids.iter().map(|i| format!("c{i}")).collect();
-            let dates = vec![false; ids.len()];
-            let bytes = encode_row(&ids, &values);
-            prop_assert_eq!(decode_row("t", &ids, &names, &dates, &bytes).unwrap(), values);
+            let bytes = encode_row(1..=values.len() as u32, &values);
+            prop_assert_eq!(decode_row(&shape(values.len()), &bytes).unwrap(), values);
         }
 
         #[test]
         fn damaged_rows_are_errors_not_panics(values in proptest::collection::vec(value(), 1..6), cut in 0usize..64) {
-            let ids: Vec<u32> = (1..=values.len() as u32).collect();
-            let names: Vec<String> = ids.iter().map(|i| format!("c{i}")).collect();
-            let dates = vec![false; ids.len()];
-            let bytes = encode_row(&ids, &values);
-            let _ = decode_row("t", &ids, &names, &dates, &bytes[..cut.min(bytes.len())]);
+            let bytes = encode_row(1..=values.len() as u32, &values);
+            let _ = decode_row(&shape(values.len()), &bytes[..cut.min(bytes.len())]);
         }
     }
 
     #[test]
     fn damage_names_table_and_column() {
-        let bytes = encode_row(&[1, 2], &[Value::Int(1), Value::Bytes(b"abc".to_vec())]);
-        let names = vec!["id".to_owned(), "c".to_owned()];
-        let e = decode_row(
-            "sbtest1",
-            &[1, 2],
-            &names,
-            &[false, false],
-            &bytes[..bytes.len() - 1],
-        )
-        .unwrap_err();
-        assert_eq!(e.table, "sbtest1");
-        assert_eq!(e.column, "c");
-        assert!(decode_row("t", &[1], &names[..1], &[false], &[9]).is_err());
+        let bytes = encode_row([1, 2], &[Value::Int(1), Value::Bytes(b"abc".to_vec())]);
+        let e = decode_row(&shape(2), &bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(e.table, "t");
+        assert_eq!(e.column, "c2");
+        assert!(decode_row(&shape(1), &[9]).is_err());
     }
 
     #[test]
     fn absent_columns_are_null() {
-        let bytes = encode_row(&[1], &[Value::Int(7)]);
-        let names = vec!["a".to_owned(), "b".to_owned()];
+        let bytes = encode_row([1], &[Value::Int(7)]);
         assert_eq!(
-            decode_row("t", &[1, 2], &names, &[false, false], &bytes).unwrap(),
+            decode_row(&shape(2), &bytes).unwrap(),
             vec![Value::Int(7), Value::Null]
+        );
+        // A DATE column reads its date-time back as a date.
+        let dt = Value::DateTime {
+            year: 2026,
+            month: 12,
+            day: 2,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            micro: 0,
+        };
+        let bytes = encode_row([1], &[dt]);
+        let dated = Shape {
+            names: vec!["d".into()],
+            dates: vec![true],
+        };
+        assert_eq!(
+            decode_row(&dated, &bytes).unwrap(),
+            vec![Value::Date {
+                year: 2026,
+                month: 12,
+                day: 2
+            }]
         );
     }
 }

@@ -20,10 +20,25 @@ use crate::sql::value::Value;
 /// Rows per transaction when a DDL rewrites or deletes a table's data.
 const BATCH: usize = 512;
 
-fn begin(client: &TxnClient) -> Result<CatalogTxn, SqlError> {
-    let txn = client
+/// What a DDL statement logs: its text, run with `db` current.
+#[derive(Debug, Clone)]
+pub(crate) struct DdlLog {
+    /// The current database.
+    pub(crate) db: String,
+    /// The statement.
+    pub(crate) sql: String,
+}
+
+/// A catalog transaction that logs `log` as a Query event (in the same transaction as the
+/// catalog change), or nothing.
+fn begin(client: &TxnClient, log: Option<&DdlLog>) -> Result<CatalogTxn, SqlError> {
+    let mut txn = client
         .begin(TxnMode::Pessimistic)
         .map_err(|e| from_txn(&e))?;
+    match log {
+        Some(l) => txn.binlog_query(&l.db, &l.sql).map_err(|e| from_txn(&e))?,
+        None => super::binlog::silence(&mut txn)?,
+    }
     CatalogTxn::begin(txn)
 }
 
@@ -49,10 +64,11 @@ pub(crate) fn split_name(name: &ObjectName) -> (Option<String>, String) {
 /// 1007 when it exists (without IF NOT EXISTS).
 pub(crate) fn create_database(
     client: &TxnClient,
+    log: &DdlLog,
     db: &str,
     if_not_exists: bool,
 ) -> Result<u64, SqlError> {
-    let mut c = begin(client)?;
+    let mut c = begin(client, Some(log))?;
     if c.db_exists(db)? {
         if if_not_exists {
             return Ok(0);
@@ -74,10 +90,11 @@ pub(crate) fn create_database(
 /// 1008 when it does not exist (without IF EXISTS).
 pub(crate) fn drop_database(
     client: &TxnClient,
+    log: &DdlLog,
     db: &str,
     if_exists: bool,
 ) -> Result<(u64, Vec<i64>), SqlError> {
-    let mut c = begin(client)?;
+    let mut c = begin(client, Some(log))?;
     if !c.db_exists(db)? {
         if if_exists {
             return Ok((0, Vec::new()));
@@ -110,6 +127,7 @@ pub(crate) fn delete_range(client: &TxnClient, prefix: &[u8]) -> Result<u64, Sql
         let mut txn = client
             .begin(TxnMode::Optimistic)
             .map_err(|e| from_txn(&e))?;
+        super::binlog::silence(&mut txn)?;
         let pairs = txn
             .scan(prefix, Some(&end), BATCH)
             .map_err(|e| from_txn(&e))?;
@@ -272,6 +290,7 @@ impl crate::sql::expr::SessionView for NoSession {
 /// 1050 when it exists, 1049 unknown database, 1235 unsupported definitions.
 pub(crate) fn create_table(
     client: &TxnClient,
+    log: &DdlLog,
     db: &str,
     ct: &CreateTable,
 ) -> Result<u64, SqlError> {
@@ -407,7 +426,7 @@ pub(crate) fn create_table(
             ));
         }
     }
-    let mut c = begin(client)?;
+    let mut c = begin(client, Some(log))?;
     if !c.db_exists(db)? {
         return Err(SqlError::new(
             1049,
@@ -443,11 +462,12 @@ fn lookup(c: &mut CatalogTxn, db: &str, name: &str) -> Result<TableDef, SqlError
 /// 1146 unknown table, 1061 duplicate index name, 1062 duplicates under a unique index.
 pub(crate) fn create_index(
     client: &TxnClient,
+    log: &DdlLog,
     db: &str,
     ci: &CreateIndex,
 ) -> Result<TableDef, SqlError> {
     let (_, table_name) = split_name(&ci.table_name);
-    let mut c = begin(client)?;
+    let mut c = begin(client, Some(log))?;
     let mut table = lookup(&mut c, db, &table_name)?;
     let name = match &ci.name {
         Some(n) => split_name(n).1,
@@ -480,7 +500,7 @@ pub(crate) fn create_index(
     c.commit()?;
     if let Err(e) = backfill(client, &table, &index) {
         // Take the index out again, and what the backfill wrote of it.
-        let mut c = begin(client)?;
+        let mut c = begin(client, None)?;
         if let Some(mut t) = c.table(db, &table_name)? {
             t.indexes.retain(|i| i.id != index.id);
             c.put_table(&t)?;
@@ -496,16 +516,12 @@ fn backfill(client: &TxnClient, table: &TableDef, index: &IndexDef) -> Result<()
     let start = row_prefix(table.id);
     let mut end = start.clone();
     end.push(0xFF);
-    let (ids, names, dates) = (
-        table.column_ids(),
-        table.column_names(),
-        table.date_columns(),
-    );
     let mut from = start;
     loop {
         let mut txn = client
             .begin(TxnMode::Optimistic)
             .map_err(|e| from_txn(&e))?;
+        super::binlog::silence(&mut txn)?;
         let pairs = txn
             .scan(&from, Some(&end), BATCH)
             .map_err(|e| from_txn(&e))?;
@@ -516,8 +532,7 @@ fn backfill(client: &TxnClient, table: &TableDef, index: &IndexDef) -> Result<()
         from.push(0);
         for (k, v) in &pairs {
             let handle = super::rows::handle_of_row_key(k)?;
-            let row = decode_row(&table.name, &ids, &names, &dates, v)
-                .map_err(|e| SqlError::internal(e.to_string()))?;
+            let row = decode_row(table, v).map_err(|e| SqlError::internal(e.to_string()))?;
             let (key, value, unique) = index_entry(table, index, handle, &row);
             insert_index_entries(&mut txn, table, index, key, value, unique, &row)?;
         }
@@ -531,11 +546,12 @@ fn backfill(client: &TxnClient, table: &TableDef, index: &IndexDef) -> Result<()
 /// 1051 unknown table (without IF EXISTS).
 pub(crate) fn drop_table(
     client: &TxnClient,
+    log: &DdlLog,
     db: &str,
     name: &str,
     if_exists: bool,
 ) -> Result<Option<i64>, SqlError> {
-    let mut c = begin(client)?;
+    let mut c = begin(client, Some(log))?;
     let Some(table) = c.table(db, name)? else {
         if if_exists {
             return Ok(None);
@@ -557,8 +573,13 @@ pub(crate) fn drop_table(
 ///
 /// # Errors
 /// 1146 unknown table.
-pub(crate) fn truncate(client: &TxnClient, db: &str, name: &str) -> Result<i64, SqlError> {
-    let mut c = begin(client)?;
+pub(crate) fn truncate(
+    client: &TxnClient,
+    log: &DdlLog,
+    db: &str,
+    name: &str,
+) -> Result<i64, SqlError> {
+    let mut c = begin(client, Some(log))?;
     let mut table = lookup(&mut c, db, name)?;
     let old = table.id;
     c.delete_table(&table)?;

@@ -4,6 +4,7 @@
 use sqlparser::ast::{Expr, Insert, OnInsert, SetExpr, TableObject};
 use surge_txn::Transaction;
 
+use super::binlog::RowLog;
 use super::rows::{
     delete_row, duplicate, handle_of_index_entry, index_entry, insert_row, read_row, update_row,
 };
@@ -202,10 +203,20 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
     let ignore = ins.ignore;
     let mut warnings: Vec<String> = Vec::new();
     let t2 = t.clone();
-    let (affected, first_id, dups) = s.with_txn(|txn, s| {
+    // A multi-row INSERT in autocommit is its own transaction: it runs optimistically,
+    // checking every key it adds with one batched read instead of one lock per row; a
+    // conflict at commit is retried as any autocommit statement (sysbench's bulk load).
+    let bulk = !(replace || ignore || on_dup.is_some())
+        && exprs.len() > 1
+        && !s.in_txn()
+        && s.autocommit_on();
+    let mode = bulk.then_some(surge_txn::TxnMode::Optimistic);
+    let (affected, first_id, dups) = s.with_txn_mode(mode, |txn, s| {
         warnings.clear();
         let t = &t2;
+        let mut log = RowLog::new(s, t)?;
         let (mut affected, mut first_id, mut dups) = (0u64, 0u64, 0u64);
+        let mut pending: Vec<(i64, Vec<Value>)> = Vec::new();
         for (n, r) in exprs.iter().enumerate() {
             if r.len() != columns.len() {
                 return Err(SqlError::new(
@@ -234,12 +245,18 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                 first_id = u64::try_from(g).unwrap_or(0);
             }
             let handle = handle_for(s, t, &row)?;
+            if bulk {
+                pending.push((handle, row));
+                affected += 1;
+                continue;
+            }
             if !(replace || ignore || on_dup.is_some()) {
                 if n > 0 || t.indexes.iter().any(|i| i.unique) {
                     s.wrote.set(true);
                 }
                 insert_row(txn, t, handle, &row)?;
                 s.wrote.set(true);
+                log.insert(txn, &row)?;
                 affected += 1;
                 continue;
             }
@@ -247,6 +264,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
             if found.is_empty() {
                 s.wrote.set(true);
                 insert_row(txn, t, handle, &row)?;
+                log.insert(txn, &row)?;
                 affected += 1;
                 continue;
             }
@@ -256,10 +274,12 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                     if let Some(old) = read_row(txn, t, *h, true)? {
                         s.wrote.set(true);
                         delete_row(txn, t, *h, &old)?;
+                        log.delete(txn, &old)?;
                         affected += 1;
                     }
                 }
                 insert_row(txn, t, handle, &row)?;
+                log.insert(txn, &row)?;
                 affected += 1;
             } else if let Some(assignments) = &on_dup {
                 let h = found[0];
@@ -297,6 +317,7 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                     let new_handle = handle_for_update(t, h, &new)?;
                     s.wrote.set(true);
                     update_row(txn, t, h, new_handle, &old, &new)?;
+                    log.update(txn, &old, &new)?;
                     affected += 2;
                 }
             } else {
@@ -317,6 +338,14 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                 warnings.push(e.message);
             }
         }
+        if bulk {
+            s.wrote.set(true);
+            insert_unlocked(txn, t, &pending)?;
+            for (_, row) in &pending {
+                log.insert(txn, row)?;
+            }
+        }
+        log.flush(txn)?;
         Ok((affected, first_id, dups))
     })?;
     for w in warnings {
@@ -337,6 +366,54 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
         warnings: 0,
         info,
     })
+}
+
+/// Inserts `rows` (handle, row) in an optimistic transaction: every row key and unique
+/// index key is checked absent with one batched read (and against the others of the
+/// statement), then all are buffered; a concurrent writer of any of them makes the commit
+/// conflict.
+///
+/// # Errors
+/// 1062 naming the first taken key and its index.
+fn insert_unlocked(
+    txn: &mut Transaction,
+    t: &TableDef,
+    rows: &[(i64, Vec<Value>)],
+) -> Result<(), SqlError> {
+    // Each checked key with who wants it: (row, index name).
+    let mut owners: std::collections::HashMap<Vec<u8>, (usize, String)> =
+        std::collections::HashMap::new();
+    let mut writes: Vec<(Vec<u8>, Vec<u8>)> =
+        Vec::with_capacity(rows.len() * (1 + t.indexes.len()));
+    for (i, (handle, row)) in rows.iter().enumerate() {
+        let key = crate::sql::codec::row_key(t.id, *handle);
+        if owners.insert(key.clone(), (i, "PRIMARY".into())).is_some() {
+            return Err(duplicate(t, "PRIMARY", &[Value::Int(*handle)]));
+        }
+        writes.push((key, crate::sql::codec::encode_row(t.column_ids(), row)));
+        for index in &t.indexes {
+            let (k, v, unique) = index_entry(t, index, *handle, row);
+            if unique && owners.insert(k.clone(), (i, index.name.clone())).is_some() {
+                return Err(duplicate(t, &index.name, &t.index_values(index, row)));
+            }
+            writes.push((k, v));
+        }
+    }
+    let keys: Vec<Vec<u8>> = owners.keys().cloned().collect();
+    let found = txn.batch_get(&keys).map_err(|e| from_txn(&e))?;
+    if let Some((k, _)) = found.first() {
+        let (i, index) = owners.get(k).cloned().unwrap_or((0, "PRIMARY".into()));
+        let (handle, row) = &rows[i];
+        let values = match t.indexes.iter().find(|x| x.name == index) {
+            Some(ix) => t.index_values(ix, row),
+            None => vec![Value::Int(*handle)],
+        };
+        return Err(duplicate(t, &index, &values));
+    }
+    for (k, v) in writes {
+        txn.put(&k, &v).map_err(|e| from_txn(&e))?;
+    }
+    Ok(())
 }
 
 /// The handle an updated row moves to (its new integer primary key, else where it is).

@@ -2,8 +2,10 @@
 //! transaction (or an autocommit one).
 
 mod access;
+mod binlog;
 mod ddl;
 mod hints;
+mod hot;
 mod insert;
 mod modify;
 mod rows;
@@ -14,5 +16,6 @@ mod special;
 mod split;
 mod vars;
 
+pub(crate) use binlog::{binlog_table, silence};
 pub use session::Session;
 pub(crate) use vars::default_variables;

@@ -10,6 +10,7 @@ use sqlparser::ast::{
 use surge_txn::{Transaction, TxnMode};
 
 use super::access::{Access, for_each_row, plan};
+use super::binlog::RowLog;
 use super::hints::Hints;
 use super::insert::handle_for_update;
 use super::rows::{delete_row, read_row, update_row};
@@ -32,6 +33,17 @@ fn single_table(s: &Session, twj: &TableWithJoins) -> Result<std::sync::Arc<Tabl
             s.table(&schema, name)
         }
         other => Err(SqlError::unsupported(format!("UPDATE/DELETE of {other}"))),
+    }
+}
+
+fn single_table_in(
+    s: &Session,
+    schema: &crate::sql::catalog::cache::Schema,
+    twj: &TableWithJoins,
+) -> Result<std::sync::Arc<TableDef>, SqlError> {
+    match &twj.relation {
+        TableFactor::Table { name, .. } => s.table(schema, name),
+        other => Err(SqlError::unsupported(format!("UPDATE of {other}"))),
     }
 }
 
@@ -154,6 +166,16 @@ pub(crate) fn update_with_hints(
     if u.from.is_some() || u.returning.is_some() {
         return Err(SqlError::unsupported("UPDATE ... FROM / RETURNING"));
     }
+    if let Some((out, rows)) = super::hot::try_hot_update(s, u, hints)? {
+        return match returning {
+            Some(sel) => {
+                let schema = s.schema()?;
+                let t = single_table_in(s, &schema, &u.table)?;
+                Ok((super::select::project_row(s, sel, &t, &rows)?, rows))
+            }
+            None => Ok((out, rows)),
+        };
+    }
     let t = single_table(s, &u.table)?;
     let mut assigns = Vec::new();
     for a in &u.assignments {
@@ -186,6 +208,7 @@ pub(crate) fn update_with_hints(
         .is_some_and(|h| assigns.iter().any(|(p, _)| *p == h));
     let want_rows = returning.is_some();
     let result = s.with_txn(|txn, s| {
+        let mut log = RowLog::new(s, &t)?;
         let mut changed = 0u64;
         let mut rows = Vec::new();
         let matched = visit(
@@ -222,6 +245,7 @@ pub(crate) fn update_with_hints(
                     let nh = handle_for_update(&t, h, &new)?;
                     s.wrote.set(true);
                     update_row(txn, &t, h, nh, &old, &new)?;
+                    log.update(txn, &old, &new)?;
                     changed += 1;
                 }
                 if want_rows {
@@ -230,6 +254,7 @@ pub(crate) fn update_with_hints(
                 Ok(())
             },
         )?;
+        log.flush(txn)?;
         hints.check(changed)?;
         Ok((matched, changed, rows))
     });
@@ -281,6 +306,7 @@ pub(crate) fn delete(s: &mut Session, d: &Delete) -> Result<Output, SqlError> {
     let access = plan(&t, d.selection.as_ref(), &s.env());
     let (hints, _) = Hints::parse(&d.optimizer_hints);
     let result = s.with_txn(|txn, s| {
+        let mut log = RowLog::new(s, &t)?;
         let n = visit(
             txn,
             s,
@@ -292,9 +318,11 @@ pub(crate) fn delete(s: &mut Session, d: &Delete) -> Result<Output, SqlError> {
             false,
             &mut |txn, h, row| {
                 s.wrote.set(true);
-                delete_row(txn, &t, h, &row)
+                delete_row(txn, &t, h, &row)?;
+                log.delete(txn, &row)
             },
         )?;
+        log.flush(txn)?;
         hints.check(n)?;
         Ok(n)
     });

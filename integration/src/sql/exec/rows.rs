@@ -121,14 +121,7 @@ pub(crate) fn insert_index_entries(
 /// # Errors
 /// 1105 naming the table and column when damaged.
 pub(crate) fn decode(table: &TableDef, bytes: &[u8]) -> Result<Vec<Value>, SqlError> {
-    decode_row(
-        &table.name,
-        &table.column_ids(),
-        &table.column_names(),
-        &table.date_columns(),
-        bytes,
-    )
-    .map_err(|e| SqlError::internal(e.to_string()))
+    decode_row(table, bytes).map_err(|e| SqlError::internal(e.to_string()))
 }
 
 /// The row at `handle`; `lock`: a locking current read (pessimistic), which locks the key
@@ -162,7 +155,7 @@ pub(crate) fn insert_row(
     handle: i64,
     row: &[Value],
 ) -> Result<(), SqlError> {
-    let bytes = encode_row(&table.column_ids(), row);
+    let bytes = encode_row(table.column_ids(), row);
     txn.insert(&row_key(table.id, handle), &bytes)
         .map_err(|e| map_dup(e, || duplicate(table, "PRIMARY", &[Value::Int(handle)])))?;
     for index in &table.indexes {
@@ -208,7 +201,7 @@ pub(crate) fn update_row(
         delete_row(txn, table, handle, old)?;
         return insert_row(txn, table, new_handle, new);
     }
-    let bytes = encode_row(&table.column_ids(), new);
+    let bytes = encode_row(table.column_ids(), new);
     txn.put(&row_key(table.id, handle), &bytes)
         .map_err(|e| from_txn(&e))?;
     for index in &table.indexes {

@@ -128,7 +128,14 @@ pub(crate) fn columns_of(s: &Session, q: &Query) -> Result<Vec<ColumnMeta>, SqlE
     };
     let table = table_of(s, select)?;
     let t = table.as_ref().map(|(t, _)| t.as_ref());
-    Ok(items(select, t)?
+    let list = items(select, t)?;
+    for it in &list {
+        check_columns(&it.expr, t, &[], "field list")?;
+    }
+    if let Some(w) = &select.selection {
+        check_columns(w, t, &[], "where clause")?;
+    }
+    Ok(list
         .iter()
         .map(|it| match (it.column, &table) {
             (Some(c), Some((t, alias))) => {

@@ -252,11 +252,20 @@ impl Session {
             Some(d) => d,
             None => return Err(SqlError::new(1046, "3D000", "No database selected")),
         };
-        schema
-            .tables
-            .get(&(db.clone(), t.clone()))
-            .cloned()
-            .ok_or_else(|| SqlError::new(1146, "42S02", format!("Table '{db}.{t}' doesn't exist")))
+        let key = (db, t);
+        if let Some(found) = schema.tables.get(&key) {
+            return Ok(found.clone());
+        }
+        // Another node may have just created it: look again past the lease.
+        self.shared.catalog.invalidate();
+        let fresh = self.schema()?;
+        fresh.tables.get(&key).cloned().ok_or_else(|| {
+            SqlError::new(
+                1146,
+                "42S02",
+                format!("Table '{}.{}' doesn't exist", key.0, key.1),
+            )
+        })
     }
 
     pub(crate) fn current_db(&self) -> Result<String, SqlError> {
@@ -321,6 +330,16 @@ impl Session {
     /// rolls the whole transaction back.
     pub(crate) fn with_txn<R>(
         &mut self,
+        f: impl FnMut(&mut Transaction, &Session) -> Result<R, SqlError>,
+    ) -> Result<R, SqlError> {
+        self.with_txn_mode(None, f)
+    }
+
+    /// As [`Session::with_txn`], an autocommit transaction in `mode` when given (an
+    /// open transaction keeps its own).
+    pub(crate) fn with_txn_mode<R>(
+        &mut self,
+        mode: Option<TxnMode>,
         mut f: impl FnMut(&mut Transaction, &Session) -> Result<R, SqlError>,
     ) -> Result<R, SqlError> {
         let mut attempt = 0;
@@ -334,7 +353,7 @@ impl Session {
                 None => self
                     .shared
                     .client
-                    .begin(self.mode)
+                    .begin(mode.unwrap_or(self.mode))
                     .map_err(|e| from_txn(&e))?,
             };
             let result = f(&mut txn, self);
@@ -491,6 +510,13 @@ impl Session {
                 }
                 return Ok(());
             }
+            "innodb_lock_wait_timeout" => {
+                return Err(SqlError::new(
+                    1238,
+                    "HY000",
+                    "Variable 'innodb_lock_wait_timeout' is a read only variable: the lock wait timeout is the node's transaction client setting",
+                ));
+            }
             "hotspot" if global => {
                 let on = vars::is_on(Some(&v));
                 self.shared.client.set_hot_grouping(on);
@@ -505,8 +531,31 @@ impl Session {
         Ok(())
     }
 
-    /// Runs one parsed statement.
+    /// Runs one parsed statement (DDL logs itself to the binlog as its text, in the
+    /// transaction that changes the catalog).
     pub(crate) fn run(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
+        self.run_inner(stmt)
+    }
+
+    fn run_inner(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
+        let is_ddl = matches!(
+            stmt,
+            Statement::CreateDatabase { .. }
+                | Statement::CreateTable(_)
+                | Statement::CreateIndex(_)
+                | Statement::Drop { .. }
+                | Statement::Truncate(_)
+        );
+        // Only DDL is logged as text: DML is not formatted back.
+        let log = ddl::DdlLog {
+            db: self.db.clone().unwrap_or_default(),
+            sql: if is_ddl {
+                stmt.to_string()
+            } else {
+                String::new()
+            },
+        };
+        let log = &log;
         match stmt {
             Statement::StartTransaction { .. } => {
                 self.begin()?;
@@ -538,7 +587,7 @@ impl Session {
             } => {
                 let db = ddl::split_name(db_name).1;
                 let n =
-                    self.ddl(|s| ddl::create_database(&s.shared.client, &db, *if_not_exists))?;
+                    self.ddl(|s| ddl::create_database(&s.shared.client, log, &db, *if_not_exists))?;
                 Ok(Output::done(n))
             }
             Statement::CreateTable(ct) => {
@@ -547,7 +596,7 @@ impl Session {
                     Some(d) => d,
                     None => self.current_db()?,
                 };
-                self.ddl(|s| ddl::create_table(&s.shared.client, &db, ct))?;
+                self.ddl(|s| ddl::create_table(&s.shared.client, log, &db, ct))?;
                 Ok(Output::done(0))
             }
             Statement::CreateIndex(ci) => {
@@ -556,7 +605,7 @@ impl Session {
                     Some(d) => d,
                     None => self.current_db()?,
                 };
-                self.ddl(|s| ddl::create_index(&s.shared.client, &db, ci))?;
+                self.ddl(|s| ddl::create_index(&s.shared.client, log, &db, ci))?;
                 Ok(Output::done(0))
             }
             Statement::Drop {
@@ -571,8 +620,9 @@ impl Session {
                         let mut total = 0;
                         for n in names {
                             let db = ddl::split_name(n).1;
-                            let (count, ids) = self
-                                .ddl(|s| ddl::drop_database(&s.shared.client, &db, *if_exists))?;
+                            let (count, ids) = self.ddl(|s| {
+                                ddl::drop_database(&s.shared.client, log, &db, *if_exists)
+                            })?;
                             ids.iter().for_each(|id| self.shared.ids.forget(*id));
                             if self.db.as_deref() == Some(db.as_str()) {
                                 self.db = None;
@@ -588,9 +638,9 @@ impl Session {
                                 Some(d) => d,
                                 None => self.current_db()?,
                             };
-                            if let Some(id) = self
-                                .ddl(|s| ddl::drop_table(&s.shared.client, &db, &t, *if_exists))?
-                            {
+                            if let Some(id) = self.ddl(|s| {
+                                ddl::drop_table(&s.shared.client, log, &db, &t, *if_exists)
+                            })? {
                                 self.shared.ids.forget(id);
                             }
                         }
@@ -606,7 +656,7 @@ impl Session {
                         Some(d) => d,
                         None => self.current_db()?,
                     };
-                    let old = self.ddl(|s| ddl::truncate(&s.shared.client, &db, &name))?;
+                    let old = self.ddl(|s| ddl::truncate(&s.shared.client, log, &db, &name))?;
                     self.shared.ids.forget(old);
                 }
                 Ok(Output::done(0))
@@ -645,6 +695,54 @@ impl Session {
             self.rollback();
             Ok(())
         }
+    }
+
+    /// 1146 (or 1046) when a DML statement names a table that does not exist (checked at
+    /// prepare, as MySQL does).
+    fn check_tables(&self, stmt: &Statement) -> Result<(), SqlError> {
+        let name = match stmt {
+            Statement::Insert(i) => match &i.table {
+                sqlparser::ast::TableObject::TableName(n) => Some(n),
+                _ => None,
+            },
+            Statement::Update(u) => match &u.table.relation {
+                sqlparser::ast::TableFactor::Table { name, .. } => Some(name),
+                _ => None,
+            },
+            Statement::Delete(d) => match &d.from {
+                sqlparser::ast::FromTable::WithFromKeyword(f)
+                | sqlparser::ast::FromTable::WithoutKeyword(f) => {
+                    f.first().and_then(|t| match &t.relation {
+                        sqlparser::ast::TableFactor::Table { name, .. } => Some(name),
+                        _ => None,
+                    })
+                }
+            },
+            _ => None,
+        };
+        if let Some(n) = name {
+            let schema = self.schema()?;
+            self.table(&schema, n)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a transaction is open.
+    pub(crate) fn in_txn(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// Whether autocommit is on.
+    pub(crate) fn autocommit_on(&self) -> bool {
+        self.autocommit
+    }
+
+    /// The user variables, as `@name` pairs.
+    pub(crate) fn user_vars_snapshot(&self) -> Vec<(String, Value)> {
+        self.user_vars
+            .iter()
+            .map(|(k, v)| (format!("@{k}"), v.clone()))
+            .collect()
     }
 
     fn run_text(&mut self, sql: &str) -> Result<Output, SqlError> {
@@ -780,8 +878,12 @@ impl SqlSession for Session {
             (Some(stmt), n.0)
         };
         let columns = match &stmt {
-            Some(Statement::Query(q)) => select::columns_of(self, q).unwrap_or_default(),
-            _ => Vec::new(),
+            Some(Statement::Query(q)) => select::columns_of(self, q)?,
+            Some(other) => {
+                self.check_tables(other)?;
+                Vec::new()
+            }
+            None => Vec::new(),
         };
         let id = self.next_stmt;
         self.next_stmt = self.next_stmt.wrapping_add(1).max(1);

@@ -76,19 +76,27 @@ pub(crate) fn status_rows(s: &Session) -> Vec<(String, Value)> {
         ),
         ("Com_commit".into(), u(counters.commits)),
         ("Com_rollback".into(), u(counters.rollbacks)),
+        // AliSQL's names where SurgeDB's grouping has the same quantity (its object-pool
+        // counters, such as Group_update_free_count, have none and are not shown): groups
+        // (one leader each), followers, updates through the group path, updates that ran
+        // alone, failed updates, groups whose lock or commit failed.
         ("Group_update_leader_count".into(), u(hot.groups)),
         (
             "Group_update_follower_count".into(),
             u(hot.members.saturating_sub(hot.groups)),
         ),
-        ("Group_update_member_count".into(), u(hot.members)),
-        ("Group_update_bypass_count".into(), u(hot.ungrouped)),
+        ("Group_update_total_count".into(), u(hot.members)),
+        ("Group_update_ignore_count".into(), u(hot.ungrouped)),
         ("Group_update_fail_count".into(), u(hot.failed_members)),
+        (
+            "Group_update_gu_lock_fail_count".into(),
+            u(hot.failed_groups),
+        ),
+        // SurgeDB's own: updates whose commit answer was lost, and the largest group.
         (
             "Group_update_undetermined_count".into(),
             u(hot.undetermined_members),
         ),
-        ("Group_update_group_fail_count".into(), u(hot.failed_groups)),
         ("Group_update_max_group_size".into(), u(hot.max_group_size)),
     ];
     rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -177,49 +185,14 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
                 Ok(string_rows(&[&col], rows))
             }
         }
+        Statement::ExplainTable { table_name, .. } => columns(s, table_name, None),
         Statement::ShowColumns { show_options, .. } => {
             let name = show_options
                 .show_in
                 .as_ref()
                 .and_then(|i| i.parent_name.clone())
                 .ok_or_else(|| SqlError::parse("SHOW COLUMNS needs FROM table"))?;
-            let schema = s.schema()?;
-            let t = s.table(&schema, &name)?;
-            let mut rows = Vec::new();
-            for (i, c) in t.columns.iter().enumerate() {
-                if !matches(option_filter(show_options), &c.name)? {
-                    continue;
-                }
-                let key = if t.is_primary(i) {
-                    "PRI"
-                } else if t
-                    .indexes
-                    .iter()
-                    .any(|x| x.unique && x.columns.first() == Some(&i))
-                {
-                    "UNI"
-                } else if t.indexes.iter().any(|x| x.columns.first() == Some(&i)) {
-                    "MUL"
-                } else {
-                    ""
-                };
-                rows.push(vec![
-                    text(c.name.clone()),
-                    text(c.ty.sql_name()),
-                    text(if c.nullable { "YES" } else { "NO" }),
-                    text(key),
-                    c.default.clone().map_or(Value::Null, text),
-                    text(if c.auto_increment {
-                        "auto_increment"
-                    } else {
-                        ""
-                    }),
-                ]);
-            }
-            Ok(string_rows(
-                &["Field", "Type", "Null", "Key", "Default", "Extra"],
-                rows,
-            ))
+            columns(s, &name, option_filter(show_options))
         }
         Statement::ShowCreate { obj_type, obj_name } => match obj_type {
             ShowCreateObject::Table => {
@@ -277,6 +250,30 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
                         .collect();
                     Ok(string_rows(&["Level", "Code", "Message"], rows))
                 }
+                Some("index" | "indexes" | "keys") => {
+                    let (table, db) = match words.as_slice() {
+                        [_, f, t] if f == "from" || f == "in" => (t.clone(), None),
+                        [_, f, t, g, d]
+                            if (f == "from" || f == "in") && (g == "from" || g == "in") =>
+                        {
+                            (t.clone(), Some(d.clone()))
+                        }
+                        _ => return Err(SqlError::parse("SHOW INDEX FROM table [FROM db]")),
+                    };
+                    // The names as typed (the words above are lower-cased).
+                    let typed = |w: &str| {
+                        variable
+                            .iter()
+                            .find(|i| i.value.eq_ignore_ascii_case(w))
+                            .map_or_else(|| w.to_owned(), |i| i.value.clone())
+                    };
+                    let mut parts = Vec::new();
+                    if let Some(d) = &db {
+                        parts.push(sqlparser::ast::Ident::new(typed(d)));
+                    }
+                    parts.push(sqlparser::ast::Ident::new(typed(&table)));
+                    index_rows(s, &sqlparser::ast::ObjectName::from(parts))
+                }
                 Some("engines") => Ok(string_rows(
                     &[
                         "Engine",
@@ -327,6 +324,101 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
         }
         other => Err(SqlError::unsupported(statement_name(other))),
     }
+}
+
+/// SHOW INDEX of `name`: one row per index column, the integer primary key first.
+fn index_rows(s: &Session, name: &sqlparser::ast::ObjectName) -> Result<Output, SqlError> {
+    let schema = s.schema()?;
+    let t = s.table(&schema, name)?;
+    let mut rows = Vec::new();
+    let mut row = |key: &str, unique: bool, seq: usize, col: usize| {
+        rows.push(vec![
+            text(t.name.clone()),
+            Value::UInt(u64::from(!unique)),
+            text(key),
+            Value::UInt(seq as u64 + 1),
+            text(t.columns[col].name.clone()),
+            text("A"),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            text(if t.columns[col].nullable { "YES" } else { "" }),
+            text("BTREE"),
+            text(""),
+            text(""),
+        ]);
+    };
+    if let Some(h) = t.handle_column {
+        row("PRIMARY", true, 0, h);
+    }
+    for ix in &t.indexes {
+        for (seq, &col) in ix.columns.iter().enumerate() {
+            row(&ix.name, ix.unique, seq, col);
+        }
+    }
+    Ok(string_rows(
+        &[
+            "Table",
+            "Non_unique",
+            "Key_name",
+            "Seq_in_index",
+            "Column_name",
+            "Collation",
+            "Cardinality",
+            "Sub_part",
+            "Packed",
+            "Null",
+            "Index_type",
+            "Comment",
+            "Index_comment",
+        ],
+        rows,
+    ))
+}
+
+/// SHOW COLUMNS / DESCRIBE of `name`, columns matching `filter`.
+fn columns(
+    s: &Session,
+    name: &sqlparser::ast::ObjectName,
+    filter: Option<&ShowStatementFilter>,
+) -> Result<Output, SqlError> {
+    let schema = s.schema()?;
+    let t = s.table(&schema, name)?;
+    let mut rows = Vec::new();
+    for (i, c) in t.columns.iter().enumerate() {
+        if !matches(filter, &c.name)? {
+            continue;
+        }
+        let key = if t.is_primary(i) {
+            "PRI"
+        } else if t
+            .indexes
+            .iter()
+            .any(|x| x.unique && x.columns.first() == Some(&i))
+        {
+            "UNI"
+        } else if t.indexes.iter().any(|x| x.columns.first() == Some(&i)) {
+            "MUL"
+        } else {
+            ""
+        };
+        rows.push(vec![
+            text(c.name.clone()),
+            text(c.ty.sql_name()),
+            text(if c.nullable { "YES" } else { "NO" }),
+            text(key),
+            c.default.clone().map_or(Value::Null, text),
+            text(if c.auto_increment {
+                "auto_increment"
+            } else {
+                ""
+            }),
+        ]);
+    }
+    Ok(string_rows(
+        &["Field", "Type", "Null", "Key", "Default", "Extra"],
+        rows,
+    ))
 }
 
 fn statement_name(stmt: &Statement) -> String {

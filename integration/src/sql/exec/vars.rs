@@ -52,7 +52,6 @@ pub(crate) fn default_variables(config: &SqlConfig) -> BTreeMap<String, Value> {
     set("interactive_timeout", Value::Int(28_800));
     set("net_write_timeout", Value::Int(60));
     set("net_read_timeout", Value::Int(30));
-    set("innodb_lock_wait_timeout", Value::Int(50));
     set("auto_increment_increment", Value::Int(1));
     set("auto_increment_offset", Value::Int(1));
     set("sql_auto_is_null", Value::Int(0));

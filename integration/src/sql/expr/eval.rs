@@ -369,9 +369,64 @@ pub(crate) fn eval(e: &Expr, env: &Env<'_>) -> Result<Value, SqlError> {
             };
             function(&name, &args, env)
         }
-        Expr::Cast { expr, .. } => Err(SqlError::unsupported(format!("CAST({expr} ...)"))),
+        Expr::Cast {
+            expr, data_type, ..
+        } => cast(eval(expr, env)?, data_type),
+        Expr::Convert {
+            expr,
+            data_type: Some(data_type),
+            charset: None,
+            ..
+        } => cast(eval(expr, env)?, data_type),
         other => Err(SqlError::unsupported(format!("expression {other}"))),
     }
+}
+
+/// `CAST(v AS ty)` for the target types MySQL's CAST takes.
+fn cast(v: Value, ty: &sqlparser::ast::DataType) -> Result<Value, SqlError> {
+    use crate::sql::types::SqlType;
+    use sqlparser::ast::{DataType, ExactNumberInfo};
+    let target = match ty {
+        DataType::Signed
+        | DataType::SignedInteger
+        | DataType::Int(_)
+        | DataType::Integer(_)
+        | DataType::BigInt(_) => SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+        },
+        DataType::Unsigned | DataType::UnsignedInteger => SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+        },
+        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::Nvarchar(_) => {
+            SqlType::Text
+        }
+        DataType::Binary(_) | DataType::Varbinary(_) | DataType::Blob(_) => SqlType::Blob,
+        DataType::Decimal(info) | DataType::Numeric(info) | DataType::Dec(info) => {
+            let (precision, scale) = match info {
+                ExactNumberInfo::None => (10, 0),
+                ExactNumberInfo::Precision(p) => (u8::try_from(*p).unwrap_or(65), 0),
+                ExactNumberInfo::PrecisionAndScale(p, s) => (
+                    u8::try_from(*p).unwrap_or(65),
+                    u8::try_from(*s).unwrap_or(30),
+                ),
+            };
+            if precision > 38 || scale > precision {
+                return Err(SqlError::unsupported(format!(
+                    "CAST AS {ty} (precision up to 38)"
+                )));
+            }
+            SqlType::Decimal { precision, scale }
+        }
+        DataType::Double(_) | DataType::DoublePrecision | DataType::Float(_) | DataType::Real => {
+            SqlType::Double
+        }
+        DataType::Date => SqlType::Date,
+        DataType::Datetime(_) | DataType::Timestamp(..) => SqlType::DateTime,
+        other => return Err(SqlError::unsupported(format!("CAST AS {other}"))),
+    };
+    target.coerce(v, "CAST")
 }
 
 fn binary(
