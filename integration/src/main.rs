@@ -101,6 +101,27 @@ struct NodeArgs {
     /// Raft election timeout in milliseconds (ticks are 20 ms).
     #[arg(long, default_value_t = 500)]
     election_ms: u64,
+    /// Where the regions' data lives: `disk` (DIR/engine, survives restarts without
+    /// replaying the whole log) or `memory` (rebuilt from the Raft log at start).
+    #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
+    engine: EngineArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EngineArg {
+    /// One fjall database per node in DIR/engine.
+    Disk,
+    /// A MemEngine per region.
+    Memory,
+}
+
+impl EngineArg {
+    fn as_str(self) -> &'static str {
+        match self {
+            EngineArg::Disk => "disk",
+            EngineArg::Memory => "memory",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -140,6 +161,9 @@ enum ClusterCommand {
         /// How long to wait for the cluster to answer, in seconds.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        /// Where the nodes keep the regions' data (see `surgedb node --engine`).
+        #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
+        engine: EngineArg,
     },
     /// Send SIGTERM to every node of DIR (or to one, with --node) and wait for them to exit.
     Stop {
@@ -423,6 +447,9 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
     let mut config = NodeConfig::new(args.id, peers, args.data);
     config.cluster_id = args.cluster_id;
     config.lock_mode = args.lock_mode.into();
+    if args.engine == EngineArg::Memory {
+        config.engine = surge_txn::EngineKind::Memory;
+    }
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);
     config.heartbeat_tick = (config.election_tick / 8).max(1);
@@ -454,11 +481,17 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             data,
             lock_mode,
             timeout,
+            engine,
         } => {
             let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let mode: LockMode = lock_mode.into();
             let opts = StartOptions::new(exe)
-                .with_node_args(vec!["--lock-mode".into(), mode.as_str().into()])
+                .with_node_args(vec![
+                    "--lock-mode".into(),
+                    mode.as_str().into(),
+                    "--engine".into(),
+                    engine.as_str().into(),
+                ])
                 .with_ready_timeout(Duration::from_secs(timeout));
             let (manifest, outcome) =
                 surgedb::local::start(&data, nodes, &opts).map_err(|e| e.to_string())?;

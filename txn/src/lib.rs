@@ -89,8 +89,12 @@ pub use client::{
     HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, KvPair,
     Transaction, TxnClient, TxnError, TxnMode,
 };
-pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
-pub use engine::{Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch};
+pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
+pub use engine::{
+    Cf, ENGINE_CRASH_ENV, ENGINE_CRASH_SKIP_ENV, Engine, EngineError, EngineIdentity, FjallEngine,
+    FjallOptions, FjallRegion, MemEngine, Modify, RegionRecord, Snapshot, WriteBatch,
+    engine_crash_points,
+};
 /// Hot-row update hints (`commit_on_success`, `rollback_on_fail`, `target_affect_row(n)`),
 /// from `surge-hotspot`.
 pub use surge_hotspot::Hints as HotHints;

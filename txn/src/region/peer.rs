@@ -686,7 +686,7 @@ impl RegionPeer {
                 target,
                 new_version,
             } => {
-                self.apply_prepare_merge(target, new_version);
+                self.apply_prepare_merge(index, target, new_version);
                 bytes::Bytes::new()
             }
             RegionCommand::RollbackMerge { new_version } => {
@@ -801,8 +801,21 @@ impl RegionPeer {
         Box::new(move || encode_snapshot(info, merge, view()))
     }
 
-    /// Replaces the region by a snapshot.
+    /// Replaces the region by a snapshot, unless the engine already holds the region as of
+    /// the snapshot's index or later (a disk engine at a restart: the log after the
+    /// engine's index replays, from [`RegionPeer::durable_applied`]'s state).
     pub(crate) fn restore(&self, index: u64, data: &[u8]) {
+        if let Some((applied, _)) = self.engine.durable_region()
+            && applied >= index
+        {
+            tracing::debug!(
+                region = self.id(),
+                index,
+                applied,
+                "snapshot not applied: the engine holds a later state"
+            );
+            return;
+        }
         let snap: PeerSnapshot = match postcard::from_bytes(data) {
             Ok(s) => s,
             Err(e) => {
@@ -810,12 +823,45 @@ impl RegionPeer {
                 return;
             }
         };
-        if let Err(e) = self.engine.import(&snap.engine, index) {
+        let record = region_record(&snap.info, snap.merge);
+        if let Err(e) = self.engine.import_region(&snap.engine, index, &record) {
             tracing::error!(region = self.id(), index, error = %e, "region snapshot refused");
             return;
         }
         *self.info.write() = snap.info;
         *self.merge.lock() = snap.merge;
+    }
+
+    /// The applied index the engine holds durably (0: none, the log replays from its
+    /// start or snapshot), with the region's range, epoch and merge state taken from the
+    /// engine's record of that index.
+    pub(crate) fn durable_applied(&self) -> u64 {
+        let Some((applied, record)) = self.engine.durable_region() else {
+            return 0;
+        };
+        if !record.state.is_empty() {
+            match postcard::from_bytes::<(RegionInfo, MergeState)>(&record.state) {
+                Ok((info, merge)) => {
+                    *self.info.write() = info;
+                    *self.merge.lock() = merge;
+                }
+                Err(e) => {
+                    // Without the state the engine's data cannot be trusted to match the
+                    // region: replay everything (the log or snapshot rebuilds it).
+                    tracing::error!(region = self.id(), error = %e, "region record undecodable; replaying the log");
+                    return 0;
+                }
+            }
+        }
+        applied
+    }
+
+    /// Records the region's current range and state in the engine at `index`.
+    pub(super) fn record_region(&self, index: u64) {
+        let record = region_record(&self.info(), self.merge_state());
+        if let Err(e) = self.engine.set_region(&record, index) {
+            tracing::error!(region = self.id(), index, error = %e, "region record not written");
+        }
     }
 
     /// The engine (for splits and merges).
@@ -912,6 +958,16 @@ fn encode_snapshot(info: RegionInfo, merge: MergeState, export: Vec<u8>) -> byte
     out.copy_within(..len, head.len());
     out[..head.len()].copy_from_slice(&head);
     bytes::Bytes::from(out)
+}
+
+/// The engine's record of a region: its range and its `(info, merge)` encoded.
+pub(super) fn region_record(info: &RegionInfo, merge: MergeState) -> crate::RegionRecord {
+    crate::RegionRecord {
+        start: info.start.clone(),
+        end: info.end.clone(),
+        // Serializing plain fields into a Vec cannot fail.
+        state: postcard::to_allocvec(&(info, merge)).unwrap_or_default(),
+    }
 }
 
 /// What a data region's Raft snapshot holds.
