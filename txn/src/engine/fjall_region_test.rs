@@ -160,7 +160,11 @@ fn split_moves_no_data_and_both_records_persist() {
     assert_eq!(child.durable_region(), Some((5, record(b"f", b"", b"c"))));
     let parent = engine.region(1, b"", b"").unwrap();
     assert_eq!(parent.durable_region(), Some((7, record(b"", b"f", b"p"))));
-    assert_eq!(parent.middle_key(), Some(b"c".to_vec()), "the middle of its own half");
+    assert_eq!(
+        parent.middle_key(),
+        Some(b"c".to_vec()),
+        "the middle of its own half"
+    );
 }
 
 #[test]

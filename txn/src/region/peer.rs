@@ -99,6 +99,10 @@ pub(crate) struct RegionPeer {
     pub(super) fenced: AtomicBool,
     /// The leader's read lease.
     pub(crate) lease: super::lease::Lease,
+    /// Set once an apply's engine write failed: the engine lacks that entry (and every later
+    /// one, see `EngineError::Stopped`), so this replica must not serve reads or writes
+    /// until a restart replays the log.
+    engine_failed: AtomicBool,
 }
 
 /// A region's part in a merge, as the source.
@@ -160,6 +164,7 @@ impl RegionPeer {
             merge: Mutex::new(MergeState::None),
             fenced: AtomicBool::new(false),
             lease: super::lease::Lease::new(lease),
+            engine_failed: AtomicBool::new(false),
         })
     }
 
@@ -208,6 +213,7 @@ impl RegionPeer {
         keys: &[&[u8]],
     ) -> Result<(u64, u64), RegionError> {
         let info = self.info.read();
+        self.engine_ok()?;
         let term = self.leader_term();
         if term == 0 {
             return Err(RegionError::NotLeader {
@@ -248,6 +254,18 @@ impl RegionPeer {
         Ok((term, info.epoch.version))
     }
 
+    /// Refuses everything once an engine write failed (see `engine_failed`).
+    fn engine_ok(&self) -> Result<(), RegionError> {
+        if self.engine_failed.load(Ordering::SeqCst) {
+            return Err(RegionError::ServerIsBusy {
+                region_id: self.info.read().id,
+                reason: "engine write failed on this replica; it serves nothing until restarted"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     fn term_version_error(&self, e: LockError) -> RegionError {
         let info = self.info.read();
         match e {
@@ -279,6 +297,7 @@ impl RegionPeer {
         // this snapshot; the range shrinks before the data moves, so checking it again now
         // tells whether the snapshot still holds everything the read may need.
         self.still_holds(start, end, point, None)?;
+        self.engine_ok()?;
         self.still_leads(term)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
@@ -316,6 +335,7 @@ impl RegionPeer {
         for k in keys {
             self.still_holds(k, None, true, None)?;
         }
+        self.engine_ok()?;
         self.still_leads(term)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
@@ -716,6 +736,7 @@ impl RegionPeer {
     ) -> Result<(), bytes::Bytes> {
         batch.applied_index = index;
         self.engine.write(batch).map_err(|e| {
+            self.engine_failed.store(true, Ordering::SeqCst);
             tracing::error!(region = self.id(), index, error = %e, "engine write failed");
             bytes::Bytes::from_static(ENGINE_ERROR)
         })
