@@ -472,6 +472,10 @@ impl Engine for FjallRegion {
         decode_key(encoded).ok().map(|(user_key, _)| user_key)
     }
 
+    fn is_durable(&self) -> bool {
+        true
+    }
+
     fn durable_region(&self) -> Option<(u64, RegionRecord)> {
         let meta = self.meta.lock();
         (*self.stored.lock() && !meta.applying).then(|| (meta.applied_index, meta.record.clone()))

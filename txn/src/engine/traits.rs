@@ -87,6 +87,12 @@ pub trait Engine: Send + Sync + 'static {
     /// least two distinct keys (the key of the write column family's middle record).
     fn middle_key(&self) -> Option<Vec<u8>>;
 
+    /// Whether the engine keeps the region's data and record across a restart, in a store
+    /// shared by the node's regions (a disk engine). `MemEngine`: no.
+    fn is_durable(&self) -> bool {
+        false
+    }
+
     /// The applied index the engine holds durably (survives a crash of the process) and
     /// the region record written with it; `None` when the engine keeps nothing across a
     /// restart, or holds no complete state of the region (never written, or a snapshot's

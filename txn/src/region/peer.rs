@@ -811,6 +811,21 @@ impl RegionPeer {
         encode_snapshot(self.info(), self.merge_state(), self.engine.export())
     }
 
+    /// The Raft snapshot a split child's group starts from. On a disk engine (one that
+    /// keeps the region's record) the data is already under the child's range in the
+    /// node's engine: the seed carries the region's range and state and a marker instead
+    /// of the data, so a split costs the same whatever the region's size. The seed is only
+    /// ever restored on this node (every replica seeds its own child when it applies the
+    /// split, and a leader never sends a snapshot at the seed's index, where every
+    /// replica's log starts). On a `MemEngine` it is a whole snapshot.
+    pub(crate) fn split_seed(&self) -> bytes::Bytes {
+        if self.engine.is_durable() {
+            encode_snapshot(self.info(), self.merge_state(), SHARED_ENGINE_SEED.to_vec())
+        } else {
+            self.snapshot()
+        }
+    }
+
     /// The region as of now (its range, epoch, merge state and a view of its data),
     /// serialized when called, into exactly the bytes [`RegionPeer::snapshot`] gives now.
     /// Called on the node's Raft thread between two applied entries, so the three parts
@@ -845,7 +860,22 @@ impl RegionPeer {
             }
         };
         let record = region_record(&snap.info, snap.merge);
-        if let Err(e) = self.engine.import_region(&snap.engine, index, &record) {
+        let applied = if snap.engine == SHARED_ENGINE_SEED {
+            if !self.engine.is_durable() {
+                tracing::error!(
+                    region = self.id(),
+                    index,
+                    "a disk engine's split seed refused by a memory engine"
+                );
+                return;
+            }
+            // A split seed on a disk engine: the data is in the engine already (the
+            // parent's log replays what the engine lacks of it after a power loss).
+            self.engine.set_region(&record, index)
+        } else {
+            self.engine.import_region(&snap.engine, index, &record)
+        };
+        if let Err(e) = applied {
             tracing::error!(region = self.id(), index, error = %e, "region snapshot refused");
             return;
         }
@@ -980,6 +1010,10 @@ fn encode_snapshot(info: RegionInfo, merge: MergeState, export: Vec<u8>) -> byte
     out[..head.len()].copy_from_slice(&head);
     bytes::Bytes::from(out)
 }
+
+/// A split seed's data part on a disk engine: "the data is in the node's engine" (see
+/// [`RegionPeer::split_seed`]); never an engine export, which starts with another magic.
+const SHARED_ENGINE_SEED: &[u8] = b"SGTXNSHR";
 
 /// The engine's record of a region: its range and its `(info, merge)` encoded.
 pub(super) fn region_record(info: &RegionInfo, merge: MergeState) -> crate::RegionRecord {

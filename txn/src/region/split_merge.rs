@@ -100,7 +100,15 @@ impl RegionPeer {
                 &region_record(&child, MergeState::None),
                 SPLIT_CHILD_INIT_INDEX,
             ) {
-                Ok(e) => Some(e),
+                Ok(e) => {
+                    // The split's records durable before the child's seed (which says
+                    // "the data is in the engine") reaches the log: a power loss must not
+                    // leave a seed whose data range the engine never assigned.
+                    if let Err(e) = self.engine().persist() {
+                        tracing::error!(region = parent.id, error = %e, "engine persist after a split failed");
+                    }
+                    Some(e)
+                }
                 Err(e) => {
                     tracing::error!(region = new_region_id, error = %e, "split child data refused");
                     return;
@@ -140,7 +148,7 @@ impl RegionPeer {
                 tracing::error!(region = new_region_id, error = %e, "split child locks refused");
             }
         }
-        let seed = child_peer.snapshot();
+        let seed = child_peer.split_seed();
         self.host.spawn_split_child(child_peer, seed);
     }
 
