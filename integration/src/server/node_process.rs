@@ -46,7 +46,7 @@ pub struct NodeConfig {
     /// Every node (this one included) with its client address; Raft listens on the next
     /// port of each.
     pub peers: BTreeMap<NodeId, String>,
-    /// The data directory (`DIR/raft` holds the WAL).
+    /// The data directory (`DIR/raft` holds the WAL, `DIR/engine` the disk engine).
     pub data: PathBuf,
     /// The cluster id (`None`: the directory's, or one derived from `peers`).
     pub cluster_id: Option<String>,
