@@ -8,7 +8,9 @@
 //! pessimistic locks, falling back to pipelined when the table is full or not writable).
 //!
 //! The crate is built in layers, each a folder, calls going down only:
-//! - engine: [`Engine`] and [`MemEngine`], a region's lock / write / default column families;
+//! - engine: [`Engine`], a region's lock / write / default column families: [`MemEngine`] in
+//!   memory, or a region's view ([`FjallRegion`]) of its node's disk engine ([`FjallEngine`],
+//!   one fjall database per node, the default of [`LocalCluster`]);
 //! - mvcc and actions: the Percolator actions ([`actions::prewrite`], [`actions::commit`],
 //!   [`actions::acquire_pessimistic_lock`], ...), pure functions over a snapshot;
 //! - region: a data region's replica (latches, the leader's lock table, the Raft state
@@ -23,7 +25,7 @@
 //! The crate root holds what an application uses: the client ([`TxnClient`],
 //! [`Transaction`], [`TxnMode`], [`ClientConfig`], [`TxnError`] and the errors it carries),
 //! hot-row updates ([`HotOp`], [`HotHints`]), the in-process cluster ([`LocalCluster`]) and
-//! its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`]). Three modules hold the
+//! its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`], [`FjallEngine`]). Three modules hold the
 //! rest, each for its own reader:
 //! - [`rpc`]: the node protocol ([`rpc::KvRequest`], [`rpc::KvService`], [`rpc::NodeRouter`]),
 //!   for transport implementers and those who start nodes themselves;
