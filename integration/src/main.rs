@@ -105,6 +105,27 @@ struct NodeArgs {
     /// driver; user root with an empty password).
     #[arg(long)]
     mysql_listen: Option<String>,
+    /// Where the regions' data lives: `disk` (DIR/engine, survives restarts without
+    /// replaying the whole log) or `memory` (rebuilt from the Raft log at start).
+    #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
+    engine: EngineArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EngineArg {
+    /// One fjall database per node in DIR/engine.
+    Disk,
+    /// A MemEngine per region.
+    Memory,
+}
+
+impl EngineArg {
+    fn as_str(self) -> &'static str {
+        match self {
+            EngineArg::Disk => "disk",
+            EngineArg::Memory => "memory",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -144,6 +165,9 @@ enum ClusterCommand {
         /// How long to wait for the cluster to answer, in seconds.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        /// Where the nodes keep the regions' data (see `surgedb node --engine`).
+        #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
+        engine: EngineArg,
     },
     /// Send SIGTERM to every node of DIR (or to one, with --node) and wait for them to exit.
     Stop {
@@ -428,6 +452,9 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
     config.cluster_id = args.cluster_id;
     config.lock_mode = args.lock_mode.into();
     config.mysql_listen = args.mysql_listen;
+    if args.engine == EngineArg::Memory {
+        config.engine = surge_txn::EngineKind::Memory;
+    }
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);
     config.heartbeat_tick = (config.election_tick / 8).max(1);
@@ -459,11 +486,17 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             data,
             lock_mode,
             timeout,
+            engine,
         } => {
             let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let mode: LockMode = lock_mode.into();
             let opts = StartOptions::new(exe)
-                .with_node_args(vec!["--lock-mode".into(), mode.as_str().into()])
+                .with_node_args(vec![
+                    "--lock-mode".into(),
+                    mode.as_str().into(),
+                    "--engine".into(),
+                    engine.as_str().into(),
+                ])
                 .with_ready_timeout(Duration::from_secs(timeout));
             let (manifest, outcome) =
                 surgedb::local::start(&data, nodes, &opts).map_err(|e| e.to_string())?;

@@ -8,7 +8,9 @@
 //! pessimistic locks, falling back to pipelined when the table is full or not writable).
 //!
 //! The crate is built in layers, each a folder, calls going down only:
-//! - engine: [`Engine`] and [`MemEngine`], a region's lock / write / default column families;
+//! - engine: [`Engine`], a region's lock / write / default column families: [`MemEngine`] in
+//!   memory, or a region's view ([`FjallRegion`]) of its node's disk engine ([`FjallEngine`],
+//!   one fjall database per node, the default of [`LocalCluster`]);
 //! - mvcc and actions: the Percolator actions ([`actions::prewrite`], [`actions::commit`],
 //!   [`actions::acquire_pessimistic_lock`], ...), pure functions over a snapshot;
 //! - region: a data region's replica (latches, the leader's lock table, the Raft state
@@ -27,7 +29,7 @@
 //! ([`Transaction::binlog_rows`] with [`BinlogTable`] and [`SqlRowChange`],
 //! [`Transaction::binlog_query`]), the cluster views it shows ([`TxnClient::regions_in_range`],
 //! [`TxnClient::set_lock_mode`], [`TxnClient::cluster_counters`]), the in-process cluster
-//! ([`LocalCluster`]) and its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`]).
+//! ([`LocalCluster`]) and its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`], [`FjallEngine`]).
 //! Three modules hold the rest, each for its own reader:
 //! - [`rpc`]: the node protocol ([`rpc::KvRequest`], [`rpc::KvService`], [`rpc::NodeRouter`]),
 //!   for transport implementers and those who start nodes themselves;
@@ -94,8 +96,12 @@ pub use client::{
     HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, NodeStatusResult, RegionView,
     RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
 };
-pub use cluster::{ClusterConfig, ClusterError, LocalCluster, LocalRouter};
-pub use engine::{Cf, Engine, EngineError, MemEngine, Modify, Snapshot, WriteBatch};
+pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
+pub use engine::{
+    Cf, ENGINE_CRASH_ENV, ENGINE_CRASH_SKIP_ENV, Engine, EngineError, EngineIdentity, FjallEngine,
+    FjallOptions, FjallRegion, MemEngine, Modify, RegionRecord, Snapshot, WriteBatch,
+    engine_crash_points,
+};
 /// The binlog's SQL row types the caller builds row events from (`surge-binlog`).
 pub use surge_binlog::{
     BinlogCharset, BinlogColumn, BinlogDate, BinlogDateTime, BinlogTable, BinlogType, BinlogValue,

@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use surge_raft_lite::{Node as RaftNode, NodeId, NodeOptions, TcpTransport, Wal, WalOptions};
-use surge_txn::{BinlogOptions, ClientConfig, KvNode, KvNodeConfig, LockMode};
+use surge_txn::{
+    BinlogOptions, ClientConfig, EngineIdentity, EngineKind, FjallEngine, FjallOptions, KvNode,
+    KvNodeConfig, LockMode,
+};
 
 use super::coordinator::NodeCoordinator;
 use super::data_dir::{DataDir, DataDirError};
@@ -44,7 +47,7 @@ pub struct NodeConfig {
     /// Every node (this one included) with its client address; Raft listens on the next
     /// port of each.
     pub peers: BTreeMap<NodeId, String>,
-    /// The data directory (`DIR/raft` holds the WAL).
+    /// The data directory (`DIR/raft` holds the WAL, `DIR/engine` the disk engine).
     pub data: PathBuf,
     /// The cluster id (`None`: the directory's, or one derived from `peers`).
     pub cluster_id: Option<String>,
@@ -66,6 +69,8 @@ pub struct NodeConfig {
     /// `DATA/binlog` with server id and GTID domain = the node id; a `binlog` set here only
     /// contributes its size settings (rename threshold, rotation size).
     pub coordinator: ClientConfig,
+    /// Where the regions' data lives: on disk in `DATA/engine` (the default) or in memory.
+    pub engine: EngineKind,
 }
 
 impl Default for NodeConfig {
@@ -85,6 +90,7 @@ impl Default for NodeConfig {
             mysql_listen: None,
             mysql: crate::mysql::MysqlConfig::default(),
             coordinator: ClientConfig::default(),
+            engine: EngineKind::Disk(FjallOptions::default()),
         }
     }
 }
@@ -148,6 +154,13 @@ impl NodeConfig {
     #[must_use]
     pub fn with_cluster_id(mut self, cluster_id: Option<String>) -> Self {
         self.cluster_id = cluster_id;
+        self
+    }
+
+    /// Sets [`NodeConfig::engine`].
+    #[must_use]
+    pub fn with_engine(mut self, engine: EngineKind) -> Self {
+        self.engine = engine;
         self
     }
 
@@ -235,6 +248,9 @@ pub enum NodeError {
     /// The transactional node failed to start.
     #[error("kv node: {0}")]
     Kv(#[from] surge_txn::ServiceError),
+    /// The disk engine in `DATA/engine` cannot be opened (damaged, another node's).
+    #[error("disk engine: {0}")]
+    Engine(#[from] surge_txn::EngineError),
     /// A thread could not be spawned.
     #[error("cannot spawn a thread: {0}")]
     Thread(std::io::Error),
@@ -333,6 +349,16 @@ impl NodeProcess {
         let peer_ids: Vec<NodeId> = config.peers.keys().copied().collect();
         let mut kv = KvNodeConfig::new(config.id);
         kv.lock_mode = config.lock_mode;
+        if let EngineKind::Disk(options) = config.engine {
+            let identity = EngineIdentity::new(dir.identity().cluster_id.clone(), config.id);
+            match FjallEngine::open(config.data.join("engine"), &identity, options) {
+                Ok(engine) => kv.disk_engine = Some(engine),
+                Err(e) => {
+                    transport.shutdown();
+                    return Err(e.into());
+                }
+            }
+        }
         // Every node founds the same map from the same inputs (the sorted peer ids of a
         // BTreeMap and the same split keys); a map that differed between nodes would split
         // the cluster.

@@ -43,6 +43,19 @@ pub struct ClusterConfig {
     pub merge_max_lock_bytes: usize,
     /// Regions split in two once their data passes this many bytes (`None`: on request only).
     pub split_size: Option<u64>,
+    /// Where the nodes keep their regions' data.
+    pub engine: EngineKind,
+}
+
+/// Where a node keeps its regions' data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// A [`crate::MemEngine`] per region, rebuilt from the Raft log and snapshots at a
+    /// restart.
+    Memory,
+    /// One [`crate::FjallEngine`] per node (`node-<id>/engine`), with these settings: a
+    /// restart replays only the log after each region's durable applied index.
+    Disk(crate::FjallOptions),
 }
 
 impl ClusterConfig {
@@ -70,6 +83,13 @@ impl ClusterConfig {
     #[must_use]
     pub fn with_nodes(mut self, n: u64) -> Self {
         self.nodes = n;
+        self
+    }
+
+    /// Sets [`ClusterConfig::engine`].
+    #[must_use]
+    pub fn with_engine(mut self, engine: EngineKind) -> Self {
+        self.engine = engine;
         self
     }
 
@@ -161,6 +181,13 @@ impl Default for ClusterConfig {
             transfer_timeout: Duration::from_secs(10),
             merge_max_lock_bytes: 7 << 20,
             split_size: Some(96 << 20),
+            // Three nodes share one machine in a test: a small cache each.
+            engine: EngineKind::Disk(
+                crate::FjallOptions::default()
+                    .with_cache_bytes(64 << 20)
+                    .with_memtable_bytes(8 << 20)
+                    .with_worker_threads(1),
+            ),
         }
     }
 }

@@ -7,11 +7,12 @@ use surge_raft_lite::{
     MemNetwork, NetFaults, Node as RaftNode, NodeId, NodeOptions, Wal, WalOptions,
 };
 
-use super::config::ClusterConfig;
+use super::config::{ClusterConfig, EngineKind};
 use super::router::LocalRouter;
 use crate::placement::{META_REGION_ID, initial_regions};
 use crate::region::{LockMode, RegionInfo};
 use crate::service::{KvNode, KvNodeConfig, KvRequest, KvResponse, NodeRouter};
+use crate::{EngineIdentity, FjallEngine};
 
 /// Why a local cluster could not do what was asked.
 #[non_exhaustive]
@@ -68,6 +69,9 @@ pub struct LocalCluster {
     router: Arc<LocalRouter>,
     regions: Vec<RegionInfo>,
     peers: Vec<NodeId>,
+    /// Each node's disk engine while any part of the node may still hold it: a node
+    /// restarted before its old threads let go reuses it (fjall locks its directory).
+    engines: parking_lot::Mutex<std::collections::HashMap<NodeId, std::sync::Weak<FjallEngine>>>,
 }
 
 impl std::fmt::Debug for LocalCluster {
@@ -109,6 +113,7 @@ impl LocalCluster {
             regions,
             peers: peers.clone(),
             config,
+            engines: parking_lot::Mutex::new(std::collections::HashMap::new()),
         };
         for id in &peers {
             cluster.router.set(*id, None);
@@ -136,6 +141,7 @@ impl LocalCluster {
             .map_err(|e| err(e.to_string()))?;
         self.net.register(id, raft.mailbox());
         let mut cfg = KvNodeConfig::new(id);
+        cfg.disk_engine = self.disk_engine(id, &dir)?;
         cfg.lock_mode = *self.lock_mode.lock();
         cfg.budget = self.config.budget;
         cfg.transfer_timeout = self.config.transfer_timeout;
@@ -154,6 +160,49 @@ impl LocalCluster {
         .map_err(|e| err(e.to_string()))?;
         self.router.set(id, Some(node));
         Ok(())
+    }
+
+    /// Node `id`'s disk engine (none with [`EngineKind::Memory`]): the one still held by
+    /// the node's previous run, if any part of it lives on, else opened from `dir/engine`
+    /// (waiting up to 5 s for the previous run to let go of it).
+    fn disk_engine(
+        &self,
+        id: NodeId,
+        dir: &std::path::Path,
+    ) -> Result<Option<Arc<FjallEngine>>, ClusterError> {
+        let EngineKind::Disk(options) = self.config.engine else {
+            return Ok(None);
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(e) = self
+                .engines
+                .lock()
+                .get(&id)
+                .and_then(std::sync::Weak::upgrade)
+            {
+                return Ok(Some(e));
+            }
+            match FjallEngine::open(
+                dir.join("engine"),
+                &EngineIdentity::new("local", id),
+                options,
+            ) {
+                Ok(e) => {
+                    self.engines.lock().insert(id, Arc::downgrade(&e));
+                    return Ok(Some(e));
+                }
+                Err(e) if Instant::now() < deadline && e.to_string().contains("locked") => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => {
+                    return Err(ClusterError::Node {
+                        node: id,
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
     }
 
     /// Waits until the meta group and every region has a leader that finished its first

@@ -4,6 +4,6 @@ mod config;
 mod local_cluster;
 mod router;
 
-pub use config::ClusterConfig;
+pub use config::{ClusterConfig, EngineKind};
 pub use local_cluster::{ClusterError, LocalCluster};
 pub use router::LocalRouter;

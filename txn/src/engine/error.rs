@@ -26,4 +26,34 @@ pub enum EngineError {
         /// The cause.
         detail: String,
     },
+    /// The disk engine's directory could not be opened: damaged or unreadable files.
+    #[error("engine at {path}: {detail}")]
+    Open {
+        /// The engine directory or the file found damaged.
+        path: String,
+        /// The cause.
+        detail: String,
+    },
+    /// The engine directory belongs to another cluster or node.
+    #[error("engine at {path} belongs to {found}, not to {expected}")]
+    Identity {
+        /// The engine directory.
+        path: String,
+        /// This node's identity (`cluster/node`).
+        expected: String,
+        /// The identity recorded in the directory.
+        found: String,
+    },
+    /// A write of this region failed earlier (at `index`); the region accepts no write
+    /// until the node restarts and replays its log from the engine's durable index, so a
+    /// failed batch never leaves a hole under later ones.
+    #[error("engine stopped for region {region} after a failed write at index {index}: {detail}")]
+    Stopped {
+        /// The region.
+        region: u64,
+        /// The Raft index of the failed batch.
+        index: u64,
+        /// The first failure.
+        detail: String,
+    },
 }

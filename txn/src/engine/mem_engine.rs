@@ -21,7 +21,7 @@ const EXPORT_MAGIC: &[u8; 8] = b"SGTXNEX1";
 type Map = BTreeMap<Arc<[u8]>, Arc<[u8]>>;
 
 /// A column family's entries as decoded from an export.
-type OwnedMap = BTreeMap<Vec<u8>, Vec<u8>>;
+pub(super) type OwnedMap = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// The data proper: one map per column family, the applied index and the byte count.
 #[derive(Debug, Default, Clone)]
@@ -72,11 +72,11 @@ impl State {
 
 /// What an export holds after its magic: every map and the index it was taken at.
 #[derive(Serialize, Deserialize)]
-struct ExportBody {
-    lock: OwnedMap,
-    write: OwnedMap,
-    default: OwnedMap,
-    applied_index: u64,
+pub(super) struct ExportBody {
+    pub(super) lock: OwnedMap,
+    pub(super) write: OwnedMap,
+    pub(super) default: OwnedMap,
+    pub(super) applied_index: u64,
 }
 
 impl ExportBody {
@@ -358,7 +358,50 @@ impl Serialize for RawMap<'_> {
     }
 }
 
-fn decode_export(data: &[u8]) -> Result<ExportBody, EngineError> {
+/// The export of entries given as sorted `(key, value)` lists per column family (lock, write,
+/// default) at `applied_index`: exactly the bytes [`MemEngine::export`] gives for the same
+/// entries (another engine's exports import into a `MemEngine` and back).
+pub(super) fn encode_pairs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    cfs: [&[(K, V)]; 3],
+    applied_index: u64,
+) -> Vec<u8> {
+    #[derive(Serialize)]
+    #[serde(bound = "")]
+    struct PairsRef<'a, K: AsRef<[u8]>, V: AsRef<[u8]>> {
+        lock: RawPairs<'a, K, V>,
+        write: RawPairs<'a, K, V>,
+        default: RawPairs<'a, K, V>,
+        applied_index: u64,
+    }
+    struct RawPairs<'a, K, V>(&'a [(K, V)]);
+    impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Serialize for RawPairs<'_, K, V> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(
+                self.0
+                    .iter()
+                    .map(|(k, v)| (RawBytes(k.as_ref()), RawBytes(v.as_ref()))),
+            )
+        }
+    }
+    let bytes: usize = cfs
+        .iter()
+        .flat_map(|c| c.iter())
+        .map(|(k, v)| k.as_ref().len() + v.as_ref().len() + 10)
+        .sum();
+    let [lock, write, default] = cfs;
+    let body = PairsRef {
+        lock: RawPairs(lock),
+        write: RawPairs(write),
+        default: RawPairs(default),
+        applied_index,
+    };
+    let mut out = Vec::with_capacity(EXPORT_MAGIC.len() + bytes + 32);
+    out.extend_from_slice(EXPORT_MAGIC);
+    // Serializing byte slices into a Vec cannot fail.
+    postcard::to_extend(&body, out).unwrap_or_default()
+}
+
+pub(super) fn decode_export(data: &[u8]) -> Result<ExportBody, EngineError> {
     let Some(body) = data.strip_prefix(EXPORT_MAGIC.as_slice()) else {
         return Err(EngineError::BadExport {
             detail: "missing magic SGTXNEX1".to_string(),

@@ -1,7 +1,10 @@
 //! [`Engine`] and [`Snapshot`]: the seam between a region's data and everything above it.
 
+use std::sync::Arc;
+
 use super::cf::Cf;
 use super::error::EngineError;
+use super::region_record::RegionRecord;
 use super::write_batch::WriteBatch;
 
 /// A consistent, read-only view of an engine.
@@ -28,8 +31,10 @@ pub trait Snapshot: Send {
 
 /// A region's data: three column families, atomic batches, consistent snapshots.
 ///
-/// Implementations: [`crate::MemEngine`] (ordered maps in memory). A disk engine implements
-/// the same trait without the layers above changing.
+/// Implementations: [`crate::MemEngine`] (ordered maps in memory, one per region) and
+/// [`crate::FjallRegion`] (a region's view of its node's [`crate::FjallEngine`] on disk).
+/// The region methods at the end have defaults for an engine that keeps nothing across a
+/// restart (as `MemEngine`).
 pub trait Engine: Send + Sync + 'static {
     /// A consistent view of the data. Keep it short-lived: an engine may hold back writes
     /// while it lives.
@@ -81,4 +86,76 @@ pub trait Engine: Send + Sync + 'static {
     /// A user key that splits the data into two halves of about equal size, if there are at
     /// least two distinct keys (the key of the write column family's middle record).
     fn middle_key(&self) -> Option<Vec<u8>>;
+
+    /// Whether the engine keeps the region's data and record across a restart, in a store
+    /// shared by the node's regions (a disk engine). `MemEngine`: no.
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    /// The applied index the engine holds durably (survives a crash of the process) and
+    /// the region record written with it; `None` when the engine keeps nothing across a
+    /// restart, or holds no complete state of the region (never written, or a snapshot's
+    /// apply was cut short). A region replays its log after this index.
+    fn durable_region(&self) -> Option<(u64, RegionRecord)> {
+        None
+    }
+
+    /// Records the region's range and state as of `applied_index`, atomically with that
+    /// index (a split, merge or rollback that changed them).
+    ///
+    /// # Errors
+    /// [`EngineError`] when the engine cannot write; it is then unchanged.
+    fn set_region(&self, record: &RegionRecord, applied_index: u64) -> Result<(), EngineError> {
+        let _ = (record, applied_index);
+        Ok(())
+    }
+
+    /// Replaces the region's data by an export taken at `applied_index` and records
+    /// `record` with it (a Raft snapshot's apply). The default imports.
+    ///
+    /// # Errors
+    /// As [`Engine::import`].
+    fn import_region(
+        &self,
+        data: &[u8],
+        applied_index: u64,
+        record: &RegionRecord,
+    ) -> Result<(), EngineError> {
+        let _ = record;
+        self.import(data, applied_index)
+    }
+
+    /// Splits the region at the encoded key `at`: this engine keeps what is below and
+    /// becomes `parent`, and the returned engine holds what is at or after it, as region
+    /// `child_id` described by `child` at applied index `child_index`. The default moves
+    /// the upper data into a new [`crate::MemEngine`]; a disk engine changes metadata
+    /// only, in one atomic batch.
+    ///
+    /// # Errors
+    /// [`EngineError`] when the engine cannot record the split; it is then unchanged.
+    fn split_region(
+        &self,
+        at: &[u8],
+        parent: &RegionRecord,
+        parent_index: u64,
+        child_id: u64,
+        child: &RegionRecord,
+        child_index: u64,
+    ) -> Result<Arc<dyn Engine>, EngineError> {
+        let _ = (parent, parent_index, child_id, child);
+        let moved = self.split_off(at);
+        let engine = crate::MemEngine::new();
+        engine.import(&moved, child_index)?;
+        Ok(Arc::new(engine))
+    }
+
+    /// Makes everything written so far survive a power loss (an fsync of the engine's
+    /// journal). The default has nothing to persist.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when the sync fails.
+    fn persist(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
 }

@@ -99,6 +99,10 @@ pub(crate) struct RegionPeer {
     pub(super) fenced: AtomicBool,
     /// The leader's read lease.
     pub(crate) lease: super::lease::Lease,
+    /// Set once an apply's engine write failed: the engine lacks that entry (and every later
+    /// one, see `EngineError::Stopped`), so this replica must not serve reads or writes
+    /// until a restart replays the log.
+    engine_failed: AtomicBool,
 }
 
 /// A region's part in a merge, as the source.
@@ -160,6 +164,7 @@ impl RegionPeer {
             merge: Mutex::new(MergeState::None),
             fenced: AtomicBool::new(false),
             lease: super::lease::Lease::new(lease),
+            engine_failed: AtomicBool::new(false),
         })
     }
 
@@ -208,6 +213,7 @@ impl RegionPeer {
         keys: &[&[u8]],
     ) -> Result<(u64, u64), RegionError> {
         let info = self.info.read();
+        self.engine_ok()?;
         let term = self.leader_term();
         if term == 0 {
             return Err(RegionError::NotLeader {
@@ -248,6 +254,18 @@ impl RegionPeer {
         Ok((term, info.epoch.version))
     }
 
+    /// Refuses everything once an engine write failed (see `engine_failed`).
+    fn engine_ok(&self) -> Result<(), RegionError> {
+        if self.engine_failed.load(Ordering::SeqCst) {
+            return Err(RegionError::ServerIsBusy {
+                region_id: self.info.read().id,
+                reason: "engine write failed on this replica; it serves nothing until restarted"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     fn term_version_error(&self, e: LockError) -> RegionError {
         let info = self.info.read();
         match e {
@@ -279,6 +297,7 @@ impl RegionPeer {
         // this snapshot; the range shrinks before the data moves, so checking it again now
         // tells whether the snapshot still holds everything the read may need.
         self.still_holds(start, end, point, None)?;
+        self.engine_ok()?;
         self.still_leads(term)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
@@ -316,6 +335,7 @@ impl RegionPeer {
         for k in keys {
             self.still_holds(k, None, true, None)?;
         }
+        self.engine_ok()?;
         self.still_leads(term)?;
         let reader = MvccReader::new(&*snap, None);
         Ok(f(&reader)?)
@@ -686,7 +706,7 @@ impl RegionPeer {
                 target,
                 new_version,
             } => {
-                self.apply_prepare_merge(target, new_version);
+                self.apply_prepare_merge(index, target, new_version);
                 bytes::Bytes::new()
             }
             RegionCommand::RollbackMerge { new_version } => {
@@ -716,6 +736,7 @@ impl RegionPeer {
     ) -> Result<(), bytes::Bytes> {
         batch.applied_index = index;
         self.engine.write(batch).map_err(|e| {
+            self.engine_failed.store(true, Ordering::SeqCst);
             tracing::error!(region = self.id(), index, error = %e, "engine write failed");
             bytes::Bytes::from_static(ENGINE_ERROR)
         })
@@ -790,6 +811,21 @@ impl RegionPeer {
         encode_snapshot(self.info(), self.merge_state(), self.engine.export())
     }
 
+    /// The Raft snapshot a split child's group starts from. On a disk engine (one that
+    /// keeps the region's record) the data is already under the child's range in the
+    /// node's engine: the seed carries the region's range and state and a marker instead
+    /// of the data, so a split costs the same whatever the region's size. The seed is only
+    /// ever restored on this node (every replica seeds its own child when it applies the
+    /// split, and a leader never sends a snapshot at the seed's index, where every
+    /// replica's log starts). On a `MemEngine` it is a whole snapshot.
+    pub(crate) fn split_seed(&self) -> bytes::Bytes {
+        if self.engine.is_durable() {
+            encode_snapshot(self.info(), self.merge_state(), SHARED_ENGINE_SEED.to_vec())
+        } else {
+            self.snapshot()
+        }
+    }
+
     /// The region as of now (its range, epoch, merge state and a view of its data),
     /// serialized when called, into exactly the bytes [`RegionPeer::snapshot`] gives now.
     /// Called on the node's Raft thread between two applied entries, so the three parts
@@ -801,8 +837,21 @@ impl RegionPeer {
         Box::new(move || encode_snapshot(info, merge, view()))
     }
 
-    /// Replaces the region by a snapshot.
+    /// Replaces the region by a snapshot, unless the engine already holds the region as of
+    /// the snapshot's index or later (a disk engine at a restart: the log after the
+    /// engine's index replays, from [`RegionPeer::durable_applied`]'s state).
     pub(crate) fn restore(&self, index: u64, data: &[u8]) {
+        if let Some((applied, _)) = self.engine.durable_region()
+            && applied >= index
+        {
+            tracing::debug!(
+                region = self.id(),
+                index,
+                applied,
+                "snapshot not applied: the engine holds a later state"
+            );
+            return;
+        }
         let snap: PeerSnapshot = match postcard::from_bytes(data) {
             Ok(s) => s,
             Err(e) => {
@@ -810,12 +859,60 @@ impl RegionPeer {
                 return;
             }
         };
-        if let Err(e) = self.engine.import(&snap.engine, index) {
+        let record = region_record(&snap.info, snap.merge);
+        let applied = if snap.engine == SHARED_ENGINE_SEED {
+            if !self.engine.is_durable() {
+                tracing::error!(
+                    region = self.id(),
+                    index,
+                    "a disk engine's split seed refused by a memory engine"
+                );
+                return;
+            }
+            // A split seed on a disk engine: the data is in the engine already (the
+            // parent's log replays what the engine lacks of it after a power loss).
+            self.engine.set_region(&record, index)
+        } else {
+            self.engine.import_region(&snap.engine, index, &record)
+        };
+        if let Err(e) = applied {
             tracing::error!(region = self.id(), index, error = %e, "region snapshot refused");
             return;
         }
         *self.info.write() = snap.info;
         *self.merge.lock() = snap.merge;
+    }
+
+    /// The applied index the engine holds durably (0: none, the log replays from its
+    /// start or snapshot), with the region's range, epoch and merge state taken from the
+    /// engine's record of that index.
+    pub(crate) fn durable_applied(&self) -> u64 {
+        let Some((applied, record)) = self.engine.durable_region() else {
+            return 0;
+        };
+        if !record.state.is_empty() {
+            match postcard::from_bytes::<(RegionInfo, MergeState)>(&record.state) {
+                Ok((info, merge)) => {
+                    *self.info.write() = info;
+                    *self.merge.lock() = merge;
+                }
+                Err(e) => {
+                    // Without the state the engine's data cannot be trusted to match the
+                    // region: replay everything (the log or snapshot rebuilds it).
+                    tracing::error!(region = self.id(), error = %e, "region record undecodable; replaying the log");
+                    return 0;
+                }
+            }
+        }
+        applied
+    }
+
+    /// Records the region's current range and state in the engine at `index`.
+    pub(super) fn record_region(&self, index: u64) {
+        let record = region_record(&self.info(), self.merge_state());
+        if let Err(e) = self.engine.set_region(&record, index) {
+            tracing::error!(region = self.id(), index, error = %e, "region record not written");
+        }
     }
 
     /// The engine (for splits and merges).
@@ -912,6 +1009,20 @@ fn encode_snapshot(info: RegionInfo, merge: MergeState, export: Vec<u8>) -> byte
     out.copy_within(..len, head.len());
     out[..head.len()].copy_from_slice(&head);
     bytes::Bytes::from(out)
+}
+
+/// A split seed's data part on a disk engine: "the data is in the node's engine" (see
+/// [`RegionPeer::split_seed`]); never an engine export, which starts with another magic.
+const SHARED_ENGINE_SEED: &[u8] = b"SGTXNSHR";
+
+/// The engine's record of a region: its range and its `(info, merge)` encoded.
+pub(super) fn region_record(info: &RegionInfo, merge: MergeState) -> crate::RegionRecord {
+    crate::RegionRecord {
+        start: info.start.clone(),
+        end: info.end.clone(),
+        // Serializing plain fields into a Vec cannot fail.
+        state: postcard::to_allocvec(&(info, merge)).unwrap_or_default(),
+    }
 }
 
 /// What a data region's Raft snapshot holds.

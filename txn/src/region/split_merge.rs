@@ -2,7 +2,6 @@
 //! in-memory lock protocol (locks proposed before a transfer or merge, moved by range on a
 //! split).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -13,10 +12,10 @@ use super::command::{EPOCH_CHANGED, RegionCommand};
 use super::counters::Counters;
 use super::lock_migration::migrated_lock_puts;
 use super::pause_points::region_pause_points;
-use super::peer::{MergeState, RegionPeer, raft_error};
+use super::peer::{MergeState, RegionPeer, raft_error, region_record};
 use super::region_error::RegionError;
 use super::region_info::{RegionEpoch, RegionInfo};
-use crate::{Engine, Lock, MemEngine, MvccReader, WriteBatch, encode_key};
+use crate::{Lock, MvccReader, WriteBatch, encode_key};
 
 /// Raft index and term a split child's group starts at (TiKV's `RAFT_INIT_LOG_INDEX`).
 pub(crate) const SPLIT_CHILD_INIT_INDEX: u64 = 5;
@@ -83,7 +82,42 @@ impl RegionPeer {
             info.epoch.version = new_version;
             (info.clone(), child)
         };
-        let child_data = self.engine().split_off(&encode_key(split_key));
+        // A restart replaying the split finds the child hosted: it recovered its own
+        // state, and the parent only gives up the range.
+        let hosted = self.host.hosts(new_region_id);
+        let at = encode_key(split_key);
+        let child_engine = if hosted {
+            drop(self.engine().split_off(&at));
+            None
+        } else {
+            // A disk engine changes the two regions' records only; a memory engine moves
+            // the upper half into a new engine.
+            match self.engine().split_region(
+                &at,
+                &region_record(&parent, MergeState::None),
+                index,
+                new_region_id,
+                &region_record(&child, MergeState::None),
+                SPLIT_CHILD_INIT_INDEX,
+            ) {
+                Ok(e) => {
+                    // The split's records durable before the child's seed (which says
+                    // "the data is in the engine") reaches the log: a power loss must not
+                    // leave a seed whose data range the engine never assigned.
+                    if let Err(e) = self.engine().persist() {
+                        tracing::error!(region = parent.id, error = %e, "engine persist after a split failed");
+                    }
+                    Some(e)
+                }
+                Err(e) => {
+                    tracing::error!(region = new_region_id, error = %e, "split child data refused");
+                    return;
+                }
+            }
+        };
+        if hosted {
+            self.record_region(index);
+        }
         // The split moves the in-memory locks by range, deleted-marked ones too (their
         // pending deletes carry the old version and are refused at apply).
         let child_locks: Option<RegionLockTable<Lock>> = {
@@ -104,29 +138,24 @@ impl RegionPeer {
                 }
             }
         };
-        if self.host.hosts(new_region_id) {
-            // A restart replaying the split: the child recovered its own state.
+        let Some(engine) = child_engine else {
             return;
-        }
-        let engine = MemEngine::new();
-        if let Err(e) = engine.import(&child_data, SPLIT_CHILD_INIT_INDEX) {
-            tracing::error!(region = new_region_id, error = %e, "split child data refused");
-            return;
-        }
-        let child_peer = self.sibling(child, Arc::new(engine));
+        };
+        let child_peer = self.sibling(child, engine);
         if let Some(mut locks) = child_locks {
             let moved = child_peer.table().write().absorb(&mut locks);
             if let Err(e) = moved {
                 tracing::error!(region = new_region_id, error = %e, "split child locks refused");
             }
         }
-        let seed = child_peer.snapshot();
+        let seed = child_peer.split_seed();
         self.host.spawn_split_child(child_peer, seed);
     }
 
-    pub(super) fn apply_prepare_merge(&self, target: u64, new_version: u64) {
+    pub(super) fn apply_prepare_merge(&self, index: u64, target: u64, new_version: u64) {
         self.info_mut().epoch.version = new_version;
         *self.merge.lock() = MergeState::Merging { target };
+        self.record_region(index);
     }
 
     /// Applies a transfer's or merge's migrated locks: each becomes a lock-CF record unless
@@ -178,6 +207,7 @@ impl RegionPeer {
             info.epoch.version = new_version;
         }
         *self.merge.lock() = MergeState::None;
+        self.record_region(index);
         let term = self.leader_term();
         if term != 0 {
             // Back to Normal, writable again at the new version; the locks stay.
@@ -238,6 +268,7 @@ impl RegionPeer {
             info.epoch.version = info.epoch.version.max(source.epoch.version) + 1;
             info.epoch.version
         };
+        self.record_region(index);
         let term = self.leader_term();
         if term != 0 {
             // The target's own memory locks stay; the source's arrived as lock-CF records.
@@ -249,6 +280,7 @@ impl RegionPeer {
     /// The source replica on this node after the target absorbed it: it refuses everything.
     pub(crate) fn mark_merged(&self, target: u64) {
         *self.merge.lock() = MergeState::Merged { target };
+        self.record_region(self.engine().applied_index());
         self.table().become_follower();
     }
 

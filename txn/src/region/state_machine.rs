@@ -46,6 +46,12 @@ impl StateMachine for RegionStateMachine {
     fn restore(&mut self, index: u64, data: &[u8]) {
         self.peer.restore(index, data);
     }
+
+    /// The engine's durable applied index (0 for a `MemEngine`): a restart replays only
+    /// the log after it.
+    fn durable_applied(&self) -> u64 {
+        self.peer.durable_applied()
+    }
 }
 
 #[cfg(test)]

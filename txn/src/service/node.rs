@@ -18,7 +18,7 @@ use crate::region::{
     Counters, LockMode, PausePoints, RegionError, RegionHost, RegionInfo, RegionPeer,
     RegionStateMachine, SPLIT_CHILD_INIT_INDEX,
 };
-use crate::{Engine, MemEngine};
+use crate::{Engine, FjallEngine, MemEngine};
 
 /// How long the cluster's deadlock detector (on the meta leader) keeps a wait-for edge that
 /// was not announced again. TiKV keeps edges for its server-side `wait-for-lock-timeout`;
@@ -67,6 +67,9 @@ pub struct KvNodeConfig {
     /// timestamps without asking again (a leader lease). Must be below the smallest Raft
     /// election timeout; zero asks a quorum (ReadIndex) every time.
     pub read_lease: Duration,
+    /// The node's disk engine, shared by its regions (`None`: each region keeps its data
+    /// in a [`MemEngine`], rebuilt from the Raft log at a restart).
+    pub disk_engine: Option<Arc<FjallEngine>>,
 }
 
 impl KvNodeConfig {
@@ -138,6 +141,13 @@ impl KvNodeConfig {
         self
     }
 
+    /// Sets [`KvNodeConfig::disk_engine`].
+    #[must_use]
+    pub fn with_disk_engine(mut self, engine: Option<Arc<FjallEngine>>) -> Self {
+        self.disk_engine = engine;
+        self
+    }
+
     /// Sets [`KvNodeConfig::read_lease`].
     #[must_use]
     pub fn with_read_lease(mut self, lease: Duration) -> Self {
@@ -162,6 +172,7 @@ impl Default for KvNodeConfig {
             split_size: Some(96 << 20),
             // raft-lite's default election timeout is 10 ticks of 10 ms at the least.
             read_lease: Duration::from_millis(40),
+            disk_engine: None,
         }
     }
 }
@@ -261,7 +272,16 @@ impl KvNode {
             }
         }
         for r in &hosted {
-            let engine: Arc<dyn Engine> = Arc::new(MemEngine::new());
+            let engine: Arc<dyn Engine> = match &config.disk_engine {
+                Some(disk) => {
+                    disk.region(r.id, &r.start, &r.end)
+                        .map_err(|e| ServiceError::Unavailable {
+                            node: id,
+                            detail: e.to_string(),
+                        })?
+                }
+                None => Arc::new(MemEngine::new()),
+            };
             peers.insert(
                 r.id,
                 RegionPeer::new(
@@ -359,6 +379,12 @@ impl KvNode {
             .read_recursive()
             .as_ref()
             .and_then(|r| r.status(group).ok())
+    }
+
+    /// The counters of this node's raft driver (entries applied, snapshots taken); `None`
+    /// once stopped.
+    pub fn raft_stats(&self) -> Option<surge_raft_lite::NodeStatsSnapshot> {
+        self.raft.read_recursive().as_ref().map(RaftNode::stats)
     }
 
     /// Asks this node (the leader of `group`) to hand leadership to `to`.

@@ -1,0 +1,224 @@
+//! The disk engine against `MemEngine`, side by side in one run: a 3-replica `LocalCluster`
+//! (16 regions, durable WALs) on each engine in turn, measuring write-only TPS at 32 clients
+//! (`surge_txn::workload`'s `oltp_write_only` event, optimistic), point-get and 100-key scan
+//! latencies (p50 / p99 over every operation), the time to split a region, and the time from
+//! a restart of the whole cluster to every region having a leader.
+//!
+//! `cargo run --release -p surge-txn --example engine_bench -- [--rows N] [--seconds N]
+//! [--rounds N]`; the engines alternate in each round, so outside load hits both alike.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use surge_txn::workload::{Rng, event, load};
+use surge_txn::{
+    ClientConfig, ClusterConfig, EngineKind, FjallOptions, LocalCluster, TxnClient, TxnMode,
+};
+
+struct Args {
+    rows: u64,
+    seconds: f64,
+    rounds: usize,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        rows: 50_000,
+        seconds: 8.0,
+        rounds: 2,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--rows" => a.rows = value()?.parse().map_err(|e| format!("--rows: {e}"))?,
+            "--seconds" => a.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(a)
+}
+
+/// A read-table key: spread over the 16 regions by its first byte.
+fn read_key(id: u64) -> Vec<u8> {
+    let mut k = vec![(id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8, b'r'];
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+#[derive(Default)]
+struct Figures {
+    tps: Vec<f64>,
+    get: Vec<Duration>,
+    scan: Vec<Duration>,
+    split: Vec<Duration>,
+    restart: Vec<Duration>,
+}
+
+fn pct(v: &mut [Duration], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort();
+    let i = ((v.len() as f64 * p) as usize).min(v.len() - 1);
+    v[i].as_secs_f64() * 1e6
+}
+
+fn config(dir: &std::path::Path, disk: bool) -> ClusterConfig {
+    let engine = if disk {
+        EngineKind::Disk(
+            FjallOptions::default()
+                .with_cache_bytes(256 << 20)
+                .with_worker_threads(1),
+        )
+    } else {
+        EngineKind::Memory
+    };
+    ClusterConfig::new(dir).with_regions(16).with_engine(engine)
+}
+
+fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let cluster = LocalCluster::start(config(dir.path(), disk)).map_err(|e| e.to_string())?;
+    let client = TxnClient::new(cluster.router(), ClientConfig::default());
+    load(&client, a.rows, 8).map_err(|e| e.to_string())?;
+    for chunk in (1..=a.rows).collect::<Vec<_>>().chunks(500) {
+        let mut t = client
+            .begin(TxnMode::Optimistic)
+            .map_err(|e| e.to_string())?;
+        for id in chunk {
+            t.put(&read_key(*id), &[b'v'; 180])
+                .map_err(|e| e.to_string())?;
+        }
+        t.commit().map_err(|e| e.to_string())?;
+    }
+    // Write-only TPS at 32 clients.
+    let stop = AtomicBool::new(false);
+    let done = AtomicU64::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for c in 0..32u64 {
+            let (client, stop, done) = (&client, &stop, &done);
+            s.spawn(move || {
+                let mut rng = Rng::new(c + 1);
+                while !stop.load(Ordering::Relaxed) {
+                    if event(client, TxnMode::Optimistic, &mut rng, a.rows).is_ok() {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_secs_f64(a.seconds));
+        stop.store(true, Ordering::Relaxed);
+    });
+    f.tps
+        .push(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64());
+    // Point gets and 100-key scans, 4 readers each, every operation timed.
+    for scan in [false, true] {
+        let stop = AtomicBool::new(false);
+        let times = parking_lot::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for c in 0..4u64 {
+                let (client, stop, times) = (&client, &stop, &times);
+                s.spawn(move || {
+                    let mut rng = Rng::new(100 + c);
+                    let mut mine = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = read_key(1 + rng.next_u64() % a.rows);
+                        let t0 = Instant::now();
+                        let Ok(mut t) = client.begin(TxnMode::Optimistic) else {
+                            continue;
+                        };
+                        let ok = if scan {
+                            t.scan(&key, None, 100).is_ok()
+                        } else {
+                            t.get(&key).is_ok()
+                        };
+                        t.rollback();
+                        if ok {
+                            mine.push(t0.elapsed());
+                        }
+                    }
+                    times.lock().extend(mine);
+                });
+            }
+            std::thread::sleep(Duration::from_secs_f64(a.seconds / 2.0));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let v = times.into_inner();
+        if scan {
+            f.scan.extend(v);
+        } else {
+            f.get.extend(v);
+        }
+    }
+    // A split of the largest region.
+    let region = cluster
+        .regions()
+        .into_iter()
+        .max_by_key(|r| r.end.first().copied().unwrap_or(0))
+        .ok_or("no region")?;
+    let t0 = Instant::now();
+    cluster
+        .split_region(region.id, None)
+        .map_err(|e| e.to_string())?;
+    f.split.push(t0.elapsed());
+    // Restart of the whole cluster to ready.
+    drop(client);
+    drop(cluster);
+    let t0 = Instant::now();
+    let cluster = LocalCluster::start(config(dir.path(), disk)).map_err(|e| e.to_string())?;
+    f.restart.push(t0.elapsed());
+    let client = TxnClient::new(cluster.router(), ClientConfig::default());
+    let mut t = client
+        .begin(TxnMode::Optimistic)
+        .map_err(|e| e.to_string())?;
+    if t.get(&read_key(a.rows))
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        return Err("a loaded key is missing after the restart".into());
+    }
+    t.rollback();
+    Ok(())
+}
+
+fn main() -> Result<(), String> {
+    let a = parse()?;
+    let (mut disk, mut mem) = (Figures::default(), Figures::default());
+    for round in 0..a.rounds {
+        for on_disk in [true, false] {
+            eprintln!("round {round}: {}", if on_disk { "disk" } else { "memory" });
+            run(on_disk, &a, if on_disk { &mut disk } else { &mut mem })?;
+        }
+    }
+    println!(
+        "cores: {}; rows: {} (+{} read rows); {} s per TPS point; {} rounds",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        a.rows,
+        a.rows,
+        a.seconds,
+        a.rounds
+    );
+    println!(
+        "| engine | write-only TPS (32 clients) | get p50 / p99 (µs) | 100-key scan p50 / p99 (µs) | split (ms) | restart to ready (ms) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, f) in [("disk (fjall)", &mut disk), ("MemEngine", &mut mem)] {
+        let tps = f.tps.iter().sum::<f64>() / f.tps.len().max(1) as f64;
+        let ms = |v: &[Duration]| {
+            v.iter().map(|d| d.as_secs_f64() * 1e3).sum::<f64>() / v.len().max(1) as f64
+        };
+        println!(
+            "| {name} | {tps:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} | {:.0} |",
+            pct(&mut f.get, 0.5),
+            pct(&mut f.get, 0.99),
+            pct(&mut f.scan, 0.5),
+            pct(&mut f.scan, 0.99),
+            ms(&f.split),
+            ms(&f.restart),
+        );
+    }
+    Ok(())
+}

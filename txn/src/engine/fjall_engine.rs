@@ -1,0 +1,229 @@
+//! [`FjallEngine`]: one node's data on disk, shared by all its regions (TiKV's layout).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use parking_lot::Mutex;
+
+use super::cf::Cf;
+use super::error::EngineError;
+use super::fjall_options::FjallOptions;
+use super::fjall_region::FjallRegion;
+
+/// The key of the identity record in the `regions` keyspace (region records are keyed by
+/// `b'r'` and the region id, so the two never meet).
+const IDENTITY_KEY: &[u8] = b"identity";
+
+/// Whose engine directory this is: a node refuses a directory of another cluster or node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineIdentity {
+    /// The cluster's id.
+    pub cluster_id: String,
+    /// The node's id.
+    pub node_id: u64,
+}
+
+impl EngineIdentity {
+    /// Node `node_id` of cluster `cluster_id`.
+    pub fn new(cluster_id: impl Into<String>, node_id: u64) -> EngineIdentity {
+        EngineIdentity {
+            cluster_id: cluster_id.into(),
+            node_id,
+        }
+    }
+
+    fn encode(&self) -> String {
+        format!("{}/{}", self.cluster_id, self.node_id)
+    }
+}
+
+/// A node's disk engine: one fjall database holding every region's data, keyed by user key
+/// (encoded) in three keyspaces (`lock`, `write`, `default`), and each region's record
+/// (range, state, applied index, size) in a fourth (`regions`).
+///
+/// # Invariants
+/// - A region's batch and its record (with the batch's applied index) are one atomic fjall
+///   batch: after a crash, a region's data is exactly as of its recorded applied index.
+/// - Each batch reaches the operating system before [`crate::Engine::write`] returns (fjall's
+///   journal is written per batch), so a killed process loses nothing written; a power
+///   loss loses what [`FjallEngine::persist`] did not sync, which the Raft log (synced
+///   before any entry applies) replays.
+/// - At most one [`FjallRegion`] view per region id lives at a time.
+pub struct FjallEngine {
+    pub(super) db: Database,
+    pub(super) lock: Keyspace,
+    pub(super) write: Keyspace,
+    pub(super) default: Keyspace,
+    pub(super) regions: Keyspace,
+    path: PathBuf,
+    views: Mutex<HashMap<u64, Weak<FjallRegion>>>,
+}
+
+impl std::fmt::Debug for FjallEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FjallEngine")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl FjallEngine {
+    /// Opens (or creates) the engine in `path` for `identity`.
+    ///
+    /// # Errors
+    /// [`EngineError::Open`] naming the directory when fjall cannot open it (damaged or
+    /// unreadable files, a directory locked by a running node) or `options` are invalid;
+    /// [`EngineError::Identity`] when it belongs to another cluster or node.
+    pub fn open(
+        path: impl AsRef<Path>,
+        identity: &EngineIdentity,
+        options: FjallOptions,
+    ) -> Result<Arc<FjallEngine>, EngineError> {
+        let path = path.as_ref().to_path_buf();
+        options.validate()?;
+        let open_err = |e: fjall::Error| EngineError::Open {
+            path: path.display().to_string(),
+            detail: describe(&e),
+        };
+        std::fs::create_dir_all(&path).map_err(|e| EngineError::Open {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        let db = Database::builder(&path)
+            .cache_size(options.cache_bytes)
+            .max_journaling_size(options.max_journal_bytes)
+            .worker_threads(options.worker_threads)
+            .open()
+            .map_err(open_err)?;
+        let memtable = options.memtable_bytes;
+        let ks = |name: &str| {
+            db.keyspace(name, || {
+                KeyspaceCreateOptions::default().max_memtable_size(memtable)
+            })
+            .map_err(open_err)
+        };
+        let engine = FjallEngine {
+            lock: ks(Cf::Lock.as_str())?,
+            write: ks(Cf::Write.as_str())?,
+            default: ks(Cf::Default.as_str())?,
+            regions: ks("regions")?,
+            db,
+            path: path.clone(),
+            views: Mutex::new(HashMap::new()),
+        };
+        let ours = identity.encode();
+        match engine.regions.get(IDENTITY_KEY).map_err(open_err)? {
+            Some(found) if found.as_ref() != ours.as_bytes() => {
+                return Err(EngineError::Identity {
+                    path: path.display().to_string(),
+                    expected: ours,
+                    found: String::from_utf8_lossy(&found).into_owned(),
+                });
+            }
+            Some(_) => {}
+            None => {
+                engine
+                    .regions
+                    .insert(IDENTITY_KEY, ours.as_bytes())
+                    .map_err(open_err)?;
+                engine.db.persist(PersistMode::SyncAll).map_err(open_err)?;
+            }
+        }
+        Ok(Arc::new(engine))
+    }
+
+    /// The engine's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The view of region `id`, covering `[start, end)` (user keys; empty `end`: to the end
+    /// of the key space) unless the engine holds a record of the region, whose range wins.
+    /// A second call for a region whose view still lives returns that view.
+    ///
+    /// # Errors
+    /// [`EngineError::Open`] when the region's record cannot be read or decoded.
+    pub fn region(
+        self: &Arc<Self>,
+        id: u64,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<Arc<FjallRegion>, EngineError> {
+        let mut views = self.views.lock();
+        if let Some(view) = views.get(&id).and_then(Weak::upgrade) {
+            return Ok(view);
+        }
+        let view = FjallRegion::open(self.clone(), id, start, end)?;
+        views.retain(|_, v| v.strong_count() > 0);
+        views.insert(id, Arc::downgrade(&view));
+        Ok(view)
+    }
+
+    /// Registers a view made by a split (see [`FjallRegion`]'s `split_region`).
+    pub(super) fn register(&self, id: u64, view: &Arc<FjallRegion>) {
+        self.views.lock().insert(id, Arc::downgrade(view));
+    }
+
+    /// Forgets region `id`'s record (the region left this node or merged away); its data,
+    /// keyed by user key, stays for whichever region now covers it.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when the write fails.
+    pub fn remove_region(&self, id: u64) -> Result<(), EngineError> {
+        self.regions
+            .remove(FjallRegion::record_key(id))
+            .map_err(|e| io("remove region record", &e))
+    }
+
+    /// Makes every batch written so far survive a power loss (fsyncs the journal).
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when the sync fails.
+    pub fn persist(&self) -> Result<(), EngineError> {
+        self.db
+            .persist(PersistMode::SyncAll)
+            .map_err(|e| io("persist", &e))
+    }
+
+    /// Bytes the engine takes on disk (tables and journals).
+    pub fn disk_bytes(&self) -> u64 {
+        self.db.disk_space().unwrap_or(0)
+    }
+
+    /// The keyspace of a column family.
+    pub(super) fn cf(&self, cf: Cf) -> &Keyspace {
+        match cf {
+            Cf::Lock => &self.lock,
+            Cf::Write => &self.write,
+            Cf::Default => &self.default,
+        }
+    }
+}
+
+/// A fjall error in words (fjall's own `Display` prints its `Debug` form).
+pub(super) fn describe(e: &fjall::Error) -> String {
+    match e {
+        fjall::Error::Io(io) => format!("i/o error: {io}"),
+        fjall::Error::Storage(s) => format!("storage error: {s}"),
+        fjall::Error::JournalRecovery(r) => format!("journal recovery failed: {r:?}"),
+        fjall::Error::InvalidVersion(v) => format!("unknown data format version {v:?}"),
+        fjall::Error::Decompress(c) => format!("decompression failed ({c:?})"),
+        fjall::Error::InvalidTrailer => "invalid journal trailer".into(),
+        fjall::Error::InvalidTag((what, tag)) => format!("invalid tag {tag} in {what}"),
+        fjall::Error::Poisoned => "a previous write failed; the engine refuses writes".into(),
+        fjall::Error::KeyspaceDeleted => "keyspace deleted".into(),
+        fjall::Error::Locked => "locked by another process (a node already running?)".into(),
+        fjall::Error::Unrecoverable => "unrecoverable (see the log)".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A fjall error of operation `what` as an [`EngineError::Io`].
+pub(super) fn io(what: &'static str, e: &fjall::Error) -> EngineError {
+    EngineError::Io {
+        what,
+        detail: describe(e),
+    }
+}

@@ -1,0 +1,614 @@
+//! [`FjallRegion`]: one region's view of its node's [`FjallEngine`], implementing [`Engine`].
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use fjall::{Keyspace, Readable};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use super::cf::Cf;
+use super::crash_points::{crash_point, engine_crash_points as points};
+use super::error::EngineError;
+use super::fjall_engine::{FjallEngine, describe, io};
+use super::key_codec::{decode_key, encode_key, split_ts};
+use super::mem_engine::{OwnedMap, decode_export, encode_pairs};
+use super::region_record::RegionRecord;
+use super::traits::{Engine, Snapshot};
+use super::write_batch::{Modify, WriteBatch};
+
+/// Keys deleted or inserted per fjall batch while a snapshot is applied (bounds memory).
+const APPLY_CHUNK: usize = 4096;
+
+/// A region's record as stored in the `regions` keyspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Meta {
+    /// The Raft index of the last batch applied.
+    applied_index: u64,
+    /// Bytes of keys and values in the range (exact through writes and snapshots; a
+    /// split divides it evenly between the halves, so it is approximate after one).
+    size: u64,
+    /// Set while a snapshot is being applied: the range's data is incomplete, and a
+    /// restart must apply the snapshot again (the region reports no durable state).
+    applying: bool,
+    record: RegionRecord,
+}
+
+/// One region's view of the node's engine: its range of the shared keyspaces and its record.
+///
+/// # Invariants
+/// - Every write of the view commits the record (with the batch's applied index) in the
+///   same fjall batch as the data.
+/// - Writes come from the region's apply (one thread at a time); `meta` mirrors the stored
+///   record after each successful commit.
+/// - After a failed write the view refuses every write ([`EngineError::Stopped`]): the
+///   failed batch is not in the engine, and a later one applied on top would leave a hole
+///   that the log replay after a restart (from the record's index) could not see.
+pub struct FjallRegion {
+    engine: Arc<FjallEngine>,
+    id: u64,
+    meta: Mutex<Meta>,
+    /// Whether the record exists on disk (a new region's view has none until it writes).
+    stored: Mutex<bool>,
+    failed: Mutex<Option<EngineError>>,
+}
+
+impl std::fmt::Debug for FjallRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FjallRegion")
+            .field("id", &self.id)
+            .field("applied_index", &self.meta.lock().applied_index)
+            .finish()
+    }
+}
+
+/// The range `[start, end)` of user keys as engine-key bounds.
+fn bounds(record: &RegionRecord) -> (Vec<u8>, Option<Vec<u8>>) {
+    let start = encode_key(&record.start);
+    let end = (!record.end.is_empty()).then(|| encode_key(&record.end));
+    (start, end)
+}
+
+fn range_of<'a>(start: &'a [u8], end: Option<&'a [u8]>) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    (
+        Bound::Included(start),
+        end.map_or(Bound::Unbounded, Bound::Excluded),
+    )
+}
+
+fn encode_meta(meta: &Meta) -> Vec<u8> {
+    // Serializing plain fields into a Vec cannot fail.
+    postcard::to_allocvec(meta).unwrap_or_default()
+}
+
+impl FjallRegion {
+    /// The key of region `id`'s record in the `regions` keyspace.
+    pub(super) fn record_key(id: u64) -> [u8; 9] {
+        let mut k = [b'r'; 9];
+        k[1..].copy_from_slice(&id.to_be_bytes());
+        k
+    }
+
+    pub(super) fn open(
+        engine: Arc<FjallEngine>,
+        id: u64,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<Arc<FjallRegion>, EngineError> {
+        let key = Self::record_key(id);
+        let bad = |detail: String| EngineError::Open {
+            path: format!("{} (record of region {id})", engine.path().display()),
+            detail,
+        };
+        let (meta, stored) = match engine.regions.get(key).map_err(|e| bad(describe(&e)))? {
+            Some(bytes) => (
+                postcard::from_bytes::<Meta>(&bytes).map_err(|e| bad(e.to_string()))?,
+                true,
+            ),
+            None => (
+                Meta {
+                    record: RegionRecord {
+                        start: start.to_vec(),
+                        end: end.to_vec(),
+                        state: Vec::new(),
+                    },
+                    ..Meta::default()
+                },
+                false,
+            ),
+        };
+        Ok(Arc::new(FjallRegion {
+            engine,
+            id,
+            meta: Mutex::new(meta),
+            stored: Mutex::new(stored),
+            failed: Mutex::new(None),
+        }))
+    }
+
+    /// The region's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The node's engine.
+    pub fn engine(&self) -> &Arc<FjallEngine> {
+        &self.engine
+    }
+
+    fn check_failed(&self) -> Result<(), EngineError> {
+        match &*self.failed.lock() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the view's writes after a failure at `index` (the first failure is kept).
+    fn fail(&self, index: u64, detail: String) -> EngineError {
+        let mut failed = self.failed.lock();
+        let e = failed.get_or_insert(EngineError::Stopped {
+            region: self.id,
+            index,
+            detail,
+        });
+        e.clone()
+    }
+
+    /// Commits `batch` plus the record `meta`, then mirrors `meta` in memory; on failure
+    /// the view stops (see the type's invariants).
+    fn commit(
+        &self,
+        mut batch: fjall::OwnedWriteBatch,
+        held: &mut Meta,
+        meta: Meta,
+        what: &'static str,
+    ) -> Result<(), EngineError> {
+        batch.insert(
+            &self.engine.regions,
+            Self::record_key(self.id),
+            encode_meta(&meta),
+        );
+        match batch.commit() {
+            Ok(()) => {
+                *held = meta;
+                *self.stored.lock() = true;
+                Ok(())
+            }
+            Err(e) => {
+                let err = io(what, &e);
+                tracing::error!(region = self.id, index = meta.applied_index, error = %err, "engine write failed; region stopped");
+                self.fail(meta.applied_index, err.to_string());
+                Err(err)
+            }
+        }
+    }
+
+    /// The stored size of `key` in `ks` (key plus value), 0 when absent.
+    fn stored_size(&self, ks: &Keyspace, key: &[u8]) -> Result<u64, EngineError> {
+        let v = ks.size_of(key).map_err(|e| io("read", &e))?;
+        Ok(v.map_or(0, |n| (key.len() as u64) + u64::from(n)))
+    }
+
+    /// Every entry of the range in `snap`, per column family.
+    fn collect(
+        &self,
+        snap: &fjall::Snapshot,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<[Vec<(fjall::Slice, fjall::Slice)>; 3], EngineError> {
+        let mut out: [Vec<(fjall::Slice, fjall::Slice)>; 3] = Default::default();
+        for (slot, cf) in out.iter_mut().zip(Cf::ALL) {
+            for guard in snap.range::<&[u8], _>(self.engine.cf(cf), range_of(start, end)) {
+                slot.push(guard.into_inner().map_err(|e| io("export", &e))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reports a read error: logged, and the view's writes stop (a read that missed data
+    /// must not lead to a write).
+    fn read_failed(&self, e: &fjall::Error) {
+        let detail = describe(e);
+        tracing::error!(region = self.id, error = %detail, "engine read failed; region stopped");
+        self.fail(
+            self.meta.lock().applied_index,
+            format!("read failed: {detail}"),
+        );
+    }
+}
+
+/// A consistent view of the whole engine (a fjall snapshot), read through one region.
+struct FjallSnapshot<'a> {
+    view: &'a FjallRegion,
+    snap: fjall::Snapshot,
+}
+
+impl Snapshot for FjallSnapshot<'_> {
+    fn get(&self, cf: Cf, key: &[u8]) -> Option<Vec<u8>> {
+        match self.snap.get(self.view.engine.cf(cf), key) {
+            Ok(v) => v.map(|v| v.to_vec()),
+            Err(e) => {
+                self.view.read_failed(&e);
+                None
+            }
+        }
+    }
+
+    fn scan(
+        &self,
+        cf: Cf,
+        start: &[u8],
+        end: Option<&[u8]>,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) {
+        if end.is_some_and(|end| end <= start) {
+            return;
+        }
+        for guard in self
+            .snap
+            .range::<&[u8], _>(self.view.engine.cf(cf), range_of(start, end))
+        {
+            match guard.into_inner() {
+                Ok((k, v)) => {
+                    if !visit(&k, &v) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    self.view.read_failed(&e);
+                    break;
+                }
+            }
+        }
+    }
+
+    fn applied_index(&self) -> u64 {
+        let key = FjallRegion::record_key(self.view.id);
+        match self.snap.get(&self.view.engine.regions, key) {
+            Ok(Some(bytes)) => postcard::from_bytes::<Meta>(&bytes)
+                .map(|m| m.applied_index)
+                .unwrap_or(0),
+            Ok(None) => 0,
+            Err(e) => {
+                self.view.read_failed(&e);
+                0
+            }
+        }
+    }
+}
+
+impl Engine for FjallRegion {
+    fn snapshot(&self) -> Box<dyn Snapshot + '_> {
+        Box::new(FjallSnapshot {
+            view: self,
+            snap: self.engine.db.snapshot(),
+        })
+    }
+
+    fn write(&self, batch: &WriteBatch) -> Result<(), EngineError> {
+        self.check_failed()?;
+        let mut held = self.meta.lock();
+        let mut out = self.engine.db.batch();
+        let mut size = held.size as i128;
+        // What this batch wrote so far, so a key changed twice in it is counted once
+        // (reads see the engine before the batch).
+        let mut seen: std::collections::HashMap<(Cf, &[u8]), i128> =
+            std::collections::HashMap::new();
+        for modify in &batch.modifies {
+            let ks = self.engine.cf(modify.cf());
+            let slot = (modify.cf(), modify.key());
+            let old = match seen.get(&slot) {
+                Some(n) => *n,
+                None => self.stored_size(ks, modify.key())? as i128,
+            };
+            match modify {
+                Modify::Put { key, value, .. } => {
+                    let new = (key.len() + value.len()) as i128;
+                    size += new - old;
+                    seen.insert(slot, new);
+                    out.insert(ks, key.as_slice(), value.as_slice());
+                }
+                Modify::Delete { key, .. } => {
+                    size -= old;
+                    seen.insert(slot, 0);
+                    out.remove(ks, key.as_slice());
+                }
+            }
+        }
+        let meta = Meta {
+            applied_index: batch.applied_index,
+            size: size.max(0) as u64,
+            ..held.clone()
+        };
+        crash_point(points::BEFORE_BATCH);
+        self.commit(out, &mut held, meta, "write")?;
+        crash_point(points::AFTER_BATCH);
+        Ok(())
+    }
+
+    fn applied_index(&self) -> u64 {
+        self.meta.lock().applied_index
+    }
+
+    fn export(&self) -> Vec<u8> {
+        let snap = self.engine.db.snapshot();
+        let applied = FjallSnapshot {
+            view: self,
+            snap: snap.clone(),
+        }
+        .applied_index();
+        let (start, end) = bounds(&self.meta.lock().record);
+        match self.collect(&snap, &start, end.as_deref()) {
+            Ok([l, w, d]) => encode_pairs([&l, &w, &d], applied),
+            Err(e) => {
+                tracing::error!(region = self.id, error = %e, "engine export failed");
+                encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
+            }
+        }
+    }
+
+    /// Takes a fjall snapshot now (cheap: a sequence number) and, when called, syncs the
+    /// engine's journal and encodes the range from the snapshot. A Raft snapshot is taken
+    /// this way before the log is compacted to its index, so the sync makes the engine
+    /// durable at least up to that index first (the log is never truncated past what the
+    /// engine holds durably, even across a power loss).
+    fn export_view(&self) -> Box<dyn FnOnce() -> Vec<u8> + Send> {
+        let snap = self.engine.db.snapshot();
+        let applied = self.meta.lock().applied_index;
+        let (start, end) = bounds(&self.meta.lock().record);
+        let engine = self.engine.clone();
+        let id = self.id;
+        Box::new(move || {
+            crash_point(points::BEFORE_PERSIST);
+            if let Err(e) = engine.persist() {
+                tracing::error!(region = id, error = %e, "engine persist before a snapshot failed");
+            }
+            crash_point(points::AFTER_PERSIST);
+            let mut out: [Vec<(fjall::Slice, fjall::Slice)>; 3] = Default::default();
+            for (slot, cf) in out.iter_mut().zip(Cf::ALL) {
+                for guard in snap.range::<&[u8], _>(engine.cf(cf), range_of(&start, end.as_deref()))
+                {
+                    match guard.into_inner() {
+                        Ok(kv) => slot.push(kv),
+                        Err(e) => {
+                            tracing::error!(region = id, error = %describe(&e), "engine export failed");
+                        }
+                    }
+                }
+            }
+            let [l, w, d] = out;
+            encode_pairs([&l, &w, &d], applied)
+        })
+    }
+
+    fn import(&self, data: &[u8], applied_index: u64) -> Result<(), EngineError> {
+        let record = self.meta.lock().record.clone();
+        self.import_region(data, applied_index, &record)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.meta.lock().size
+    }
+
+    /// Returns the entries at or after `at` as an export and ends the view's range at
+    /// `at`. The entries stay in the node's keyspaces: keyed by user key, they belong to
+    /// whichever region covers them now (a restart replaying a split whose child
+    /// recovered on its own gives up the range this way; a split proper uses
+    /// [`Engine::split_region`], which reads nothing).
+    fn split_off(&self, at: &[u8]) -> Vec<u8> {
+        let snap = self.engine.db.snapshot();
+        let (_, end) = bounds(&self.meta.lock().record);
+        let (l, w, d) = match self.collect(&snap, at, end.as_deref()) {
+            Ok([l, w, d]) => (l, w, d),
+            Err(e) => {
+                tracing::error!(region = self.id, error = %e, "engine split_off failed");
+                return encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], 0);
+            }
+        };
+        let moved: u64 = [&l, &w, &d]
+            .iter()
+            .flat_map(|c| c.iter())
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum();
+        let mut held = self.meta.lock();
+        let mut meta = held.clone();
+        meta.size = meta.size.saturating_sub(moved);
+        if let Ok((user, _)) = decode_key(at) {
+            meta.record.end = user;
+        }
+        let applied = meta.applied_index;
+        if let Err(e) = self.commit(self.engine.db.batch(), &mut held, meta, "split_off") {
+            tracing::error!(region = self.id, error = %e, "engine split_off failed");
+        }
+        encode_pairs([&l, &w, &d], applied)
+    }
+
+    fn ingest(&self, data: &[u8]) -> Result<(), EngineError> {
+        self.check_failed()?;
+        let body = decode_export(data)?;
+        let mut held = self.meta.lock();
+        let mut out = self.engine.db.batch();
+        let mut size = held.size;
+        for (cf, map) in [
+            (Cf::Lock, &body.lock),
+            (Cf::Write, &body.write),
+            (Cf::Default, &body.default),
+        ] {
+            let ks = self.engine.cf(cf);
+            for (k, v) in map {
+                let old = self.stored_size(ks, k)?;
+                size = (size + (k.len() + v.len()) as u64).saturating_sub(old);
+                out.insert(ks, k.as_slice(), v.as_slice());
+            }
+        }
+        let meta = Meta {
+            size,
+            ..held.clone()
+        };
+        self.commit(out, &mut held, meta, "ingest")
+    }
+
+    /// Two passes over the range's write keys (count, then the middle one); a region is
+    /// split at most every few seconds, and keys are read without their values.
+    fn middle_key(&self) -> Option<Vec<u8>> {
+        let snap = self.engine.db.snapshot();
+        let (start, end) = bounds(&self.meta.lock().record);
+        let ks = &self.engine.write;
+        let keys = || {
+            snap.range::<&[u8], _>(ks, range_of(&start, end.as_deref()))
+                .filter_map(|g| g.key().ok())
+        };
+        let n = keys().count();
+        if n < 2 {
+            return None;
+        }
+        let middle = keys().nth(n / 2)?;
+        let first = keys().next()?;
+        let (encoded, _) = split_ts(&middle).ok()?;
+        let (first_encoded, _) = split_ts(&first).ok()?;
+        if encoded == first_encoded {
+            return None;
+        }
+        decode_key(encoded).ok().map(|(user_key, _)| user_key)
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn durable_region(&self) -> Option<(u64, RegionRecord)> {
+        let meta = self.meta.lock();
+        (*self.stored.lock() && !meta.applying).then(|| (meta.applied_index, meta.record.clone()))
+    }
+
+    fn set_region(&self, record: &RegionRecord, applied_index: u64) -> Result<(), EngineError> {
+        self.check_failed()?;
+        let mut held = self.meta.lock();
+        let meta = Meta {
+            applied_index,
+            record: record.clone(),
+            ..held.clone()
+        };
+        let out = self.engine.db.batch();
+        self.commit(out, &mut held, meta, "set region")
+    }
+
+    /// Deletes the range (in chunks), then inserts the export (in chunks), with the
+    /// `applying` marker set in the record from before the first delete until the last
+    /// insert: a crash in between leaves a record without a durable state, so the restart
+    /// applies the Raft snapshot again. The deletes are point tombstones (fjall has no
+    /// range delete); compaction drops them with the values they cover.
+    fn import_region(
+        &self,
+        data: &[u8],
+        applied_index: u64,
+        record: &RegionRecord,
+    ) -> Result<(), EngineError> {
+        self.check_failed()?;
+        let body = decode_export(data)?;
+        let mut held = self.meta.lock();
+        let marked = Meta {
+            applying: true,
+            record: record.clone(),
+            ..held.clone()
+        };
+        self.commit(self.engine.db.batch(), &mut held, marked, "snapshot apply")?;
+        let (start, end) = bounds(record);
+        let snap = self.engine.db.snapshot();
+        let fail = |e: &fjall::Error| {
+            let err = io("snapshot apply", e);
+            self.fail(applied_index, err.to_string());
+            err
+        };
+        for cf in Cf::ALL {
+            let ks = self.engine.cf(cf);
+            let mut out = self.engine.db.batch();
+            for guard in snap.range::<&[u8], _>(ks, range_of(&start, end.as_deref())) {
+                out.remove(ks, guard.key().map_err(|e| fail(&e))?);
+                if out.len() >= APPLY_CHUNK {
+                    std::mem::replace(&mut out, self.engine.db.batch())
+                        .commit()
+                        .map_err(|e| fail(&e))?;
+                }
+            }
+            out.commit().map_err(|e| fail(&e))?;
+        }
+        drop(snap);
+        crash_point(points::SNAPSHOT_APPLY_AFTER_DELETE);
+        let mut size = 0u64;
+        for (cf, map) in [
+            (Cf::Lock, body.lock),
+            (Cf::Write, body.write),
+            (Cf::Default, body.default),
+        ] {
+            let ks = self.engine.cf(cf);
+            let mut out = self.engine.db.batch();
+            for (k, v) in OwnedMap::into_iter(map) {
+                size += (k.len() + v.len()) as u64;
+                out.insert(ks, k, v);
+                if out.len() >= APPLY_CHUNK {
+                    std::mem::replace(&mut out, self.engine.db.batch())
+                        .commit()
+                        .map_err(|e| fail(&e))?;
+                }
+            }
+            out.commit().map_err(|e| fail(&e))?;
+        }
+        let done = Meta {
+            applied_index,
+            size,
+            applying: false,
+            record: record.clone(),
+        };
+        self.commit(self.engine.db.batch(), &mut held, done, "snapshot apply")
+    }
+
+    fn split_region(
+        &self,
+        at: &[u8],
+        parent: &RegionRecord,
+        parent_index: u64,
+        child_id: u64,
+        child: &RegionRecord,
+        child_index: u64,
+    ) -> Result<Arc<dyn Engine>, EngineError> {
+        let _ = at;
+        self.check_failed()?;
+        let child_view = self.engine.region(child_id, &child.start, &child.end)?;
+        let mut held = self.meta.lock();
+        // The size is split evenly: a split is a metadata change and reads no data; the
+        // split key is the write column's middle key, so halves are about right.
+        let child_size = held.size / 2;
+        let child_meta = Meta {
+            applied_index: child_index,
+            size: child_size,
+            applying: false,
+            record: child.clone(),
+        };
+        let parent_meta = Meta {
+            applied_index: parent_index,
+            size: held.size - child_size,
+            applying: false,
+            record: parent.clone(),
+        };
+        let mut out = self.engine.db.batch();
+        out.insert(
+            &self.engine.regions,
+            Self::record_key(child_id),
+            encode_meta(&child_meta),
+        );
+        self.commit(out, &mut held, parent_meta, "split")?;
+        *child_view.meta.lock() = child_meta;
+        *child_view.stored.lock() = true;
+        self.engine.register(child_id, &child_view);
+        Ok(child_view)
+    }
+
+    fn persist(&self) -> Result<(), EngineError> {
+        self.engine.persist()
+    }
+}
+
+#[cfg(test)]
+#[path = "fjall_region_test.rs"]
+mod fjall_region_test;
