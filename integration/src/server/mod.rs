@@ -14,7 +14,7 @@ mod txn_session;
 pub use coordinator::NodeCoordinator;
 pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_cluster_id};
 pub use kv_server::{KvServer, ServerConfig};
-pub use mysql_front::{ClientAdmin, MysqlFront};
+pub use mysql_front::MysqlFront;
 pub use node_process::{
     BINLOG_SUBDIR, INITIAL_REGIONS, NodeConfig, NodeError, NodeProcess, SHUTDOWN_WAIT,
 };

@@ -11,60 +11,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use surge_raft_lite::NodeId;
-use surge_txn::{LockMode, TxnClient};
 
 use super::coordinator::NodeCoordinator;
 use crate::mysql::{MysqlConfig, MysqlServer};
-use crate::sql::{ClusterAdmin, RegionView, SqlConfig, SqlEngine};
+use crate::sql::{ClientAdmin, SqlConfig, SqlEngine};
 
 /// How often the starter asks whether the coordinator is ready.
 const READY_POLL: Duration = Duration::from_millis(50);
-
-/// The cluster controls of the SQL engine (`set config`, `show config`, `SHOW TABLE t
-/// REGIONS`) over a node's transaction client: the lock mode is set on every node, and the
-/// region map comes from the meta group.
-#[derive(Debug)]
-pub struct ClientAdmin {
-    client: TxnClient,
-}
-
-impl ClientAdmin {
-    /// Controls through `client`.
-    pub fn new(client: TxnClient) -> ClientAdmin {
-        ClientAdmin { client }
-    }
-}
-
-impl ClusterAdmin for ClientAdmin {
-    fn set_lock_mode(&self, mode: LockMode) -> Result<(), String> {
-        self.client.set_lock_mode(mode).map_err(|e| e.to_string())
-    }
-
-    fn lock_mode(&self) -> Option<LockMode> {
-        // The nodes agree unless a `set_lock_mode` reached only some: then there is no
-        // one mode to show.
-        let modes = self.client.lock_modes();
-        let first = modes.first()?.1;
-        modes.iter().all(|(_, m)| *m == first).then_some(first)
-    }
-
-    fn regions(&self) -> Result<Vec<RegionView>, String> {
-        let regions = self
-            .client
-            .regions_in_range(b"", None)
-            .map_err(|e| e.to_string())?;
-        Ok(regions
-            .into_iter()
-            .map(|r| RegionView {
-                id: r.id,
-                start: r.start,
-                end: r.end,
-                leader: r.leader,
-                peers: r.peers,
-            })
-            .collect())
-    }
-}
 
 /// A node's MySQL port: bound at once, served once the coordinator is ready.
 #[derive(Debug)]

@@ -101,7 +101,11 @@ impl ClusterAdmin for ClientAdmin {
     }
 
     fn lock_mode(&self) -> Option<LockMode> {
-        self.client.lock_modes().first().map(|(_, m)| *m)
+        // The nodes agree unless a `set_lock_mode` reached only some: then there is no one
+        // mode to show.
+        let modes = self.client.lock_modes();
+        let first = modes.first()?.1;
+        modes.iter().all(|(_, m)| *m == first).then_some(first)
     }
 
     fn regions(&self) -> Result<Vec<RegionView>, String> {
