@@ -221,6 +221,26 @@ fn insert_forms() {
         ]
     );
     assert_eq!(err(&mut s, "insert into ty (a) values (256)").code, 1264);
+    // INSERT ... SELECT.
+    ok(
+        &mut s,
+        "create table copy (id int primary key, v int, u varchar(5))",
+    );
+    assert_eq!(
+        affected(
+            &mut s,
+            "insert into copy select id, v * 10, u from t where id >= 2"
+        ),
+        2
+    );
+    assert_eq!(
+        lines(&mut s, "select * from copy order by id"),
+        ["2|50|x", "3|30|z"]
+    );
+    assert_eq!(
+        err(&mut s, "insert into copy select id, v, u from t").code,
+        1062
+    );
 }
 
 #[test]

@@ -274,16 +274,16 @@ pub(crate) fn to_decimal(v: &Value) -> Option<Decimal> {
     }
 }
 
-/// A value as a double (`None` for NULL or a non-number; strings as MySQL reads their
-/// numeric prefix are not accepted: only whole numbers).
+/// A value as a double (`None` for NULL or a non-number). A string must be a number as a
+/// whole: MySQL would read `'12abc'` as 12 with a warning, this refuses it.
 pub(crate) fn to_double(v: &Value) -> Option<f64> {
     match v {
         #[allow(clippy::cast_precision_loss)] // MySQL's double arithmetic loses it too
         Value::Int(i) => Some(*i as f64),
-        #[allow(clippy::cast_precision_loss)]
+        #[allow(clippy::cast_precision_loss)] // as above
         Value::UInt(u) => Some(*u as f64),
         Value::Double(f) => Some(*f),
-        #[allow(clippy::cast_precision_loss)]
+        #[allow(clippy::cast_precision_loss)] // as above
         Value::Decimal(d) => Some(d.digits as f64 / 10f64.powi(i32::from(d.scale))),
         Value::Bytes(b) => std::str::from_utf8(b).ok()?.trim().parse().ok(),
         _ => None,

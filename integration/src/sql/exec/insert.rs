@@ -167,7 +167,33 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
     } else {
         match ins.source.as_ref().map(|q| q.body.as_ref()) {
             Some(SetExpr::Values(v)) => v.rows.iter().map(|r| r.content.clone()).collect(),
-            Some(_) => return Err(SqlError::unsupported("INSERT ... SELECT")),
+            Some(_) => {
+                // INSERT ... SELECT: the query runs first (in the session's transaction, or
+                // a snapshot of its own in autocommit), its rows become the VALUES.
+                let Some(q) = ins.source.as_ref() else {
+                    return Err(SqlError::parse("INSERT without VALUES"));
+                };
+                match super::select::query(s, q)? {
+                    Output::Rows { rows, .. } => rows
+                        .iter()
+                        .map(|r| {
+                            r.iter()
+                                .map(|v| {
+                                    Expr::Value(sqlparser::ast::ValueWithSpan {
+                                        value: super::session::to_literal(v),
+                                        span: sqlparser::tokenizer::Span::empty(),
+                                    })
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                    Output::Done { .. } => {
+                        return Err(SqlError::internal(
+                            "INSERT ... SELECT: the query returned no rows",
+                        ));
+                    }
+                }
+            }
             None => return Err(SqlError::parse("INSERT without VALUES")),
         }
     };

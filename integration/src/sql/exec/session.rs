@@ -130,7 +130,7 @@ impl VisitorMut for Numberer {
 /// Replaces `?n` by the n-th parameter as a literal.
 struct Binder<'a>(&'a [Value]);
 
-fn to_literal(v: &Value) -> Lit {
+pub(crate) fn to_literal(v: &Value) -> Lit {
     match v {
         Value::Null => Lit::Null,
         Value::Int(i) => Lit::Number(i.to_string(), false),
