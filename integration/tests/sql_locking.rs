@@ -23,13 +23,23 @@ fn lock_wait_timeout_is_1205_and_deadlock_is_1213() {
     );
     ok(&mut a, "insert into t values (1, 0), (2, 0)");
     ok(&mut b, "use l");
-    // The timeout shown is the client's (300 ms, shown as whole seconds, at least 1).
-    assert_eq!(lines(&mut a, "select @@innodb_lock_wait_timeout"), ["1"]);
-    assert_eq!(err(&mut a, "set innodb_lock_wait_timeout = 50").code, 1238);
+    // InnoDB's default, 50 s, whatever the client's own default; a session sets its own
+    // (whole seconds), and a bad value is refused.
+    assert_eq!(lines(&mut b, "select @@innodb_lock_wait_timeout"), ["50"]);
+    ok(&mut b, "set innodb_lock_wait_timeout = 1");
+    assert_eq!(lines(&mut b, "select @@innodb_lock_wait_timeout"), ["1"]);
+    assert_eq!(lines(&mut a, "select @@innodb_lock_wait_timeout"), ["50"]);
+    assert_eq!(err(&mut b, "set innodb_lock_wait_timeout = 0").code, 1231);
     ok(&mut a, "begin; update t set v = 1 where id = 1");
     ok(&mut b, "begin; update t set v = 2 where id = 2");
+    let started = std::time::Instant::now();
     let e = err(&mut b, "update t set v = 2 where id = 1");
     assert_eq!(e.code, 1205, "{}", e.message);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900),
+        "the session's 1 s, not the client's 300 ms: waited {waited:?}"
+    );
     assert!(
         !b.in_transaction(),
         "the waiter's transaction is rolled back"

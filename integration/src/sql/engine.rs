@@ -186,18 +186,7 @@ impl SqlEngine {
         let shared = Shared {
             catalog: Catalog::new(client.clone(), config.schema_lease),
             ids: IdAllocator::new(client.clone()),
-            globals: Mutex::new({
-                let mut g = default_variables(&config);
-                // The lock wait timeout is the transaction client's; shown as it is.
-                let wait = client
-                    .config()
-                    .wait_for_lock_timeout
-                    .map_or(i64::from(u32::MAX), |d| {
-                        i64::try_from(d.as_secs().max(1)).unwrap_or(i64::MAX)
-                    });
-                g.insert("innodb_lock_wait_timeout".into(), Value::Int(wait));
-                g
-            }),
+            globals: Mutex::new(default_variables(&config)),
             processes: Mutex::new(BTreeMap::new()),
             started: Instant::now(),
             questions: AtomicU64::new(0),

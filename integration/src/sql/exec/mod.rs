@@ -14,6 +14,7 @@ mod session;
 mod show;
 mod special;
 mod split;
+mod subquery;
 mod vars;
 
 pub(crate) use binlog::{binlog_table, silence};

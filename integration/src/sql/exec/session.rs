@@ -13,7 +13,7 @@ use sqlparser::parser::Parser;
 use surge_txn::{Transaction, TxnMode};
 
 use super::hints::Hints;
-use super::{ddl, insert, modify, select, show, special, split, vars};
+use super::{ddl, insert, modify, select, show, special, split, subquery, vars};
 use crate::sql::catalog::TableDef;
 use crate::sql::catalog::cache::Schema;
 use crate::sql::column::ColumnMeta;
@@ -299,6 +299,17 @@ impl Session {
         Env::bare(self)
     }
 
+    /// How long a row lock waits: `innodb_lock_wait_timeout` (the session's, else the
+    /// global one).
+    pub(crate) fn lock_wait_timeout(&self) -> std::time::Duration {
+        let secs = match self.variable("innodb_lock_wait_timeout") {
+            Some(Value::Int(n)) => u64::try_from(n).unwrap_or(1),
+            Some(Value::UInt(n)) => n,
+            _ => vars::DEFAULT_LOCK_WAIT_SECS.unsigned_abs(),
+        };
+        std::time::Duration::from_secs(secs.max(1))
+    }
+
     /// Commits the open transaction, if any.
     fn commit(&mut self) -> Result<(), SqlError> {
         if let Some(t) = self.txn.take() {
@@ -316,12 +327,13 @@ impl Session {
     fn begin(&mut self) -> Result<(), SqlError> {
         // BEGIN inside a transaction commits it first, as MySQL.
         self.commit()?;
-        self.txn = Some(
-            self.shared
-                .client
-                .begin(self.mode)
-                .map_err(|e| from_txn(&e))?,
-        );
+        let mut txn = self
+            .shared
+            .client
+            .begin(self.mode)
+            .map_err(|e| from_txn(&e))?;
+        txn.set_lock_wait_timeout(Some(self.lock_wait_timeout()));
+        self.txn = Some(txn);
         Ok(())
     }
 
@@ -350,11 +362,15 @@ impl Session {
             let is_explicit = explicit.is_some() || !self.autocommit;
             let mut txn = match explicit {
                 Some(t) => t,
-                None => self
-                    .shared
-                    .client
-                    .begin(mode.unwrap_or(self.mode))
-                    .map_err(|e| from_txn(&e))?,
+                None => {
+                    let mut t = self
+                        .shared
+                        .client
+                        .begin(mode.unwrap_or(self.mode))
+                        .map_err(|e| from_txn(&e))?;
+                    t.set_lock_wait_timeout(Some(self.lock_wait_timeout()));
+                    t
+                }
             };
             let result = f(&mut txn, self);
             let result = match result {
@@ -511,11 +527,27 @@ impl Session {
                 return Ok(());
             }
             "innodb_lock_wait_timeout" => {
-                return Err(SqlError::new(
-                    1238,
-                    "HY000",
-                    "Variable 'innodb_lock_wait_timeout' is a read only variable: the lock wait timeout is the node's transaction client setting",
-                ));
+                let secs = match &v {
+                    Value::Int(n) if (1..=1_073_741_824).contains(n) => *n,
+                    Value::UInt(n) if (1..=1_073_741_824).contains(n) => *n as i64,
+                    other => {
+                        return Err(SqlError::new(
+                            1231,
+                            "42000",
+                            format!(
+                                "Variable 'innodb_lock_wait_timeout' can't be set to the value of '{}' (whole seconds, 1 to 1073741824)",
+                                String::from_utf8_lossy(&other.to_text().unwrap_or_default())
+                            ),
+                        ));
+                    }
+                };
+                let v = Value::Int(secs);
+                if global {
+                    self.shared.globals.lock().insert(name.to_owned(), v);
+                } else {
+                    self.vars.insert(name.to_owned(), v);
+                }
+                return Ok(());
             }
             "hotspot" if global => {
                 let on = vars::is_on(Some(&v));
@@ -534,6 +566,10 @@ impl Session {
     /// Runs one parsed statement (DDL logs itself to the binlog as its text, in the
     /// transaction that changes the catalog).
     pub(crate) fn run(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
+        if subquery::has_scalar_subquery(stmt) {
+            let inlined = subquery::inline_scalar_subqueries(self, stmt)?;
+            return self.run_inner(&inlined);
+        }
         self.run_inner(stmt)
     }
 

@@ -9,6 +9,9 @@ fn text(s: &str) -> Value {
     Value::Bytes(s.as_bytes().to_vec())
 }
 
+/// `innodb_lock_wait_timeout`'s default, in seconds (InnoDB's).
+pub(crate) const DEFAULT_LOCK_WAIT_SECS: i64 = 50;
+
 /// Every system variable the engine knows, at its default. Names are lower case.
 pub(crate) fn default_variables(config: &SqlConfig) -> BTreeMap<String, Value> {
     let mut v = BTreeMap::new();
@@ -49,6 +52,14 @@ pub(crate) fn default_variables(config: &SqlConfig) -> BTreeMap<String, Value> {
     set("time_zone", text("SYSTEM"));
     set("system_time_zone", text("UTC"));
     set("wait_timeout", Value::Int(28_800));
+    // InnoDB's default: a row lock waits up to 50 s (each transaction's own lock wait
+    // timeout in the store, set from this when it begins; the client's default is shorter).
+    set(
+        "innodb_lock_wait_timeout",
+        Value::Int(DEFAULT_LOCK_WAIT_SECS),
+    );
+    // The node serves TCP only (drivers that prefer a Unix socket ask for it first).
+    set("socket", text(""));
     set("interactive_timeout", Value::Int(28_800));
     set("net_write_timeout", Value::Int(60));
     set("net_read_timeout", Value::Int(30));
