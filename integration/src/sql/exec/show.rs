@@ -103,6 +103,80 @@ pub(crate) fn status_rows(s: &Session) -> Vec<(String, Value)> {
     rows
 }
 
+/// The names [`cluster_status_rows`] gives.
+const CLUSTER_STATUS: [&str; 16] = [
+    "Pessimistic_lock_nodes_answered",
+    "Pessimistic_lock_in_memory",
+    "Pessimistic_lock_fallback_full",
+    "Pessimistic_lock_fallback_not_writable",
+    "Pessimistic_lock_fallback_stale",
+    "Pessimistic_lock_raft_bytes",
+    "Pessimistic_lock_waits",
+    "Pessimistic_lock_wait_timeouts",
+    "Pessimistic_lock_deadlocks",
+    "Pessimistic_lock_migrated_on_transfer",
+    "Pessimistic_lock_migrated_on_split",
+    "Pessimistic_lock_migrated_on_merge",
+    "Pessimistic_lock_lost_with_leadership",
+    "Raft_proposals",
+    "Raft_bytes",
+    "One_phase_commits",
+];
+
+/// The cluster's pessimistic-lock and Raft counters (every node's, summed; TiKV shows these
+/// per store): where locks went (the leader's memory or Raft), why in-memory locking fell
+/// back to pipelined, and the locks migrated or lost on region changes. Asking the nodes is
+/// a round trip each, so a SHOW asks only when its pattern may match one of them; no node
+/// answering leaves them out.
+fn cluster_status_rows(s: &Session) -> Vec<(String, Value)> {
+    let Ok((c, answered)) = s.shared.client.cluster_counters() else {
+        return Vec::new();
+    };
+    let u = |v: u64| Value::UInt(v);
+    vec![
+        (
+            "Pessimistic_lock_nodes_answered".to_owned(),
+            u(answered as u64),
+        ),
+        ("Pessimistic_lock_in_memory".into(), u(c.in_memory_success)),
+        ("Pessimistic_lock_fallback_full".into(), u(c.in_memory_full)),
+        (
+            "Pessimistic_lock_fallback_not_writable".into(),
+            u(c.in_memory_not_writable),
+        ),
+        (
+            "Pessimistic_lock_fallback_stale".into(),
+            u(c.in_memory_stale),
+        ),
+        ("Pessimistic_lock_raft_bytes".into(), u(c.lock_raft_bytes)),
+        ("Pessimistic_lock_waits".into(), u(c.lock_waits)),
+        (
+            "Pessimistic_lock_wait_timeouts".into(),
+            u(c.lock_wait_timeouts),
+        ),
+        ("Pessimistic_lock_deadlocks".into(), u(c.deadlocks)),
+        (
+            "Pessimistic_lock_migrated_on_transfer".into(),
+            u(c.locks_migrated_on_transfer),
+        ),
+        (
+            "Pessimistic_lock_migrated_on_split".into(),
+            u(c.locks_migrated_on_split),
+        ),
+        (
+            "Pessimistic_lock_migrated_on_merge".into(),
+            u(c.locks_migrated_on_merge),
+        ),
+        (
+            "Pessimistic_lock_lost_with_leadership".into(),
+            u(c.locks_lost_on_leader_loss),
+        ),
+        ("Raft_proposals".into(), u(c.proposals)),
+        ("Raft_bytes".into(), u(c.raft_bytes)),
+        ("One_phase_commits".into(), u(c.one_pc)),
+    ]
+}
+
 /// Runs a SHOW (or another statement the session answers itself).
 ///
 /// # Errors
@@ -129,7 +203,16 @@ pub(crate) fn run(s: &mut Session, stmt: &Statement) -> Result<Output, SqlError>
         }
         Statement::ShowStatus { filter, .. } => {
             let mut rows = Vec::new();
-            for (k, v) in status_rows(s) {
+            let mut all = status_rows(s);
+            let mut cluster = false;
+            for name in CLUSTER_STATUS {
+                cluster |= matches(filter.as_ref(), name)?;
+            }
+            if cluster {
+                all.extend(cluster_status_rows(s));
+                all.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            for (k, v) in all {
                 if matches(filter.as_ref(), &k)? {
                     rows.push(vec![text(k), v.to_text().map_or(Value::Null, Value::Bytes)]);
                 }
