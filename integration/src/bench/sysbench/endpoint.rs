@@ -2,7 +2,8 @@
 //! client (statements) and `sysbench` (load).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use super::error::{SysbenchError, tail};
 use super::output::{SysbenchResult, parse_sysbench};
@@ -45,17 +46,13 @@ impl Endpoint {
     /// [`SysbenchError::Spawn`] without the client; [`SysbenchError::Sql`] when the server
     /// refuses a statement.
     pub fn sql(&self, sql: &str) -> Result<String, SysbenchError> {
-        let out = Command::new("mariadb")
-            .args(["--comments", "-N", "-B", "-uroot"])
+        let mut cmd = Command::new("mariadb");
+        cmd.args(["--comments", "-N", "-B", "-uroot"])
             .arg(format!("-h{}", self.host))
             .arg(format!("-P{}", self.port))
             .arg("-e")
-            .arg(sql)
-            .output()
-            .map_err(|e| SysbenchError::Spawn {
-                program: "mariadb".into(),
-                detail: e.to_string(),
-            })?;
+            .arg(sql);
+        let out = output_within(&mut cmd, SQL_LIMIT, &format!("`{sql}` on {}", self.name))?;
         if !out.status.success() {
             return Err(SysbenchError::Sql {
                 endpoint: self.name.clone(),
@@ -136,18 +133,22 @@ impl Endpoint {
     }
 
     fn sysbench_raw(&self, db: &str, args: &[String]) -> Result<Output, SysbenchError> {
-        let out = Command::new("sysbench")
-            .arg("--db-driver=mysql")
+        let mut cmd = Command::new("sysbench");
+        cmd.arg("--db-driver=mysql")
             .arg(format!("--mysql-host={}", self.host))
             .arg(format!("--mysql-port={}", self.port))
             .arg("--mysql-user=root")
             .arg(format!("--mysql-db={db}"))
-            .args(args)
-            .output()
-            .map_err(|e| SysbenchError::Spawn {
-                program: "sysbench".into(),
-                detail: e.to_string(),
-            })?;
+            .args(args);
+        // sysbench stops its threads at --time but waits for a statement that hangs.
+        let secs = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--time="))
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(0);
+        let limit = SQL_LIMIT + Duration::from_secs(secs);
+        let what = format!("sysbench {} on {}", args.join(" "), self.name);
+        let out = output_within(&mut cmd, limit, &what)?;
         if !out.status.success() {
             let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
             text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -159,6 +160,57 @@ impl Endpoint {
         }
         Ok(out)
     }
+}
+
+/// The longest a statement (a bulk load, a big `UPDATE`) may take before the benchmark
+/// gives up on it, and the grace beyond `--time` for a sysbench run.
+pub(crate) const SQL_LIMIT: Duration = Duration::from_secs(600);
+
+/// Runs `cmd` to completion, killing it after `limit`: a hung server must stop the
+/// benchmark with an error naming the step, not hang it.
+fn output_within(cmd: &mut Command, limit: Duration, what: &str) -> Result<Output, SysbenchError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| SysbenchError::Spawn {
+            program: program.clone(),
+            detail: e.to_string(),
+        })?;
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) | Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SysbenchError::Failed {
+                    what: what.to_string(),
+                    status: format!("killed after {} s", limit.as_secs()),
+                    stderr: "no answer in time (the server hung?)".into(),
+                });
+            }
+        }
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }
 
 /// Writes the shipped hot-row script into `dir` and returns its path.
