@@ -378,6 +378,77 @@ enum BenchCommand {
         #[command(flatten)]
         output: BenchOutputArgs,
     },
+    /// The write-ups' experiments as their authors ran them: stock sysbench through the
+    /// MySQL protocol against a fresh 3-node cluster (node 1's MySQL port) and a private
+    /// durable MariaDB 10.11 started here, variants interleaved: 000 oltp_write_only by
+    /// lock mode, 003 oltp_write_only beside big UPDATEs, 004 the hinted hot-row UPDATE
+    /// with hotspot ON and OFF. Needs sysbench, mariadb, mariadbd, mariadb-install-db and
+    /// mariadb-binlog on PATH.
+    Sysbench {
+        /// Experiments to run, in order.
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "locks,bigtxn,hot-row"
+        )]
+        only: Vec<ExperimentArg>,
+        /// Scratch directory (must not hold a `cluster/` yet); default: a new one under
+        /// the system's temporary directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Leave MariaDB out.
+        #[arg(long)]
+        no_mariadb: bool,
+        /// 000's sysbench thread counts.
+        #[arg(long, value_delimiter = ',', default_value = "1,8,32,64")]
+        lock_threads: Vec<usize>,
+        /// 004's sysbench thread counts.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,4,8,16,32,64,128,256,512"
+        )]
+        hot_threads: Vec<usize>,
+        /// Seconds per sysbench run of one variant (000 and 004).
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Rotations through every variant.
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// oltp_write_only's --tables.
+        #[arg(long, default_value_t = 4)]
+        tables: usize,
+        /// oltp_write_only's --table-size.
+        #[arg(long, default_value_t = 10_000)]
+        table_size: usize,
+        /// 003's big-transaction sizes (MiB of binlog events).
+        #[arg(long, value_delimiter = ',', default_value = "64,256,512,1024")]
+        big_mib: Vec<u64>,
+        /// 003's seconds per sysbench run.
+        #[arg(long, default_value_t = 30)]
+        big_seconds: u64,
+        /// 003's seconds between big transactions.
+        #[arg(long, default_value_t = 5)]
+        big_every: u64,
+        /// Print one JSON document instead of the tables.
+        #[arg(long)]
+        json: bool,
+        /// Write one SVG plot per experiment into this directory.
+        #[arg(long)]
+        plot_dir: Option<PathBuf>,
+    },
+}
+
+/// `bench sysbench --only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ExperimentArg {
+    /// 000, in-memory pessimistic locks.
+    Locks,
+    /// 003, large transactions.
+    Bigtxn,
+    /// 004, hot row.
+    HotRow,
 }
 
 #[derive(Debug, Subcommand)]
@@ -654,6 +725,56 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             &(&output).into(),
             out,
         ),
+        BenchCommand::Sysbench {
+            only,
+            dir,
+            no_mariadb,
+            lock_threads,
+            hot_threads,
+            seconds,
+            rounds,
+            tables,
+            table_size,
+            big_mib,
+            big_seconds,
+            big_every,
+            json,
+            plot_dir,
+        } => {
+            use surgedb::bench::sysbench::{Experiment, SysbenchOptions};
+            let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+            let dir = match dir {
+                Some(d) => d,
+                None => tempfile::Builder::new()
+                    .prefix("surgedb-sysbench.")
+                    .tempdir()
+                    .map_err(|e| format!("scratch directory: {e}"))?
+                    .keep(),
+            };
+            let mut opts = SysbenchOptions::new(exe, &dir);
+            opts.experiments = only
+                .into_iter()
+                .map(|e| match e {
+                    ExperimentArg::Locks => Experiment::Locks,
+                    ExperimentArg::Bigtxn => Experiment::BigTxn,
+                    ExperimentArg::HotRow => Experiment::HotRow,
+                })
+                .collect();
+            opts.mariadb = !no_mariadb;
+            opts.lock_threads = lock_threads;
+            opts.hot_threads = hot_threads;
+            opts.seconds = seconds;
+            opts.rounds = rounds;
+            opts.tables = tables;
+            opts.table_size = table_size;
+            opts.big_mib = big_mib;
+            opts.big_seconds = big_seconds;
+            opts.big_every = Duration::from_secs(big_every);
+            if !json {
+                let _ = writeln!(out, "bench sysbench: scratch directory {}", dir.display());
+            }
+            cli::bench_sysbench(&opts, json, plot_dir.as_deref(), out)
+        }
     }
 }
 

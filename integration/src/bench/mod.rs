@@ -18,6 +18,7 @@ mod locks;
 mod plot;
 mod report;
 mod stats;
+pub mod sysbench;
 mod target;
 
 pub use bigtxn::{BigTxnOptions, BigTxnPoint, run_bigtxn};

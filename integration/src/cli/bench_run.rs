@@ -23,10 +23,10 @@ pub struct BenchOutput {
 }
 
 /// A progress bar on standard error (hidden when it is not a terminal).
-struct Bar(ProgressBar);
+pub(super) struct Bar(ProgressBar);
 
 impl Bar {
-    fn new(steps: u64) -> Bar {
+    pub(super) fn new(steps: u64) -> Bar {
         let bar = ProgressBar::new(steps);
         if let Ok(style) = ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
         {

@@ -2,6 +2,7 @@
 //! `cluster status`, `binlog verify` and `bench`.
 
 mod bench_run;
+mod bench_sysbench;
 mod binlog_verify;
 mod connect;
 mod kv;
@@ -10,6 +11,7 @@ mod status;
 mod txn_script;
 
 pub use bench_run::{BenchOutput, bench_bigtxn, bench_hotspot, bench_locks};
+pub use bench_sysbench::{bench_sysbench, text as sysbench_text};
 pub(crate) use binlog_verify::mariadb_read;
 pub use binlog_verify::{
     DirKind, MariadbCheck, VerifiedFile, VerifyError, VerifyReport, mariadb_binlog_installed,
