@@ -26,6 +26,9 @@ use crate::client::{RemoteConfig, TcpRouter};
 /// first key byte, ids 2 to 17 (the meta group is 1), every node a replica of each.
 pub const INITIAL_REGIONS: usize = 16;
 
+/// How many MySQL connections a node serves at once (a thread each).
+pub const MYSQL_MAX_CONNECTIONS: usize = 2048;
+
 /// The coordinator's binlog directory inside a node's data directory.
 pub const BINLOG_SUBDIR: &str = "binlog";
 
@@ -88,7 +91,9 @@ impl Default for NodeConfig {
             heartbeat_tick: 3,
             max_connections: 1024,
             mysql_listen: None,
-            mysql: crate::mysql::MysqlConfig::default(),
+            // sysbench runs the write-ups at up to 512 threads, a connection each (MySQL's
+            // own default, 151, refuses the rest with 1040).
+            mysql: crate::mysql::MysqlConfig::default().with_max_connections(MYSQL_MAX_CONNECTIONS),
             coordinator: ClientConfig::default(),
             engine: EngineKind::Disk(FjallOptions::default()),
         }
