@@ -269,6 +269,21 @@ impl Transaction {
         }
     }
 
+    /// Logs the text of the SQL statement whose row events follow as an Annotate_rows event
+    /// (what MariaDB writes with `binlog_annotate_row_events=ON`, its default: `mariadb-binlog`
+    /// prints it above the statement's rows, and replicas ignore it when applying). Like
+    /// [`Transaction::binlog_rows`] it makes the group hold only what the caller logs. A
+    /// no-op without a binlog.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if the cache fails.
+    pub fn binlog_annotate(&mut self, sql: &str) -> Result<(), TxnError> {
+        match &mut self.binlog {
+            Some(b) => b.annotate(sql),
+            None => Ok(()),
+        }
+    }
+
     /// Whether the transaction's binlog group holds only the caller's events
     /// ([`Transaction::binlog_rows`], [`Transaction::binlog_query`] were called). `false`
     /// without a binlog.
