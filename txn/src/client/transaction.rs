@@ -236,6 +236,9 @@ impl Transaction {
     /// are kept in the prepare journal so that a coordinator crash after the commit point
     /// still logs them.
     ///
+    /// Events are not taken back when a later write of the same statement fails: log a
+    /// statement's rows once its writes succeeded (a failed statement then logs nothing).
+    ///
     /// A no-op without a binlog ([`crate::ClientConfig::binlog`] unset): nothing is
     /// checked then.
     ///
