@@ -7,8 +7,61 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use surge_binlog::{
+    BinlogCharset, BinlogColumn, BinlogDate, BinlogDateTime, BinlogTable, BinlogType, BinlogValue,
     ChecksumAlg, Event, EventBody, GtidEvent, RowsEvent, RowsKind, decode_file_bytes, kv_table_map,
 };
+
+/// A sysbench-like `sbtest` row with a decimal and a datetime: 6 columns.
+fn sql_table_and_row() -> (BinlogTable, Vec<BinlogValue>) {
+    let utf8 = BinlogCharset::Utf8mb4;
+    let table = BinlogTable::new(
+        "sbtest",
+        "sbtest1",
+        7,
+        vec![
+            BinlogColumn::new("id", BinlogType::Int),
+            BinlogColumn::new("k", BinlogType::Int),
+            BinlogColumn::new(
+                "c",
+                BinlogType::Char {
+                    len: 120,
+                    charset: utf8,
+                },
+            ),
+            BinlogColumn::new(
+                "pad",
+                BinlogType::Char {
+                    len: 60,
+                    charset: utf8,
+                },
+            ),
+            BinlogColumn::new(
+                "price",
+                BinlogType::Decimal {
+                    precision: 12,
+                    scale: 2,
+                },
+            ),
+            BinlogColumn::new("at", BinlogType::DateTime { fsp: 3 }).nullable(),
+        ],
+    )
+    .expect("valid table");
+    let row = vec![
+        BinlogValue::Int(42),
+        BinlogValue::Int(5_000),
+        BinlogValue::text(&"83868641912-".repeat(10)),
+        BinlogValue::text(&"67847967377-".repeat(5)),
+        BinlogValue::Decimal("12345.67".to_string()),
+        BinlogValue::DateTime(BinlogDateTime::new(
+            BinlogDate::new(2026, 12, 2),
+            1,
+            2,
+            3,
+            456_000,
+        )),
+    ];
+    (table, row)
+}
 
 fn small_rows() -> Event {
     // One 200-byte-ish Write_rows for surgedb.kv: key 8 bytes, value 150 bytes.
@@ -63,6 +116,24 @@ fn codec(c: &mut Criterion) {
             black_box(out.len())
         })
     });
+    g.finish();
+
+    let (table, row) = sql_table_and_row();
+    let mut image = Vec::new();
+    table.encode_row(&row, &mut image).expect("fits");
+    let mut g = c.benchmark_group("sql_row");
+    g.throughput(Throughput::Bytes(image.len() as u64));
+    g.bench_function("encode_sbtest_row", |b| {
+        let mut out = Vec::with_capacity(512);
+        b.iter(|| {
+            out.clear();
+            table.encode_row(black_box(&row), &mut out)
+        })
+    });
+    g.bench_function("decode_sbtest_row", |b| {
+        b.iter(|| table.decode_row(black_box(&image)).map(|(r, _)| r.len()))
+    });
+    g.bench_function("table_map", |b| b.iter(|| black_box(&table).table_map()));
     g.finish();
 
     let fixture = std::fs::read(concat!(

@@ -502,6 +502,23 @@ mod props {
         }
 
         #[test]
+        fn random_bytes_decode_or_fail_without_panics(
+            (table, _) in table_and_rows(),
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            if let Ok((row, used)) = table.decode_row(&bytes) {
+                prop_assert!(used <= bytes.len());
+                prop_assert_eq!(row.len(), table.columns().len());
+                // What decodes re-encodes to the same bytes, unless it is a value the
+                // encoder refuses (text padded past a CHAR's length, say).
+                let mut again = Vec::new();
+                if table.encode_row(&row, &mut again).is_ok() {
+                    prop_assert_eq!(table.decode_row(&again).map(|(r, _)| r).ok(), Some(row));
+                }
+            }
+        }
+
+        #[test]
         fn cut_images_are_errors_not_panics((table, rows) in table_and_rows(), cut in any::<prop::sample::Index>()) {
             let mut bytes = Vec::new();
             table.encode_row(&rows[0], &mut bytes).unwrap();

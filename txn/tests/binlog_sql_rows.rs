@@ -112,6 +112,8 @@ fn a_sql_transaction_logs_only_its_own_events_and_others_keep_kv_rows() {
     let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
     t.put(&key(3, "meta"), b"schema v1").expect("put");
     assert!(!t.binlog_is_caller_logged());
+    t.binlog_annotate("INSERT INTO items VALUES (1, 10, 'apple'), (2, 20, 'pear')")
+        .expect("annotate");
     for id in [1, 2] {
         t.insert(&row_key(id), format!("{id}").as_bytes())
             .expect("insert");
@@ -209,6 +211,7 @@ fn a_sql_transaction_logs_only_its_own_events_and_others_keep_kv_rows() {
     if let Some(text) = surge_testkit::mariadb_binlog::verify(&files, "-vv") {
         assert_eq!(text.matches("### INSERT INTO `shop`.`items`").count(), 2);
         assert!(text.contains("### UPDATE `shop`.`items`"));
+        assert!(text.contains("#Q> INSERT INTO items VALUES (1, 10, 'apple'), (2, 20, 'pear')"));
         assert!(text.contains("###   @3='apple' /* VARSTRING(160)"));
         assert_eq!(text.matches("### DELETE FROM `shop`.`items`").count(), 1);
         assert_eq!(text.matches("### INSERT INTO `surgedb`.`kv`").count(), 1);

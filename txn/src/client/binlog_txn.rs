@@ -98,6 +98,15 @@ impl BinlogTxn {
         self.cache.table_rows(table, changes).map_err(cache_err)
     }
 
+    /// Adds an Annotate_rows event with the text of the statement whose rows follow.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if the cache fails.
+    pub(crate) fn annotate(&mut self, sql: &str) -> Result<(), TxnError> {
+        self.enter_sql()?;
+        self.cache.annotate(sql).map_err(cache_err)
+    }
+
     /// Adds a statement logged as its text (DDL).
     ///
     /// # Errors

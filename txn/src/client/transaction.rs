@@ -255,6 +255,9 @@ impl Transaction {
     /// are kept in the prepare journal so that a coordinator crash after the commit point
     /// still logs them.
     ///
+    /// Events are not taken back when a later write of the same statement fails: log a
+    /// statement's rows once its writes succeeded (a failed statement then logs nothing).
+    ///
     /// A no-op without a binlog ([`crate::ClientConfig::binlog`] unset): nothing is
     /// checked then.
     ///
@@ -284,6 +287,21 @@ impl Transaction {
     pub fn binlog_query(&mut self, database: &str, sql: &str) -> Result<(), TxnError> {
         match &mut self.binlog {
             Some(b) => b.query(database, sql),
+            None => Ok(()),
+        }
+    }
+
+    /// Logs the text of the SQL statement whose row events follow as an Annotate_rows event
+    /// (what MariaDB writes with `binlog_annotate_row_events=ON`, its default: `mariadb-binlog`
+    /// prints it above the statement's rows, and replicas ignore it when applying). Like
+    /// [`Transaction::binlog_rows`] it makes the group hold only what the caller logs. A
+    /// no-op without a binlog.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if the cache fails.
+    pub fn binlog_annotate(&mut self, sql: &str) -> Result<(), TxnError> {
+        match &mut self.binlog {
+            Some(b) => b.annotate(sql),
             None => Ok(()),
         }
     }
