@@ -47,6 +47,7 @@ pub mod mysql;
 pub mod scenarios;
 pub mod server;
 pub mod sql;
+pub mod stream;
 pub mod wire;
 
 pub use client::{

@@ -1,0 +1,68 @@
+//! [`StreamError`]: what can go wrong keeping the cluster's replica stream.
+
+use std::path::PathBuf;
+
+/// An error of the replica stream's files or of its source.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// A file operation failed.
+    #[error("replica stream: cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done (`"create"`, `"fsync"`, ...).
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cursor file is unreadable or contradicts the files beside it.
+    #[error("replica stream: cursor {path} is unusable: {detail}")]
+    BadCursor {
+        /// The cursor file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A transaction came with a commit timestamp not above what the stream already holds.
+    #[error(
+        "replica stream: transaction with commit_ts {commit_ts} arrived after the stream passed {done_ts}"
+    )]
+    OutOfOrder {
+        /// The late transaction's commit timestamp.
+        commit_ts: u64,
+        /// The watermark the stream had already consumed.
+        done_ts: u64,
+    },
+    /// A group cannot be written as a binlog group.
+    #[error("replica stream: transaction {start_ts} (commit_ts {commit_ts}): {detail}")]
+    BadGroup {
+        /// The transaction's start timestamp.
+        start_ts: u64,
+        /// Its commit timestamp.
+        commit_ts: u64,
+        /// Why.
+        detail: String,
+    },
+    /// Reading the cluster's stream records failed (retried by the follower).
+    #[error("replica stream: reading the cluster's records: {detail}")]
+    Source {
+        /// The transaction layer's error.
+        detail: String,
+    },
+}
+
+impl StreamError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        StreamError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

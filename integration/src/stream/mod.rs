@@ -1,0 +1,29 @@
+//! The cluster's replica stream: every coordinator's committed transactions merged into
+//! one MariaDB binlog in commit_ts order, one GTID domain, kept by every node and served
+//! to MariaDB replicas over the replication protocol (see the package README, "Replica
+//! stream").
+//!
+//! - [`StreamWriter`] writes a node's copy ([`StreamConfig`]), byte-identical on every
+//!   node, durable through a [`Cursor`];
+//! - [`StreamFiles`] is its readable side (files and the end of complete groups);
+//! - [`StreamFollower`] reads the cluster's stream records below the watermark and feeds
+//!   the writer.
+
+mod config;
+mod crash;
+mod cursor;
+mod error;
+mod item;
+mod published;
+mod writer;
+
+pub use config::{
+    DEFAULT_LARGE_GROUP, DEFAULT_STREAM_DOMAIN_ID, DEFAULT_STREAM_FILE_SIZE,
+    DEFAULT_STREAM_SERVER_ID, STREAM_BASE_NAME, StreamConfig,
+};
+pub use crash::points as crash_points;
+pub use cursor::{CURSOR_FILE, Cursor};
+pub use error::StreamError;
+pub use item::{StreamedGroup, StreamedTxn};
+pub use published::StreamFiles;
+pub use writer::StreamWriter;

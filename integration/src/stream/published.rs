@@ -1,0 +1,123 @@
+//! [`StreamFiles`]: the part of a node's stream that readers (replication dumps) may see:
+//! its files and the end of its complete, durable groups.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::config::StreamConfig;
+
+/// What the writer has made durable, shared with readers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct View {
+    /// File numbers in order (the last may still grow).
+    pub(crate) files: Vec<u32>,
+    /// End of the complete groups: file number and offset.
+    pub(crate) end: (u32, u64),
+    /// Last GTID sequence number written (0: none).
+    pub(crate) seq: u64,
+    /// Every transaction committed at or below this timestamp is in the files.
+    pub(crate) done_ts: u64,
+}
+
+/// The readable side of a node's replica stream (cheap to share: `Arc<StreamFiles>`).
+///
+/// # Invariants
+/// - Every byte before [`StreamFiles::end`] is durable and never changes: a reader may
+///   send it to a replica.
+/// - Files are listed in order; a file that ends with a Rotate names the next one, which
+///   may appear only later (when the next group is written).
+#[derive(Debug)]
+pub struct StreamFiles {
+    dir: PathBuf,
+    server_id: u32,
+    domain_id: u32,
+    view: Mutex<View>,
+    grew: Condvar,
+}
+
+impl StreamFiles {
+    pub(crate) fn new(cfg: &StreamConfig, view: View) -> StreamFiles {
+        StreamFiles {
+            dir: cfg.dir.clone(),
+            server_id: cfg.server_id,
+            domain_id: cfg.domain_id,
+            view: Mutex::new(view),
+            grew: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn publish(&self, view: View) {
+        *self.view.lock() = view;
+        self.grew.notify_all();
+    }
+
+    /// The files in order: basename and path.
+    pub fn files(&self) -> Vec<(String, PathBuf)> {
+        self.view
+            .lock()
+            .files
+            .iter()
+            .map(|&n| {
+                let name = StreamConfig::file_name(n);
+                let path = self.dir.join(&name);
+                (name, path)
+            })
+            .collect()
+    }
+
+    /// The end of the complete groups: basename and offset.
+    pub fn end(&self) -> (String, u64) {
+        let (n, off) = self.view.lock().end;
+        (StreamConfig::file_name(n), off)
+    }
+
+    /// Blocks until [`StreamFiles::end`] is past `(file, offset)` or `timeout` passed;
+    /// returns the end then. A `file` that is not a stream file name counts as before
+    /// every file.
+    pub fn wait_past(&self, file: &str, offset: u64, timeout: Duration) -> (String, u64) {
+        let at = (StreamConfig::file_number(file).unwrap_or(0), offset);
+        let deadline = Instant::now() + timeout;
+        let mut v = self.view.lock();
+        while v.end <= at {
+            if self.grew.wait_until(&mut v, deadline).timed_out() {
+                break;
+            }
+        }
+        (StreamConfig::file_name(v.end.0), v.end.1)
+    }
+
+    /// The server id of the stream's events.
+    pub fn server_id(&self) -> u32 {
+        self.server_id
+    }
+
+    /// The stream's GTID domain.
+    pub fn domain_id(&self) -> u32 {
+        self.domain_id
+    }
+
+    /// The last GTID sequence number in the files (0: none yet).
+    pub fn last_seq(&self) -> u64 {
+        self.view.lock().seq
+    }
+
+    /// Every transaction committed at or below this timestamp is in the files.
+    pub fn done_ts(&self) -> u64 {
+        self.view.lock().done_ts
+    }
+
+    /// Blocks until the files hold every transaction committed at or below `ts`, or
+    /// `timeout` passed; returns whether they do.
+    pub fn wait_done(&self, ts: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut v = self.view.lock();
+        while v.done_ts < ts {
+            if self.grew.wait_until(&mut v, deadline).timed_out() {
+                return v.done_ts >= ts;
+            }
+        }
+        true
+    }
+}

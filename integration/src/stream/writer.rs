@@ -1,0 +1,444 @@
+//! [`StreamWriter`]: appends the cluster's committed transactions, in commit_ts order, to
+//! a node's stream files, so that every node that is given the same history writes the
+//! same bytes.
+//!
+//! Layout, a function of the history and the [`StreamConfig`] only:
+//! - each file: the binlog magic, a Format_description (created 0, no in-use flag), a
+//!   Gtid_list holding the stream's last GTID before the file (empty in the first file),
+//!   a Binlog_checkpoint naming the file, then groups, and a Rotate to the next file when
+//!   it is full; header events and Rotates carry timestamp 0;
+//! - one group per [`StreamedGroup`]: a GTID (domain and server id of the config, sequence
+//!   numbers 1, 2, 3, ... without gaps), the group's events, and an Xid carrying the
+//!   transaction's start_ts unless the group is standalone (DDL); their timestamp is the
+//!   commit_ts's second;
+//! - a file is full once its length reaches `max_file_size` after a group;
+//! - a group of at least `large_group` bytes goes alone to a new file (the current file,
+//!   if any, is closed by a Rotate first), built aside under a temporary name and renamed
+//!   into place, as MariaDB 11.7 commits a large transaction by renaming its cache.
+//!
+//! Durability: see [`super::cursor`]. A file after a Rotate is created only by the next
+//! group, so the readers' end never sits in a file that a rename could replace.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use surge_binlog::{
+    BINLOG_MAGIC, BinlogCheckpoint, ChecksumAlg, Event, EventBody, FormatDescription, GTID_FL_DDL,
+    GTID_FL_STANDALONE, Gtid, GtidEvent, GtidList, Rotate,
+};
+
+use super::config::StreamConfig;
+use super::crash::{crash_point, points};
+use super::cursor::{Cursor, sync_dir};
+use super::error::StreamError;
+use super::item::{StreamedGroup, StreamedTxn};
+use super::published::{StreamFiles, View};
+
+/// Temporary name of a large group's file while it is built.
+const LARGE_TMP: &str = "#stream_large.tmp";
+/// An idle round's progress (only the watermark moved) is made durable at most this often;
+/// losing it costs a re-read, never a byte.
+const IDLE_CURSOR_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+struct OpenFile {
+    no: u32,
+    path: PathBuf,
+    file: File,
+    len: u64,
+}
+
+/// Writes a node's copy of the replica stream (see the module docs).
+#[derive(Debug)]
+pub struct StreamWriter {
+    cfg: StreamConfig,
+    cursor: Cursor,
+    cur: Option<OpenFile>,
+    /// Files written since the last fsync.
+    dirty: Vec<PathBuf>,
+    files: Arc<StreamFiles>,
+    numbers: Vec<u32>,
+    cursor_stored_at: Instant,
+}
+
+/// The second of a timestamp in TiKV's layout (`physical_ms << 18 | logical`).
+fn secs(commit_ts: u64) -> u32 {
+    u32::try_from((commit_ts >> 18) / 1000).unwrap_or(u32::MAX)
+}
+
+impl StreamWriter {
+    /// Opens (or creates) the stream in `cfg.dir`: cuts whatever a crash left past the
+    /// cursor, and creates the first file of a new stream.
+    ///
+    /// # Errors
+    /// [`StreamError::Io`] or [`StreamError::BadCursor`].
+    pub fn open(cfg: StreamConfig) -> Result<StreamWriter, StreamError> {
+        let dir = cfg.dir.clone();
+        fs::create_dir_all(&dir).map_err(|e| StreamError::io("create", &dir, e))?;
+        let _ = fs::remove_file(dir.join(LARGE_TMP));
+        let mut numbers = list_files(&cfg)?;
+        let cursor = match Cursor::load(&dir)? {
+            Some(c) => c,
+            None => Cursor::genesis(),
+        };
+        // Files past the cursor are a cut batch's: remove them, newest first.
+        for &n in numbers.iter().rev().filter(|&&n| n >= cursor.next_file) {
+            let p = dir.join(StreamConfig::file_name(n));
+            fs::remove_file(&p).map_err(|e| StreamError::io("remove", p, e))?;
+        }
+        numbers.retain(|&n| n < cursor.next_file);
+        sync_dir(&dir)?;
+        let cur = match cursor.current {
+            Some((n, len)) => {
+                let path = dir.join(StreamConfig::file_name(n));
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| StreamError::io("open", &path, e))?;
+                let have = file
+                    .metadata()
+                    .map_err(|e| StreamError::io("stat", &path, e))?
+                    .len();
+                if have < len {
+                    return Err(StreamError::BadCursor {
+                        path: dir.join(super::cursor::CURSOR_FILE),
+                        detail: format!(
+                            "{} has {have} bytes, the cursor says {len}",
+                            path.display()
+                        ),
+                    });
+                }
+                file.set_len(len)
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| StreamError::io("truncate", &path, e))?;
+                Some(OpenFile {
+                    no: n,
+                    path,
+                    file,
+                    len,
+                })
+            }
+            None => None,
+        };
+        let files = Arc::new(StreamFiles::new(&cfg, View::default()));
+        let mut w = StreamWriter {
+            cfg,
+            cursor,
+            cur,
+            dirty: Vec::new(),
+            files,
+            numbers,
+            cursor_stored_at: Instant::now(),
+        };
+        if w.numbers.is_empty() {
+            // A new stream starts with a file, so that a replica asking for everything
+            // finds one whose Gtid_list is empty.
+            w.new_file()?;
+            w.sync_and_store()?;
+        }
+        w.publish();
+        Ok(w)
+    }
+
+    /// The readable side, for replication dumps.
+    pub fn files(&self) -> Arc<StreamFiles> {
+        self.files.clone()
+    }
+
+    /// The durable progress.
+    pub fn cursor(&self) -> &Cursor {
+        &self.cursor
+    }
+
+    /// Appends `txns` (commit_ts rising, each above the stream's watermark), then records
+    /// that every transaction committed at or below `done_ts` is in, and that the next read
+    /// of the cluster may start at record timestamp `lower_record_ts`. Durable when it
+    /// returns (an idle round's watermark at most [`IDLE_CURSOR_EVERY`] later).
+    ///
+    /// # Errors
+    /// [`StreamError::OutOfOrder`] for a transaction at or below the watermark (nothing is
+    /// written then), [`StreamError::Io`] when a write fails (the stream must be reopened).
+    pub fn append(
+        &mut self,
+        txns: &[StreamedTxn],
+        done_ts: u64,
+        lower_record_ts: u64,
+    ) -> Result<(), StreamError> {
+        let mut prev = self.cursor.done_ts;
+        for t in txns {
+            if t.commit_ts <= prev {
+                return Err(StreamError::OutOfOrder {
+                    commit_ts: t.commit_ts,
+                    done_ts: prev,
+                });
+            }
+            prev = t.commit_ts;
+        }
+        if prev > done_ts {
+            return Err(StreamError::OutOfOrder {
+                commit_ts: prev,
+                done_ts,
+            });
+        }
+        for t in txns {
+            for g in &t.groups {
+                self.write_group(t, g)?;
+            }
+        }
+        self.cursor.done_ts = done_ts.max(self.cursor.done_ts);
+        self.cursor.lower_record_ts = lower_record_ts;
+        if !txns.is_empty() || self.cursor_stored_at.elapsed() >= IDLE_CURSOR_EVERY {
+            self.sync_and_store()?;
+        }
+        self.publish();
+        Ok(())
+    }
+
+    fn write_group(&mut self, t: &StreamedTxn, g: &StreamedGroup) -> Result<(), StreamError> {
+        let seq = self.cursor.seq + 1;
+        let at = self.cur.as_ref().map_or_else(
+            || header(&self.cfg, self.cursor.next_file, self.cursor.seq).len() as u64,
+            |c| c.len,
+        );
+        let bytes = self.encode_group(t, g, seq, at)?;
+        if bytes.len() as u64 >= self.cfg.large_group {
+            self.write_large(t, g, seq)?;
+        } else {
+            if self.cur.is_none() {
+                self.new_file()?;
+            }
+            let cur = self.cur.as_mut().ok_or_else(|| StreamError::BadGroup {
+                start_ts: t.start_ts,
+                commit_ts: t.commit_ts,
+                detail: "no current file".into(),
+            })?;
+            // `at` was the new file's header length, which depends only on its number's
+            // width and the GTID state, both as computed.
+            debug_assert_eq!(at, cur.len);
+            append(cur, &bytes)?;
+            self.cursor.seq = seq;
+            crash_point(points::MID_BATCH);
+            if self
+                .cur
+                .as_ref()
+                .is_some_and(|c| c.len >= self.cfg.max_file_size)
+            {
+                self.rotate()?;
+            }
+        }
+        self.cursor.seq = seq;
+        Ok(())
+    }
+
+    /// A large group: close the current file, build the group's own file aside, rename it
+    /// into place, and close it with a Rotate too.
+    fn write_large(
+        &mut self,
+        t: &StreamedTxn,
+        g: &StreamedGroup,
+        seq: u64,
+    ) -> Result<(), StreamError> {
+        if self.cur.is_some() {
+            self.rotate()?;
+        }
+        let no = self.cursor.next_file;
+        let mut bytes = header(&self.cfg, no, self.cursor.seq);
+        let at = bytes.len() as u64;
+        bytes.extend(self.encode_group(t, g, seq, at)?);
+        let at = bytes.len() as u64;
+        rotate_event(no + 1, at, &mut bytes);
+        let tmp = self.cfg.dir.join(LARGE_TMP);
+        let mut f = File::create(&tmp).map_err(|e| StreamError::io("create", &tmp, e))?;
+        f.write_all(&bytes)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| StreamError::io("write", &tmp, e))?;
+        crash_point(points::LARGE_BEFORE_RENAME);
+        let path = self.cfg.dir.join(StreamConfig::file_name(no));
+        fs::rename(&tmp, &path).map_err(|e| StreamError::io("rename", &path, e))?;
+        crash_point(points::LARGE_AFTER_RENAME);
+        self.numbers.push(no);
+        self.cursor.next_file = no + 1;
+        self.cursor.current = None;
+        // The directory (the new name) is fsynced with the batch.
+        Ok(())
+    }
+
+    fn encode_group(
+        &self,
+        t: &StreamedTxn,
+        g: &StreamedGroup,
+        seq: u64,
+        mut at: u64,
+    ) -> Result<Vec<u8>, StreamError> {
+        let ts = secs(t.commit_ts);
+        let sid = self.cfg.server_id;
+        let mut gtid = GtidEvent::transactional(self.cfg.domain_id, seq);
+        if g.standalone {
+            gtid.flags2 = GTID_FL_STANDALONE | GTID_FL_DDL;
+        }
+        let mut out = Vec::new();
+        let put = |body: EventBody, out: &mut Vec<u8>, at: &mut u64| {
+            let n = Event::new(body, ts, sid).encode_at(*at, ChecksumAlg::Crc32, out);
+            *at += n as u64;
+        };
+        put(EventBody::Gtid(gtid), &mut out, &mut at);
+        for e in &g.events {
+            match e {
+                EventBody::Gtid(_)
+                | EventBody::Xid(_)
+                | EventBody::Rotate(_)
+                | EventBody::FormatDescription(_)
+                | EventBody::GtidList(_)
+                | EventBody::BinlogCheckpoint(_) => {
+                    return Err(StreamError::BadGroup {
+                        start_ts: t.start_ts,
+                        commit_ts: t.commit_ts,
+                        detail: format!(
+                            "a group may not carry a {} event (the writer places those)",
+                            e.event_type().name()
+                        ),
+                    });
+                }
+                _ => put(e.clone(), &mut out, &mut at),
+            }
+        }
+        if !g.standalone {
+            put(EventBody::Xid(t.start_ts), &mut out, &mut at);
+        }
+        Ok(out)
+    }
+
+    /// Closes the current file with a Rotate to the next number.
+    fn rotate(&mut self) -> Result<(), StreamError> {
+        if let Some(mut cur) = self.cur.take() {
+            let mut b = Vec::new();
+            rotate_event(self.cursor.next_file, cur.len, &mut b);
+            append(&mut cur, &b)?;
+            self.dirty.push(cur.path.clone());
+            self.cursor.current = None;
+        }
+        Ok(())
+    }
+
+    fn new_file(&mut self) -> Result<(), StreamError> {
+        let no = self.cursor.next_file;
+        let path = self.cfg.dir.join(StreamConfig::file_name(no));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| StreamError::io("create", &path, e))?;
+        let mut f = OpenFile {
+            no,
+            path,
+            file,
+            len: 0,
+        };
+        append(&mut f, &header(&self.cfg, no, self.cursor.seq))?;
+        self.numbers.push(no);
+        self.cursor.next_file = no + 1;
+        self.cur = Some(f);
+        Ok(())
+    }
+
+    fn sync_and_store(&mut self) -> Result<(), StreamError> {
+        for p in self.dirty.drain(..) {
+            File::open(&p)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| StreamError::io("fsync", &p, e))?;
+        }
+        if let Some(c) = &self.cur {
+            c.file
+                .sync_all()
+                .map_err(|e| StreamError::io("fsync", &c.path, e))?;
+        }
+        sync_dir(&self.cfg.dir)?;
+        crash_point(points::BEFORE_CURSOR);
+        self.cursor.current = self.cur.as_ref().map(|c| (c.no, c.len));
+        self.cursor.store(&self.cfg.dir)?;
+        self.cursor_stored_at = Instant::now();
+        Ok(())
+    }
+
+    fn publish(&self) {
+        let end = match &self.cur {
+            Some(c) => (c.no, c.len),
+            None => {
+                let last = self.numbers.last().copied().unwrap_or(0);
+                let len = fs::metadata(self.cfg.dir.join(StreamConfig::file_name(last)))
+                    .map_or(0, |m| m.len());
+                (last, len)
+            }
+        };
+        self.files.publish(View {
+            files: self.numbers.clone(),
+            end,
+            seq: self.cursor.seq,
+            done_ts: self.cursor.done_ts,
+        });
+    }
+}
+
+fn append(f: &mut OpenFile, bytes: &[u8]) -> Result<(), StreamError> {
+    use std::os::unix::fs::FileExt;
+    f.file
+        .write_all_at(bytes, f.len)
+        .map_err(|e| StreamError::io("write", &f.path, e))?;
+    f.len += bytes.len() as u64;
+    Ok(())
+}
+
+/// A file's leading bytes: magic, Format_description, Gtid_list, Binlog_checkpoint.
+fn header(cfg: &StreamConfig, no: u32, last_seq: u64) -> Vec<u8> {
+    let mut out = BINLOG_MAGIC.to_vec();
+    let sid = cfg.server_id;
+    let gtids = if last_seq == 0 {
+        Vec::new()
+    } else {
+        vec![Gtid {
+            domain_id: cfg.domain_id,
+            server_id: sid,
+            seq_no: last_seq,
+        }]
+    };
+    for body in [
+        EventBody::FormatDescription(FormatDescription::mariadb(ChecksumAlg::Crc32, 0)),
+        EventBody::GtidList(GtidList { flags: 0, gtids }),
+        EventBody::BinlogCheckpoint(BinlogCheckpoint {
+            file: StreamConfig::file_name(no),
+        }),
+    ] {
+        let at = out.len() as u64;
+        Event::new(body, 0, sid).encode_at(at, ChecksumAlg::Crc32, &mut out);
+    }
+    out
+}
+
+fn rotate_event(next: u32, at: u64, out: &mut Vec<u8>) {
+    let body = EventBody::Rotate(Rotate {
+        position: 4,
+        next_file: StreamConfig::file_name(next),
+    });
+    // The server id does not matter to readers of a Rotate; 0 keeps it out of the way.
+    Event::new(body, 0, 0).encode_at(at, ChecksumAlg::Crc32, out);
+}
+
+/// The stream files in `cfg.dir`, by number.
+fn list_files(cfg: &StreamConfig) -> Result<Vec<u32>, StreamError> {
+    let mut out = Vec::new();
+    let rd = fs::read_dir(&cfg.dir).map_err(|e| StreamError::io("list", &cfg.dir, e))?;
+    for e in rd {
+        let e = e.map_err(|e| StreamError::io("list", &cfg.dir, e))?;
+        if let Some(n) = e.file_name().to_str().and_then(StreamConfig::file_number) {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}

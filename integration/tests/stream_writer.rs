@@ -1,0 +1,281 @@
+//! The replica stream's writer: the same history gives the same bytes whatever the
+//! batching, the files have MariaDB's shape, and a writer killed at each crash point and
+//! reopened goes on to exactly the bytes of a run that was never stopped.
+
+use std::path::Path;
+use std::process::Command;
+
+use surgedb::binlog::{EventBody, EventType, QueryEvent, read_file_events};
+use surgedb::stream::{
+    StreamConfig, StreamError, StreamWriter, StreamedGroup, StreamedTxn, crash_points,
+};
+
+const CHILD_DIR: &str = "SURGE_STREAM_TEST_DIR";
+
+/// A deterministic history: DDL, small transactions, hot-row-like multi-group
+/// transactions and, every 17th, a large one.
+fn history(n: u64) -> Vec<StreamedTxn> {
+    (1..=n)
+        .map(|i| {
+            let commit_ts = (1_700_000_000_000 + i * 37) << 18 | (i % 5);
+            let groups = if i % 23 == 1 {
+                vec![StreamedGroup {
+                    standalone: true,
+                    events: vec![EventBody::Query(QueryEvent::new(
+                        "d",
+                        &format!("create table t{i} (id int primary key)"),
+                    ))],
+                }]
+            } else {
+                let size = if i % 17 == 0 {
+                    40_000
+                } else {
+                    50 + (i as usize * 13) % 700
+                };
+                let members = if i % 7 == 0 { 3 } else { 1 };
+                (0..members)
+                    .map(|m| StreamedGroup {
+                        standalone: false,
+                        events: vec![EventBody::AnnotateRows(
+                            format!("txn {i} member {m} ")
+                                .repeat(size / 16 + 1)
+                                .into_bytes(),
+                        )],
+                    })
+                    .collect()
+            };
+            StreamedTxn {
+                commit_ts,
+                start_ts: commit_ts - 1000,
+                groups,
+            }
+        })
+        .collect()
+}
+
+fn config(dir: &Path) -> StreamConfig {
+    StreamConfig::new(dir)
+        .with_max_file_size(16 << 10)
+        .with_large_group(32 << 10)
+}
+
+/// Feeds `txns` in batches of `batch`, each batch's watermark its last commit_ts + 1.
+fn feed(w: &mut StreamWriter, txns: &[StreamedTxn], batch: usize) {
+    for chunk in txns.chunks(batch.max(1)) {
+        let done = chunk.last().map_or(0, |t| t.commit_ts + 1);
+        w.append(chunk, done, 0).expect("append");
+    }
+}
+
+/// Every stream file's bytes, by name.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .filter_map(|e| {
+            let e = e.expect("entry");
+            let name = e.file_name().into_string().expect("utf8");
+            StreamConfig::file_number(&name)?;
+            Some((name, std::fs::read(e.path()).expect("read")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn reference(txns: &[StreamedTxn]) -> (tempfile::TempDir, Vec<(String, Vec<u8>)>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut w = StreamWriter::open(config(dir.path())).expect("open");
+    feed(&mut w, txns, 1);
+    let snap = snapshot(dir.path());
+    (dir, snap)
+}
+
+#[test]
+fn batching_does_not_change_a_byte() {
+    let txns = history(120);
+    let (_d, want) = reference(&txns);
+    assert!(want.len() > 5, "expected several files, got {}", want.len());
+    for batch in [2, 7, 50, 120] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut w = StreamWriter::open(config(dir.path())).expect("open");
+        feed(&mut w, &txns, batch);
+        assert_eq!(snapshot(dir.path()), want, "batch {batch}");
+        // Reopened without a crash: same bytes, and it goes on from where it was.
+        drop(w);
+        let w = StreamWriter::open(config(dir.path())).expect("reopen");
+        assert_eq!(
+            w.cursor().done_ts,
+            txns.last().map_or(0, |t| t.commit_ts + 1)
+        );
+        assert_eq!(snapshot(dir.path()), want, "batch {batch} after reopen");
+    }
+}
+
+#[test]
+fn files_have_mariadb_shape() {
+    let txns = history(120);
+    let (dir, snap) = reference(&txns);
+    let groups: usize = txns.iter().map(|t| t.groups.len()).sum();
+    let mut seq = 0u64;
+    let mut large_files = 0;
+    for (i, (name, _)) in snap.iter().enumerate() {
+        let ev = read_file_events(&dir.path().join(name)).expect("decode");
+        let types: Vec<EventType> = ev.iter().map(|(_, e)| e.header.event_type).collect();
+        assert_eq!(
+            &types[..3],
+            &[
+                EventType::FormatDescription,
+                EventType::GtidList,
+                EventType::BinlogCheckpoint
+            ],
+            "{name}"
+        );
+        match &ev[1].1.body {
+            EventBody::GtidList(l) if seq == 0 => assert!(l.gtids.is_empty(), "{name}"),
+            EventBody::GtidList(l) => {
+                assert_eq!(l.gtids.len(), 1, "{name}");
+                assert_eq!(
+                    l.gtids[0].seq_no, seq,
+                    "{name}: Gtid_list is the state before"
+                );
+                assert_eq!(l.gtids[0].server_id, 1000);
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        let mut in_file = 0;
+        for (_, e) in &ev {
+            if let EventBody::Gtid(g) = &e.body {
+                seq += 1;
+                in_file += 1;
+                assert_eq!(g.seq_no, seq, "{name}: sequence numbers without gaps");
+                assert_eq!(g.domain_id, 0);
+            }
+        }
+        let last = i + 1 == snap.len();
+        if !last {
+            assert_eq!(
+                types.last(),
+                Some(&EventType::Rotate),
+                "{name} ends with a Rotate"
+            );
+        }
+        let big = ev.iter().any(|(_, e)| e.header.event_size > 32 << 10);
+        if big {
+            large_files += 1;
+            assert_eq!(in_file, 1, "{name}: a large group is alone in its file");
+        }
+    }
+    assert_eq!(seq as usize, groups);
+    let large_groups = txns
+        .iter()
+        .flat_map(|t| &t.groups)
+        .filter(|g| matches!(&g.events[0], EventBody::AnnotateRows(b) if b.len() > 32 << 10))
+        .count();
+    assert!(large_groups >= 120 / 17);
+    assert_eq!(large_files, large_groups);
+}
+
+#[test]
+fn out_of_order_and_misplaced_events_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut w = StreamWriter::open(config(dir.path())).expect("open");
+    let txns = history(3);
+    w.append(&txns[1..2], txns[1].commit_ts, 0).expect("append");
+    let e = w
+        .append(&txns[0..1], txns[1].commit_ts + 5, 0)
+        .expect_err("late txn");
+    assert!(matches!(e, StreamError::OutOfOrder { .. }), "{e}");
+    let e = w
+        .append(&txns[2..3], txns[2].commit_ts - 1, 0)
+        .expect_err("beyond watermark");
+    assert!(matches!(e, StreamError::OutOfOrder { .. }), "{e}");
+    let mut bad = txns[2].clone();
+    bad.groups[0].events.push(EventBody::Xid(9));
+    let e = w
+        .append(&[bad], txns[2].commit_ts, 0)
+        .expect_err("xid inside");
+    assert!(e.to_string().contains("Xid"), "{e}");
+}
+
+/// Child side of the crash test: feed the whole history into `SURGE_STREAM_TEST_DIR`
+/// (from where its cursor says), with `SURGE_CRASH_AT` armed by the parent.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var(CHILD_DIR) else {
+        return;
+    };
+    let mut w = StreamWriter::open(config(Path::new(&dir))).expect("open");
+    let done = w.cursor().done_ts;
+    let rest: Vec<_> = history(120)
+        .into_iter()
+        .filter(|t| t.commit_ts > done)
+        .collect();
+    feed(&mut w, &rest, 5);
+}
+
+#[test]
+fn killed_at_every_point_recovers_to_the_same_bytes() {
+    let txns = history(120);
+    let (_d, want) = reference(&txns);
+    for point in crash_points::ALL {
+        for skip in [0, 3] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let out = Command::new(std::env::current_exe().expect("exe"))
+                .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+                .env(CHILD_DIR, dir.path())
+                .env("SURGE_CRASH_AT", point)
+                .env("SURGE_CRASH_SKIP", skip.to_string())
+                .output()
+                .expect("spawn child");
+            assert!(
+                !out.status.success(),
+                "{point}/{skip}: the child should have crashed"
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("crash point"), "{point}/{skip}: {stderr}");
+            // Reopen (cuts what the crash left) and finish: the bytes of an unstopped run.
+            let mut w = StreamWriter::open(config(dir.path())).expect("reopen");
+            let done = w.cursor().done_ts;
+            let rest: Vec<_> = txns
+                .iter()
+                .filter(|t| t.commit_ts > done)
+                .cloned()
+                .collect();
+            feed(&mut w, &rest, 5);
+            assert_eq!(snapshot(dir.path()), want, "{point}/{skip}");
+        }
+    }
+}
+
+/// `mariadb-binlog` (when installed) reads every file and sees every GTID.
+#[test]
+fn mariadb_binlog_reads_the_stream() {
+    let Ok(out) = Command::new("mariadb-binlog").arg("--version").output() else {
+        assert!(
+            std::env::var_os("SURGE_REQUIRE_MARIADB_BINLOG").is_none(),
+            "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG) but not installed"
+        );
+        eprintln!("skipped: needs mariadb-client (mariadb-binlog)");
+        return;
+    };
+    assert!(out.status.success());
+    let txns = history(60);
+    let (dir, snap) = reference(&txns);
+    let files: Vec<_> = snap.iter().map(|(n, _)| dir.path().join(n)).collect();
+    let out = Command::new("mariadb-binlog")
+        .args(&files)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let groups: usize = txns.iter().map(|t| t.groups.len()).sum();
+    assert!(
+        text.contains(&format!("GTID 0-1000-{groups}")),
+        "last GTID missing"
+    );
+    assert_eq!(text.matches("GTID 0-1000-").count() >= groups, true);
+}
