@@ -168,6 +168,11 @@ enum ClusterCommand {
         /// Where the nodes keep the regions' data (see `surgedb node --engine`).
         #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
         engine: EngineArg,
+        /// Also start a private MariaDB replica (mariadbd from mariadb-server, in
+        /// DIR/replica/) that follows the cluster's replica stream, and show its
+        /// `SHOW SLAVE STATUS`.
+        #[arg(long)]
+        replica: bool,
     },
     /// Send SIGTERM to every node of DIR (or to one, with --node) and wait for them to exit.
     Stop {
@@ -558,6 +563,7 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             lock_mode,
             timeout,
             engine,
+            replica,
         } => {
             let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let mode: LockMode = lock_mode.into();
@@ -588,6 +594,9 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
                 manifest.cluster_id,
                 manifest.addrs().join(",")
             );
+            if replica {
+                cli::start_replica(&data, &manifest, out).map_err(|e| e.to_string())?;
+            }
             Ok(())
         }
         ClusterCommand::Stop {
@@ -602,6 +611,9 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             }
             .map_err(|e| e.to_string())?;
             let _ = writeln!(out, "stopped nodes {stopped:?}");
+            if node.is_none() && surgedb::local::stop_replica(&data, timeout) {
+                let _ = writeln!(out, "stopped the replica");
+            }
             Ok(())
         }
         ClusterCommand::Status { data } => {

@@ -6,6 +6,7 @@ mod bench_sysbench;
 mod binlog_verify;
 mod connect;
 mod kv;
+mod replica_start;
 mod script_target;
 mod status;
 mod txn_script;
@@ -19,6 +20,7 @@ pub use binlog_verify::{
 };
 pub use connect::{ConnectError, connect_dir};
 pub use kv::{KvError, get, scan, write};
+pub use replica_start::start_replica;
 pub use script_target::{ScriptTarget, ScriptTxn};
 pub use status::{NodeReport, StatusError, cluster_status, print_status};
 pub use txn_script::{MAX_SLEEP_MS, ScriptError, ScriptOp, parse_script, run_script, show};

@@ -13,6 +13,7 @@ mod config;
 mod crash;
 mod cursor;
 mod error;
+mod follower;
 mod item;
 mod published;
 mod writer;
@@ -24,6 +25,7 @@ pub use config::{
 pub use crash::points as crash_points;
 pub use cursor::{CURSOR_FILE, Cursor};
 pub use error::StreamError;
+pub use follower::{FollowerConfig, FollowerStatus, RecordSource, StreamFollower, Watermark};
 pub use item::{StreamedGroup, StreamedTxn};
 pub use published::StreamFiles;
 pub use writer::StreamWriter;

@@ -1,0 +1,186 @@
+//! [`StreamFollower`]: a node's thread that keeps its stream files up with the cluster:
+//! each round takes the cluster's watermark, reads the records committed since the last
+//! round up to it, and appends them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::error::StreamError;
+use super::item::StreamedTxn;
+use super::published::StreamFiles;
+use super::writer::StreamWriter;
+
+/// A round's watermark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermark {
+    /// Every transaction that will ever commit at or below this timestamp has committed.
+    pub resolved: u64,
+    /// A record timestamp at or below that of every record that may still commit above
+    /// `resolved`: where the next round's read starts.
+    pub lower_record_ts: u64,
+}
+
+/// Where the follower reads the cluster's committed transactions (the transaction layer's
+/// stream records; a test may give its own).
+pub trait RecordSource: Send {
+    /// The current watermark (settling what dead coordinators left, as needed).
+    ///
+    /// # Errors
+    /// [`StreamError::Source`]: the round is retried.
+    fn watermark(&mut self) -> Result<Watermark, StreamError>;
+
+    /// Every transaction committed in `(after, upto]`, in commit_ts order, reading from
+    /// record timestamp `lower_record_ts`.
+    ///
+    /// # Errors
+    /// [`StreamError::Source`]: the round is retried.
+    fn scan(
+        &mut self,
+        after: u64,
+        upto: u64,
+        lower_record_ts: u64,
+    ) -> Result<Vec<StreamedTxn>, StreamError>;
+}
+
+/// How the follower paces itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerConfig {
+    /// Pause between rounds.
+    pub interval: Duration,
+    /// Pause after a failed round.
+    pub retry: Duration,
+}
+
+impl Default for FollowerConfig {
+    fn default() -> Self {
+        FollowerConfig {
+            interval: Duration::from_millis(20),
+            retry: Duration::from_millis(200),
+        }
+    }
+}
+
+/// What the follower has done (for `SHOW` commands, logs and benchmarks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FollowerStatus {
+    /// Rounds completed.
+    pub rounds: u64,
+    /// Transactions appended.
+    pub txns: u64,
+    /// Rounds that failed (and were retried).
+    pub failed_rounds: u64,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+    /// Set when the writer failed: the follower stopped (restart the node).
+    pub stopped: Option<String>,
+}
+
+/// The running follower; stops when dropped.
+#[derive(Debug)]
+pub struct StreamFollower {
+    stop: Arc<AtomicBool>,
+    status: Arc<Mutex<FollowerStatus>>,
+    files: Arc<StreamFiles>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StreamFollower {
+    /// Starts following `source` into `writer`.
+    ///
+    /// # Errors
+    /// When the thread cannot be spawned.
+    pub fn start(
+        mut writer: StreamWriter,
+        mut source: Box<dyn RecordSource>,
+        cfg: FollowerConfig,
+    ) -> std::io::Result<StreamFollower> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let status = Arc::new(Mutex::new(FollowerStatus::default()));
+        let files = writer.files();
+        let (stop2, status2) = (stop.clone(), status.clone());
+        let thread = std::thread::Builder::new()
+            .name("stream-follower".into())
+            .spawn(move || {
+                let mut last_report = Instant::now() - Duration::from_secs(60);
+                while !stop2.load(Ordering::SeqCst) {
+                    match round(&mut writer, source.as_mut()) {
+                        Ok(n) => {
+                            let mut s = status2.lock();
+                            s.rounds += 1;
+                            s.txns += n as u64;
+                            drop(s);
+                            if n == 0 {
+                                std::thread::sleep(cfg.interval);
+                            }
+                        }
+                        Err(e @ StreamError::Source { .. }) => {
+                            let msg = e.to_string();
+                            let mut s = status2.lock();
+                            s.failed_rounds += 1;
+                            s.last_error = Some(msg.clone());
+                            drop(s);
+                            // A cluster that is starting or losing a node fails rounds for a
+                            // while; say so at most every 10 s.
+                            if last_report.elapsed() >= Duration::from_secs(10) {
+                                eprintln!("{msg} (retrying)");
+                                last_report = Instant::now();
+                            }
+                            std::thread::sleep(cfg.retry);
+                        }
+                        Err(e) => {
+                            let msg = e.to_string();
+                            eprintln!("{msg}: the replica stream stopped on this node");
+                            status2.lock().stopped = Some(msg);
+                            return;
+                        }
+                    }
+                }
+            })?;
+        Ok(StreamFollower {
+            stop,
+            status,
+            files,
+            thread: Some(thread),
+        })
+    }
+
+    /// The readable side of the stream.
+    pub fn files(&self) -> Arc<StreamFiles> {
+        self.files.clone()
+    }
+
+    /// What the follower has done so far.
+    pub fn status(&self) -> FollowerStatus {
+        self.status.lock().clone()
+    }
+
+    /// Stops the thread and waits for it (a round in progress finishes first).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for StreamFollower {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One round; returns how many transactions it appended.
+fn round(writer: &mut StreamWriter, source: &mut dyn RecordSource) -> Result<usize, StreamError> {
+    let wm = source.watermark()?;
+    let c = writer.cursor().clone();
+    if wm.resolved <= c.done_ts {
+        return Ok(0);
+    }
+    let txns = source.scan(c.done_ts, wm.resolved, c.lower_record_ts)?;
+    writer.append(&txns, wm.resolved, wm.lower_record_ts)?;
+    Ok(txns.len())
+}
