@@ -109,6 +109,16 @@ struct NodeArgs {
     /// replaying the whole log) or `memory` (rebuilt from the Raft log at start).
     #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
     engine: EngineArg,
+    /// Do not keep the cluster's replica stream (DIR/stream) nor serve MariaDB replicas.
+    #[arg(long)]
+    no_stream: bool,
+    /// Rotate the replica stream's files at this size (every node must agree).
+    #[arg(long, default_value_t = surgedb::stream::DEFAULT_STREAM_FILE_SIZE)]
+    stream_file_size: u64,
+    /// A transaction of at least this many binlog bytes gets a stream file of its own,
+    /// renamed into place (every node must agree).
+    #[arg(long, default_value_t = surgedb::stream::DEFAULT_LARGE_GROUP)]
+    stream_large_group: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -531,6 +541,11 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
     if args.engine == EngineArg::Memory {
         config.engine = surge_txn::EngineKind::Memory;
     }
+    config.stream = (!args.no_stream).then(|| {
+        surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
+            .with_max_file_size(args.stream_file_size)
+            .with_large_group(args.stream_large_group)
+    });
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);
     config.heartbeat_tick = (config.election_tick / 8).max(1);

@@ -15,6 +15,9 @@ use surge_raft_lite::NodeId;
 use super::coordinator::NodeCoordinator;
 use crate::mysql::{MysqlConfig, MysqlServer};
 use crate::sql::{ClientAdmin, SqlConfig, SqlEngine};
+use crate::stream::{
+    FollowerConfig, StreamConfig, StreamFiles, StreamFollower, StreamWriter, TxnRecordSource,
+};
 
 /// How often the starter asks whether the coordinator is ready.
 const READY_POLL: Duration = Duration::from_millis(50);
@@ -24,11 +27,13 @@ const READY_POLL: Duration = Duration::from_millis(50);
 pub struct MysqlFront {
     stop: Arc<AtomicBool>,
     server: Arc<Mutex<Option<MysqlServer>>>,
+    follower: Arc<Mutex<Option<StreamFollower>>>,
     starter: Option<JoinHandle<()>>,
 }
 
 impl MysqlFront {
-    /// Serves `listener` for node `node` once `coordinator` is ready.
+    /// Serves `listener` for node `node` once `coordinator` is ready; with `stream`, also
+    /// keeps the cluster's replica stream there and serves it to MariaDB replicas.
     ///
     /// # Errors
     /// When the starter thread cannot be spawned.
@@ -37,10 +42,12 @@ impl MysqlFront {
         listener: TcpListener,
         coordinator: Arc<NodeCoordinator>,
         config: MysqlConfig,
+        stream: Option<StreamConfig>,
     ) -> std::io::Result<MysqlFront> {
         let stop = Arc::new(AtomicBool::new(false));
         let server = Arc::new(Mutex::new(None));
-        let (stop2, server2) = (stop.clone(), server.clone());
+        let follower = Arc::new(Mutex::new(None));
+        let (stop2, server2, follower2) = (stop.clone(), server.clone(), follower.clone());
         let starter = std::thread::Builder::new()
             .name("mysql-start".into())
             .spawn(move || {
@@ -58,6 +65,7 @@ impl MysqlFront {
                     .with_admin(Arc::new(ClientAdmin::new(client.clone())));
                 // `SELECT @@version` answers what the handshake announced.
                 sql.server_version.clone_from(&config.server_version);
+                let _files = stream.and_then(|cfg| follow(node, cfg, client.clone(), &follower2));
                 let engine = SqlEngine::new(client, sql);
                 match MysqlServer::start(listener, config, Arc::new(engine)) {
                     Ok(s) => {
@@ -76,6 +84,7 @@ impl MysqlFront {
         Ok(MysqlFront {
             stop,
             server,
+            follower,
             starter: Some(starter),
         })
     }
@@ -89,6 +98,44 @@ impl MysqlFront {
         }
         if let Some(s) = self.server.lock().take() {
             s.shutdown();
+        }
+        if let Some(mut f) = self.follower.lock().take() {
+            f.stop();
+        }
+    }
+}
+
+/// Opens the node's stream files and starts following the cluster into them; returns
+/// their readable side, `None` (said on stderr) when they cannot be opened.
+fn follow(
+    node: NodeId,
+    cfg: StreamConfig,
+    client: surge_txn::TxnClient,
+    slot: &Mutex<Option<StreamFollower>>,
+) -> Option<Arc<StreamFiles>> {
+    let dir = cfg.dir.clone();
+    let started = StreamWriter::open(cfg)
+        .map_err(|e| e.to_string())
+        .and_then(|w| {
+            StreamFollower::start(
+                w,
+                Box::new(TxnRecordSource::new(client)),
+                FollowerConfig::default(),
+            )
+            .map_err(|e| e.to_string())
+        });
+    match started {
+        Ok(f) => {
+            let files = f.files();
+            *slot.lock() = Some(f);
+            Some(files)
+        }
+        Err(e) => {
+            eprintln!(
+                "surgedb node {node}: replica stream in {} not kept: {e}",
+                dir.display()
+            );
+            None
         }
     }
 }

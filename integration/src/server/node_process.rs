@@ -31,6 +31,8 @@ pub const MYSQL_MAX_CONNECTIONS: usize = 2048;
 
 /// The coordinator's binlog directory inside a node's data directory.
 pub const BINLOG_SUBDIR: &str = "binlog";
+/// The replica stream's directory inside a node's data directory.
+pub const STREAM_SUBDIR: &str = "stream";
 
 /// How long [`NodeProcess::shutdown`] waits in all for the steps that can block: the
 /// connection threads to end, then the coordinator's background opening to give up.
@@ -74,6 +76,10 @@ pub struct NodeConfig {
     pub coordinator: ClientConfig,
     /// Where the regions' data lives: on disk in `DATA/engine` (the default) or in memory.
     pub engine: EngineKind,
+    /// The replica stream this node keeps in `DATA/stream` and serves to MariaDB replicas
+    /// on its MySQL port (`None`: neither; the directory set here is ignored). Every node
+    /// of a cluster must have the same settings, so that their copies are byte-identical.
+    pub stream: Option<crate::stream::StreamConfig>,
 }
 
 impl Default for NodeConfig {
@@ -96,6 +102,7 @@ impl Default for NodeConfig {
             mysql: crate::mysql::MysqlConfig::default().with_max_connections(MYSQL_MAX_CONNECTIONS),
             coordinator: ClientConfig::default(),
             engine: EngineKind::Disk(FjallOptions::default()),
+            stream: Some(crate::stream::StreamConfig::new(PathBuf::new())),
         }
     }
 }
@@ -408,7 +415,17 @@ impl NodeProcess {
         let mysql = match mysql_listener {
             None => None,
             Some(l) => {
-                match MysqlFront::start(config.id, l, coordinator.clone(), config.mysql.clone()) {
+                let stream = config.stream.clone().map(|mut s| {
+                    s.dir = config.data.join(STREAM_SUBDIR);
+                    s
+                });
+                match MysqlFront::start(
+                    config.id,
+                    l,
+                    coordinator.clone(),
+                    config.mysql.clone(),
+                    stream,
+                ) {
                     Ok(m) => Some(m),
                     Err(e) => {
                         let _ = coordinator.shutdown(std::time::Instant::now() + SHUTDOWN_WAIT);

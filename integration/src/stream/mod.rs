@@ -16,6 +16,7 @@ mod error;
 mod follower;
 mod item;
 mod published;
+mod txn_source;
 mod writer;
 
 pub use config::{
@@ -28,4 +29,5 @@ pub use error::StreamError;
 pub use follower::{FollowerConfig, FollowerStatus, RecordSource, StreamFollower, Watermark};
 pub use item::{StreamedGroup, StreamedTxn};
 pub use published::StreamFiles;
+pub use txn_source::TxnRecordSource;
 pub use writer::StreamWriter;
