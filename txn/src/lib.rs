@@ -84,6 +84,7 @@ mod placement;
 mod region;
 pub mod rpc;
 mod service;
+mod stream;
 mod ts;
 // The write-only benchmark's workload, shared by the `write_only` example and `surgedb
 // bench locks`. Not an API.
@@ -101,6 +102,11 @@ pub use engine::{
     Cf, ENGINE_CRASH_ENV, ENGINE_CRASH_SKIP_ENV, Engine, EngineError, EngineIdentity, FjallEngine,
     FjallOptions, FjallRegion, MemEngine, Modify, RegionRecord, Snapshot, WriteBatch,
     engine_crash_points,
+};
+pub use stream::{
+    STREAM_PREFIX, STREAM_RECORD_VERSION, StreamDecodeError, StreamGroup, StreamGroupKind,
+    StreamOptions, StreamTxn, StreamWatermark, decode_stream_record, encode_stream_record,
+    stream_events_from_cache_bytes,
 };
 /// The binlog's SQL row types the caller builds row events from (`surge-binlog`).
 pub use surge_binlog::{
