@@ -430,3 +430,71 @@ fn ddl_alone_streams_as_a_standalone_group_and_records_take_two_phases() {
         3
     );
 }
+
+/// Hot-row groups: each kept member is its own group of its transaction's record, in
+/// member order, so the stream in commit_ts order replays every update one by one: the
+/// key's values along the stream are 1, 2, ..., N for N increments.
+#[test]
+fn hot_row_members_stream_as_one_group_each_in_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog"),
+        1,
+        config(3000, StreamOptions::default()),
+    );
+    let hot = key(0, "counter");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&hot, &surge_txn::HotOp::encode(0)).expect("put");
+    t.commit().expect("insert the row");
+    let (threads, updates) = (16u64, 10u64);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (client, hot) = (client.clone(), hot.clone());
+            s.spawn(move || {
+                for _ in 0..updates {
+                    client
+                        .hot_update(
+                            &hot,
+                            surge_txn::HotOp::add(1),
+                            surge_txn::HotHints::hot_update(),
+                        )
+                        .expect("hot update");
+                }
+            });
+        }
+    });
+    let wm = client.stream_resolved_ts().expect("watermark");
+    let txns = client.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    let groups: usize = txns.iter().map(|t| t.groups.len()).sum();
+    let n = threads * updates;
+    assert_eq!(
+        groups as u64,
+        n + 1,
+        "one group per member, plus the insert"
+    );
+    assert!(
+        txns.iter().any(|t| t.groups.len() > 1),
+        "no transaction carried a hot-row group of several members"
+    );
+    // Values along the stream: each group's row after the update.
+    let mut seen = Vec::new();
+    for t in &txns[1..] {
+        for g in &t.groups {
+            let mut table = Table::new();
+            table.insert(hot.clone(), Vec::new());
+            let one = surge_txn::StreamTxn {
+                groups: vec![g.clone()],
+                ..t.clone()
+            };
+            replay(&mut table, &[one]).expect("member replay");
+            seen.push(parse(&table[&hot]));
+        }
+    }
+    let want: Vec<i64> = (1..=n as i64).collect();
+    assert_eq!(seen, want, "members out of order in the stream");
+    let mut table = Table::new();
+    replay(&mut table, &txns).expect("replay");
+    assert_eq!(table, store_table(&client));
+}

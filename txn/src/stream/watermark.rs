@@ -10,6 +10,7 @@ use super::record::StreamGroup;
 ///   afterwards finds it, and no record with such a `commit_ts` can appear later.
 /// - Every record with `commit_ts > resolved_ts` (not yet delivered up to this watermark)
 ///   has `record_ts >= lower_record_ts`: the next scan may start its keys there.
+/// - The watermarks one client returns never go back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StreamWatermark {
     /// The resolved timestamp: `min(oracle_ts, smallest start_ts of a live record lock)`.
