@@ -17,6 +17,7 @@
 //!   machine) and its changes: leader transfer, split and merge with in-memory lock migration;
 //! - placement: the meta group ([`rpc::META_REGION_ID`]): region map and timestamp oracle;
 //! - service: [`KvNode`], serving [`rpc::KvRequest`]s;
+//! - stream: the layouts of the stream records ([`STREAM_PREFIX`], [`encode_stream_record`]);
 //! - client: [`TxnClient`] and [`Transaction`];
 //! - cluster: [`LocalCluster`], N nodes in one process with durable WALs and a faulty network.
 //!
@@ -27,7 +28,10 @@
 //! hot-row updates ([`HotOp`], [`HotHints`], and over any row bytes [`RowUpdate`] with
 //! [`TxnClient::hot_update_row`]), the binlog row events a SQL layer logs for its own tables
 //! ([`Transaction::binlog_rows`] with [`BinlogTable`] and [`SqlRowChange`],
-//! [`Transaction::binlog_query`]), the cluster views it shows ([`TxnClient::regions_in_range`],
+//! [`Transaction::binlog_query`]), the replication stream every coordinator with a binlog
+//! writes into the store and any client reads back in commit_ts order
+//! ([`TxnClient::stream_resolved_ts`], [`TxnClient::stream_scan`], [`StreamTxn`],
+//! [`StreamGroup`], [`StreamOptions`]), the cluster views it shows ([`TxnClient::regions_in_range`],
 //! [`TxnClient::set_lock_mode`], [`TxnClient::cluster_counters`]), the in-process cluster
 //! ([`LocalCluster`]) and its parts ([`KvNode`], [`LockMode`], [`Engine`], [`MemEngine`], [`FjallEngine`]).
 //! Three modules hold the rest, each for its own reader:
@@ -84,6 +88,7 @@ mod placement;
 mod region;
 pub mod rpc;
 mod service;
+mod stream;
 mod ts;
 // The write-only benchmark's workload, shared by the `write_only` example and `surgedb
 // bench locks`. Not an API.
@@ -101,6 +106,11 @@ pub use engine::{
     Cf, ENGINE_CRASH_ENV, ENGINE_CRASH_SKIP_ENV, Engine, EngineError, EngineIdentity, FjallEngine,
     FjallOptions, FjallRegion, MemEngine, Modify, RegionRecord, Snapshot, WriteBatch,
     engine_crash_points,
+};
+pub use stream::{
+    STREAM_PREFIX, STREAM_RECORD_VERSION, StreamDecodeError, StreamGroup, StreamGroupKind,
+    StreamOptions, StreamTxn, StreamWatermark, decode_stream_record, encode_stream_record,
+    stream_events_from_cache_bytes,
 };
 /// The binlog's SQL row types the caller builds row events from (`surge-binlog`).
 pub use surge_binlog::{

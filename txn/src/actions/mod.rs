@@ -22,6 +22,7 @@ mod prewrite;
 mod resolve_lock;
 mod rollback;
 mod scan_lock;
+mod scan_writes;
 mod snapshot_read;
 mod txn_heartbeat;
 
@@ -36,6 +37,7 @@ pub use prewrite::{CommitKind, TxnProps, prewrite};
 pub use resolve_lock::resolve_lock;
 pub use rollback::rollback;
 pub use scan_lock::scan_lock;
+pub use scan_writes::{CommittedPut, ScannedWrites, scan_writes};
 pub use snapshot_read::{batch_get, check_ts_conflict, point_get, scan};
 pub use txn_heartbeat::txn_heartbeat;
 

@@ -29,12 +29,14 @@ impl TxnClient {
     /// Logs `sql` (DDL such as `CREATE TABLE`, run with `database` current) as a binlog
     /// group of its own: a GTID, the Query event, an Xid with a fresh timestamp. For DDL
     /// outside a transaction (see [`crate::Transaction::binlog_query`] for DDL inside one).
-    /// Returns once the group is durable. A no-op without a binlog.
+    /// With streaming on ([`crate::ClientConfig::stream`]) it is first committed to the
+    /// stream as a transaction holding only its stream record. Returns once the group is
+    /// durable. A no-op without a binlog.
     ///
     /// # Errors
     /// [`TxnError::Binlog`] for a database name over 255 bytes, an empty statement, a
     /// binlog that is unusable or stopped, or a failed write; the oracle's error when no
-    /// timestamp can be had.
+    /// timestamp can be had; the stream record's commit errors (nothing logged then).
     pub fn binlog_query(&self, database: &str, sql: &str) -> Result<(), TxnError> {
         let Some(binlog) = self.core().binlog.get()? else {
             return Ok(());
@@ -44,6 +46,8 @@ impl TxnClient {
             detail: format!("DDL statement: {e}"),
         })?;
         let xid = self.core().get_ts()?;
-        binlog.write_standalone(cache, xid).map(|_| ())
+        // With streaming, the statement goes to the stream first, as a transaction of its
+        // own (`stream_commit.rs`), then to the coordinator's binlog.
+        self.core().commit_caller_group(cache, xid).map(|_| ())
     }
 }

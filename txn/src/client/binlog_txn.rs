@@ -134,6 +134,15 @@ impl BinlogTxn {
         self.cache.encoded_events().map(Some).map_err(cache_err)
     }
 
+    /// Every event of the cache, encoded as the binlog will hold them (kv rows or the
+    /// caller's events), for the stream record.
+    ///
+    /// # Errors
+    /// [`TxnError::Binlog`] if a spilled cache cannot be read.
+    pub(crate) fn encoded_events(&mut self) -> Result<Vec<u8>, TxnError> {
+        self.cache.encoded_events().map_err(cache_err)
+    }
+
     /// Whether the existence of `key` before the transaction is known.
     pub(crate) fn knows(&self, key: &[u8]) -> bool {
         self.before.contains_key(key)

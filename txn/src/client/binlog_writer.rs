@@ -31,6 +31,7 @@ use super::binlog_sequencer::Sequencer;
 use super::binlog_txn::{BinlogTxn, take_hot_members};
 use super::core::ClientCore;
 use super::error::TxnError;
+use super::stream_commit::{StreamStep, build_record};
 use super::two_pc::{CommitPlan, StopAt};
 
 /// The binlog of one coordinator: the MariaDB log, the prepare journal and the sequencer.
@@ -206,6 +207,27 @@ enum StepState {
 #[derive(Debug)]
 pub(crate) struct BinlogStep {
     state: StepState,
+    /// The transaction's encoded stream record, built at prepare, until the commit takes it
+    /// (`stream_commit.rs`).
+    stream: Option<Vec<u8>>,
+}
+
+impl BinlogStep {
+    /// The step of a commit without a binlog group.
+    pub(crate) fn off() -> BinlogStep {
+        BinlogStep {
+            state: StepState::Off,
+            stream: None,
+        }
+    }
+
+    /// What the commit does about its stream record: the record built at prepare, if any.
+    pub(crate) fn take_stream_record(&mut self) -> StreamStep {
+        match self.stream.take() {
+            Some(record) => StreamStep::Append(record),
+            None => StreamStep::None,
+        }
+    }
 }
 
 impl ClientCore {
@@ -221,9 +243,7 @@ impl ClientCore {
         txn: Option<BinlogTxn>,
     ) -> Result<BinlogStep, TxnError> {
         let Some(binlog) = self.binlog.get()? else {
-            return Ok(BinlogStep {
-                state: StepState::Off,
-            });
+            return Ok(BinlogStep::off());
         };
         binlog.check()?;
         let mut txn = txn.ok_or_else(|| TxnError::Binlog {
@@ -249,6 +269,12 @@ impl ClientCore {
                 ),
             });
         }
+        // The stream record carries what the binlog group will: the same events.
+        let stream = if self.config.stream.enabled {
+            build_record(binlog, &mut txn, events.as_deref(), &plan.primary, &members)?
+        } else {
+            None
+        };
         let pos = binlog.log.current_position();
         let record = Prepared {
             start_ts: plan.start_ts,
@@ -274,6 +300,7 @@ impl ClientCore {
                 ticket,
                 start_ts: plan.start_ts,
             },
+            stream,
         })
     }
 }

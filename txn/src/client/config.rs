@@ -75,6 +75,11 @@ pub struct ClientConfig {
     /// the crate README, "Binlog at commit"). Open the client with [`crate::TxnClient::open`]
     /// to learn whether it opened. Default `None`.
     pub binlog: Option<super::binlog_config::BinlogOptions>,
+    /// The stream records this client writes as a coordinator with a binlog: one per
+    /// transaction with binlog events, in the same transaction, for the cluster's one
+    /// replication stream ([`crate::TxnClient::stream_scan`]). Default: on, 5 s skew bound,
+    /// 1 MiB chunks ([`crate::StreamOptions`]).
+    pub stream: crate::StreamOptions,
 }
 
 impl Default for ClientConfig {
@@ -92,6 +97,7 @@ impl Default for ClientConfig {
             secondary_batch_bytes: 1 << 20,
             secondary_pace: Some(Duration::from_millis(2)),
             binlog: None,
+            stream: crate::StreamOptions::default(),
         }
     }
 }
@@ -178,6 +184,13 @@ impl ClientConfig {
     #[must_use]
     pub fn with_binlog(mut self, binlog: Option<super::binlog_config::BinlogOptions>) -> Self {
         self.binlog = binlog;
+        self
+    }
+
+    /// Sets [`ClientConfig::stream`].
+    #[must_use]
+    pub fn with_stream(mut self, stream: crate::StreamOptions) -> Self {
+        self.stream = stream;
         self
     }
 }

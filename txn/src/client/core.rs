@@ -33,6 +33,9 @@ pub(crate) struct ClientCore {
         std::sync::OnceLock<crossbeam_channel::Sender<super::secondaries::SecondaryJob>>,
     /// The coordinator's binlog (`binlog_writer.rs`), set at construction.
     pub(crate) binlog: super::binlog_writer::BinlogSlot,
+    /// The largest stream watermark this client returned (`stream_reader.rs`), so the ones
+    /// it returns never go back.
+    pub(crate) stream_resolved: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for ClientCore {

@@ -195,6 +195,45 @@ pub enum TxnError {
         /// Why the value was refused.
         reason: String,
     },
+    /// The transaction took longer than [`crate::StreamOptions::max_record_skew`] from its
+    /// stream record's timestamp to its commit timestamp, so it was rolled back before its
+    /// commit point (stream readers bound their scans by that skew). Retryable.
+    #[error(
+        "txn {start_ts}: stream record taken at {record_ts}, commit_ts {commit_ts} is {skew_ms} ms later (max {max_skew_ms} ms); rolled back"
+    )]
+    StreamRecordTooSlow {
+        /// This transaction.
+        start_ts: u64,
+        /// The timestamp of its stream record.
+        record_ts: u64,
+        /// The commit timestamp it would have used.
+        commit_ts: u64,
+        /// Physical milliseconds between the two.
+        skew_ms: u64,
+        /// The bound.
+        max_skew_ms: u64,
+    },
+    /// A write of a key under [`crate::STREAM_PREFIX`], which holds the replication
+    /// stream's records and is not for users. Nothing was written.
+    #[error(
+        "key {:?} is reserved: keys starting with the stream prefix hold stream records",
+        String::from_utf8_lossy(key)
+    )]
+    ReservedKey {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// A stream record read back from the store did not decode (damaged, or written by a
+    /// newer layout).
+    #[error("stream record of txn {start_ts} (record_ts {record_ts}): {detail}")]
+    StreamRecord {
+        /// The record's transaction.
+        start_ts: u64,
+        /// The record's timestamp.
+        record_ts: u64,
+        /// What was wrong.
+        detail: String,
+    },
 }
 
 impl TxnError {
@@ -212,6 +251,7 @@ impl TxnError {
             | TxnError::PessimisticLockRolledBack { .. }
             | TxnError::TxnLockNotFound { .. }
             | TxnError::CommitTsExpired { .. }
+            | TxnError::StreamRecordTooSlow { .. }
             | TxnError::Region(_)
             | TxnError::Unavailable(_) => true,
             TxnError::AlreadyExist { .. }
@@ -222,7 +262,9 @@ impl TxnError {
             | TxnError::Binlog { .. }
             | TxnError::HotUpdateRejected { .. }
             | TxnError::TargetAffectRow { .. }
-            | TxnError::BinlogValue { .. } => false,
+            | TxnError::BinlogValue { .. }
+            | TxnError::ReservedKey { .. }
+            | TxnError::StreamRecord { .. } => false,
         }
     }
 

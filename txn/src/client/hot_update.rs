@@ -150,7 +150,8 @@ impl TxnClient {
     /// Update_rows with full images), or else an update of the kv row.
     ///
     /// # Errors
-    /// As [`TxnClient::hot_update`]; [`TxnError::HotUpdateRejected`] carries the
+    /// As [`TxnClient::hot_update`]; [`TxnError::ReservedKey`] for a key under
+    /// [`crate::STREAM_PREFIX`]; [`TxnError::HotUpdateRejected`] carries the
     /// [`HotReject`] this member's [`RowUpdate::apply`] returned, or
     /// [`HotReject::Refused`] when its binlog row event does not fit its table.
     pub fn hot_update_row(
@@ -159,6 +160,7 @@ impl TxnClient {
         update: Arc<dyn RowUpdate>,
         hints: Hints,
     ) -> Result<HotRowOutcome, TxnError> {
+        super::stream_commit::check_user_key(key)?;
         match self.hot.coordinator.execute(&key.to_vec(), update, hints) {
             Ok(m) => Ok(HotRowOutcome {
                 affected_rows: m.affected_rows,

@@ -32,6 +32,8 @@ mod resolver;
 mod row_update;
 mod secondaries;
 mod snapshot;
+mod stream_commit;
+mod stream_reader;
 mod transaction;
 mod two_pc;
 mod txn_client;

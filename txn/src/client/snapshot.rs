@@ -5,6 +5,7 @@ use super::backoff::Backoff;
 use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply, context};
 use super::error::TxnError;
+use crate::stream::{STREAM_END, STREAM_PREFIX};
 use crate::{Context, KeyError, KvRequest, KvResponse, MvccError};
 
 /// A key and its value, as reads return them.
@@ -63,7 +64,7 @@ impl ClientCore {
     }
 
     /// At most `limit` committed pairs of `[start, end)` visible at `ts`, in key order, region
-    /// by region.
+    /// by region. Keys under [`crate::STREAM_PREFIX`] (stream records) are never returned.
     ///
     /// # Errors
     /// As [`ClientCore::snapshot_get`].
@@ -80,12 +81,23 @@ impl ClientCore {
         let mut out: Vec<KvPair> = Vec::new();
         let mut cur = start.to_vec();
         while out.len() < limit && end.is_none_or(|e| cur.as_slice() < e) {
+            // Stream records are not user data: the scan steps over their range.
+            if cur.as_slice() >= STREAM_PREFIX && cur.as_slice() < STREAM_END {
+                cur = STREAM_END.to_vec();
+                continue;
+            }
             let region = self.locate(&cur, &mut bo)?;
             let region_end = region.info.end_key();
-            let scan_end = match (end, region_end) {
+            let mut scan_end = match (end, region_end) {
                 (Some(e), Some(r)) => Some(e.min(r)),
                 (e, r) => e.or(r),
             };
+            // Where the next request starts (`None`: the key space is done).
+            let mut next = region_end.map(<[u8]>::to_vec);
+            if cur.as_slice() < STREAM_PREFIX && scan_end.is_none_or(|e| e > STREAM_PREFIX) {
+                scan_end = Some(STREAM_PREFIX);
+                next = Some(STREAM_END.to_vec());
+            }
             let req = KvRequest::Scan {
                 ctx: context(&region),
                 start: cur.clone(),
@@ -98,8 +110,8 @@ impl ClientCore {
                 None => {}
                 Some(KvResponse::Pairs { pairs }) => {
                     out.extend(pairs);
-                    match region_end {
-                        Some(r) => cur = r.to_vec(),
+                    match next {
+                        Some(n) => cur = n,
                         None => break,
                     }
                 }

@@ -11,6 +11,7 @@ use super::error::TxnError;
 use super::mode::TxnMode;
 use super::pessimistic::LockRequest;
 use super::snapshot::KvPair;
+use super::stream_commit::check_user_key;
 use super::two_pc::{CommitPlan, StopAt};
 
 /// How many fresh `for_update_ts` one lock tries when writes keep committing to the key
@@ -172,6 +173,7 @@ impl Transaction {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TxnError> {
+        check_user_key(key)?;
         let value = match self.mode {
             TxnMode::Pessimistic => {
                 let current = self.lock_key(key, true, false)?;
@@ -190,10 +192,12 @@ impl Transaction {
     /// Buffers `key = value` (locking the key first in a pessimistic transaction).
     ///
     /// # Errors
-    /// Pessimistic: [`TxnError::LockWaitTimeout`], [`TxnError::Deadlock`],
-    /// [`TxnError::PessimisticLockRolledBack`], region errors after retries. A failed lock
-    /// leaves the transaction usable (as a failed statement in TiDB).
+    /// [`TxnError::ReservedKey`] for a key under [`crate::STREAM_PREFIX`] (the same for
+    /// every write and `get_for_update`). Pessimistic: [`TxnError::LockWaitTimeout`],
+    /// [`TxnError::Deadlock`], [`TxnError::PessimisticLockRolledBack`], region errors after
+    /// retries. A failed lock leaves the transaction usable (as a failed statement in TiDB).
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
+        check_user_key(key)?;
         self.lock_for_write(key)?;
         self.binlog_row(key, Some(value))?;
         self.buffer.put(key.to_vec(), value.to_vec());
@@ -208,6 +212,7 @@ impl Transaction {
     /// [`TxnError::AlreadyExist`] when the key has a value (the buffer counts: a key this
     /// transaction wrote exists, one it deleted does not); otherwise as [`Transaction::put`].
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {
+        check_user_key(key)?;
         let exists = match self.buffer.read(key) {
             BufferedRead::Value(_) => true,
             BufferedRead::Deleted => false,
@@ -236,6 +241,7 @@ impl Transaction {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn delete(&mut self, key: &[u8]) -> Result<(), TxnError> {
+        check_user_key(key)?;
         self.lock_for_write(key)?;
         self.binlog_row(key, None)?;
         self.buffer.delete(key.to_vec());
@@ -314,7 +320,8 @@ impl Transaction {
     }
 
     /// Commits and returns the commit timestamp (the `start_ts` for a transaction with
-    /// nothing to write). Two-phase commit, or one-phase when every key is in one region.
+    /// nothing to write; for one that wrote no key but logged binlog events with a
+    /// streaming binlog, the commit timestamp of its stream record). Two-phase commit, or one-phase when every key is in one region.
     ///
     /// Takes the transaction: it is over whatever the outcome, so nothing can be read or
     /// written through it afterwards. A failed commit has nothing left to inspect: the error
@@ -406,15 +413,19 @@ impl Transaction {
             self.release_maybe_locked();
             // Nothing to write in the store, but the caller's events (DDL, say) still go
             // to the binlog, as a group of their own.
+            // With streaming, they also go to the stream, in a transaction holding only
+            // the stream record.
+            let mut commit_ts = self.start_ts;
             if let Some(b) = self.binlog.take()
                 && b.has_caller_events()
                 && stop == StopAt::Never
             {
-                self.core
-                    .write_caller_group(b.into_cache(), self.start_ts)?;
+                commit_ts = self
+                    .core
+                    .commit_caller_group(b.into_cache(), self.start_ts)?;
             }
             bump(&self.core.counters.commits);
-            return Ok(self.start_ts);
+            return Ok(commit_ts);
         };
         let plan = CommitPlan {
             start_ts: self.start_ts,

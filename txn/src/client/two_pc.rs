@@ -13,6 +13,7 @@ use super::dispatch::{RegionBatch, Reply};
 use super::error::TxnError;
 use super::region_cache::CachedRegion;
 use super::secondaries::SecondaryJob;
+use super::stream_commit::StreamStep;
 use crate::{
     CommitKind, Context, KeyError, KvRequest, KvResponse, LockInfo, LockType, Mutation, MvccError,
     PessimisticAction, TxnProps, TxnStatus,
@@ -76,8 +77,26 @@ impl ClientCore {
             keys = plan.mutations.len()
         )
         .entered();
+        // Binlog step 1 (a no-op without a binlog): prepared before anything is prewritten.
+        let mut step = self.binlog_prepare(plan, binlog)?;
+        let stream = step.take_stream_record();
+        self.commit_with_step(plan, stop, step, stream)
+    }
+
+    /// [`ClientCore::commit_plan`] with the binlog step prepared (or off) and what to do
+    /// about the stream record.
+    pub(crate) fn commit_with_step(
+        &self,
+        plan: &CommitPlan,
+        stop: StopAt,
+        mut step: BinlogStep,
+        stream: StreamStep,
+    ) -> Result<u64, TxnError> {
         let mut bo = Backoff::new(&self.config);
-        let groups = self.group_by_region(plan.mutations.clone(), mutation_key, &mut bo)?;
+        let groups = match self.group_by_region(plan.mutations.clone(), mutation_key, &mut bo) {
+            Ok(groups) => groups,
+            Err(e) => return step.finish(Err(e), stop),
+        };
         let props = TxnProps {
             start_ts: plan.start_ts,
             primary: plan.primary.clone(),
@@ -87,14 +106,14 @@ impl ClientCore {
             min_commit_ts: plan.start_ts.max(plan.for_update_ts).saturating_add(1),
             commit_kind: CommitKind::TwoPc,
         };
-        // Binlog step 1 (a no-op without a binlog): prepared before anything is prewritten.
-        let mut step = self.binlog_prepare(plan, binlog)?;
-        let result = self.commit_prepared(plan, stop, groups, props, &mut step, &mut bo);
+        let result = self.commit_prepared(plan, stop, groups, props, &mut step, stream, &mut bo);
         step.finish(result, stop)
     }
 
     /// [`ClientCore::commit_plan`] once the binlog step is prepared: 1PC or 2PC, calling
-    /// `step.committed` right after the commit point.
+    /// `step.committed` right after the commit point. A transaction with a stream record
+    /// always commits in two phases, its record prewritten last (`stream_commit.rs`).
+    #[allow(clippy::too_many_arguments)] // the commit's inputs, each used once
     fn commit_prepared(
         &self,
         plan: &CommitPlan,
@@ -102,31 +121,38 @@ impl ClientCore {
         groups: Vec<(CachedRegion, Vec<(Mutation, PessimisticAction)>)>,
         props: TxnProps,
         step: &mut BinlogStep,
+        stream: StreamStep,
         bo: &mut Backoff,
     ) -> Result<u64, TxnError> {
-        if groups.len() == 1 && stop == StopAt::Never {
+        if groups.len() == 1 && stop == StopAt::Never && matches!(stream, StreamStep::None) {
             return self.one_pc(plan, props, step, bo);
         }
         // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
         // secondary lock before the primary's is written treats the transaction as alive
         // until the lock's TTL runs out, so nothing is decided without the primary.
         let groups: Vec<_> = groups.into_iter().map(|(_, b)| b).collect();
-        let op = Prewrite {
-            core: self,
-            props: props.clone(),
-            one_pc_commit_ts: 0,
-        };
+        let op = prewrite_op(self, props.clone());
         self.heartbeats.register(plan.start_ts, &plan.primary);
         let prewritten = self.run_groups_concurrently(&op, groups, self.config.max_backoff);
         if let Err(e) = prewritten {
             self.rollback_keys(plan.start_ts, all_keys(plan));
             return Err(e);
         }
+        // The stream record, last (`stream_commit.rs`): from here on `plan` holds its keys.
+        let (extended, record_ts) = match stream {
+            StreamStep::None => (None, None),
+            StreamStep::InPlan(record_ts) => (None, Some(record_ts)),
+            StreamStep::Append(record) => {
+                let (p, ts) = self.prewrite_stream_record(plan, &props, &record)?;
+                (Some(p), Some(ts))
+            }
+        };
+        let plan = extended.as_ref().unwrap_or(plan);
         crash_point(txn_crash_points::AFTER_PREWRITE);
         if stop == StopAt::AfterPrewrite {
             return Ok(0);
         }
-        let commit_ts = self.commit_primary(plan)?;
+        let commit_ts = self.commit_primary(plan, record_ts)?;
         if stop == StopAt::AfterPrimaryCommit {
             return Ok(commit_ts);
         }
@@ -194,7 +220,7 @@ impl ClientCore {
     /// secondaries.
     fn finish_two_phase(&self, plan: &CommitPlan, step: &mut BinlogStep) -> Result<u64, TxnError> {
         self.heartbeats.register(plan.start_ts, &plan.primary);
-        let commit_ts = self.commit_primary(plan)?;
+        let commit_ts = self.commit_primary(plan, None)?;
         step.committed(commit_ts)?;
         self.commit_secondaries(plan, commit_ts);
         Ok(commit_ts)
@@ -260,11 +286,17 @@ impl ClientCore {
     /// Commits the primary key: the transaction's commit point. Retries a lost answer (a
     /// commit of a committed key succeeds again) and takes a fresh commit timestamp when a
     /// reader pushed the primary's `min_commit_ts` past the one tried.
-    fn commit_primary(&self, plan: &CommitPlan) -> Result<u64, TxnError> {
+    ///
+    /// With a stream record taken at `record_ts`, every commit timestamp is checked against
+    /// it before the primary's commit is sent ([`ClientCore::check_record_skew`]).
+    fn commit_primary(&self, plan: &CommitPlan, record_ts: Option<u64>) -> Result<u64, TxnError> {
         let mut bo = Backoff::new(&self.config);
         let mut commit_ts = self.get_ts()?;
         let mut ts_retries = 0;
         loop {
+            if let Some(record_ts) = record_ts {
+                self.check_record_skew(plan, record_ts, commit_ts)?;
+            }
             let reply = self.send_key(&plan.primary, &mut bo, |ctx| KvRequest::Commit {
                 ctx,
                 keys: vec![plan.primary.clone()],
@@ -389,7 +421,8 @@ impl ClientCore {
     }
 }
 
-fn all_keys(plan: &CommitPlan) -> Vec<Vec<u8>> {
+/// Every key of `plan`.
+pub(crate) fn all_keys(plan: &CommitPlan) -> Vec<Vec<u8>> {
     plan.mutations
         .iter()
         .map(|(m, _)| m.key().to_vec())
@@ -408,9 +441,18 @@ enum Settled {
     Prewritten,
 }
 
+/// A [`Prewrite`] of `props` (two-phase unless `props` say one-phase).
+pub(crate) fn prewrite_op(core: &ClientCore, props: TxnProps) -> Prewrite<'_> {
+    Prewrite {
+        core,
+        props,
+        one_pc_commit_ts: 0,
+    }
+}
+
 /// `Prewrite` in region batches.
 #[derive(Clone)]
-struct Prewrite<'c> {
+pub(crate) struct Prewrite<'c> {
     core: &'c ClientCore,
     props: TxnProps,
     /// The commit timestamp a one-phase prewrite reported (0: none).

@@ -47,6 +47,7 @@ impl TxnClient {
             pool: batch_pool(),
             secondaries: std::sync::OnceLock::new(),
             binlog,
+            stream_resolved: std::sync::atomic::AtomicU64::new(0),
         });
         heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
         if core.config.async_secondaries {

@@ -243,7 +243,7 @@ impl<'a> MvccReader<'a> {
 
     /// The value of a committed `Put` record of `key`: inline, or from the default column
     /// family at `(key, write.start_ts)`.
-    fn put_value(&self, key: &[u8], write: Write) -> Result<Vec<u8>, MvccError> {
+    pub(crate) fn put_value(&self, key: &[u8], write: Write) -> Result<Vec<u8>, MvccError> {
         if let Some(value) = write.short_value {
             return Ok(value);
         }

@@ -340,6 +340,33 @@ impl KvNode {
                     .read_locks(|r| crate::scan_lock(r, max_ts, &start, end.as_deref(), limit))?;
                 Ok(KvResponse::Locks { locks })
             }
+            KvRequest::ScanWrites {
+                start,
+                end,
+                after_commit_ts,
+                upto_commit_ts,
+                limit,
+                limit_bytes,
+                ..
+            } => {
+                self.read_ready(raft, peer, &ctx, &[&start])?;
+                let info = peer.info();
+                let end = clamp_end(end, info.end_key());
+                // A read at `upto_commit_ts`: a one-phase commit in flight in the range that
+                // may land at or below it makes the read wait or fail, as for a scan.
+                let writes = peer.read(upto_commit_ts, &start, end.as_deref(), false, |r| {
+                    crate::scan_writes(
+                        r,
+                        &start,
+                        end.as_deref(),
+                        after_commit_ts,
+                        upto_commit_ts,
+                        limit,
+                        limit_bytes,
+                    )
+                })?;
+                Ok(KvResponse::Writes { writes })
+            }
             other => Ok(KvResponse::RegionError(RegionError::ServerIsBusy {
                 region_id: ctx.region_id,
                 reason: format!("{} is not a region request", other.name()),

@@ -12,7 +12,10 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 ///
 /// 1: the first format. 2: `KvRequest::CommitMerge` carries the target's version
 /// (`target_version`), and [`crate::RegionError::NodeStopping`] is new (a peer of version 1
-/// could decode neither).
+/// could decode neither). Later in version 2: `KvRequest::ScanWrites` and
+/// `KvResponse::Writes`, added as the last variants, so every earlier message encodes as
+/// before; a peer built before them cannot decode those two (the TCP layer's own version
+/// should move when it starts sending them).
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// One key of a pessimistic lock request.
@@ -273,6 +276,25 @@ pub enum KvRequest {
     },
     /// This node's regions, roles, lock tables and counters.
     NodeStatus,
+    /// Committed puts of `[start, end)` within one region whose `commit_ts` is in
+    /// `(after_commit_ts, upto_commit_ts]` (see [`crate::actions::scan_writes`]); locks are
+    /// not looked at. The stream reader's scan of stream records.
+    ScanWrites {
+        /// Region and epoch.
+        ctx: Context,
+        /// First key.
+        start: Vec<u8>,
+        /// End key (exclusive); `None`: the region's end.
+        end: Option<Vec<u8>>,
+        /// Only puts committed after this.
+        after_commit_ts: u64,
+        /// Only puts committed at or before this.
+        upto_commit_ts: u64,
+        /// About this many puts at most (cut between keys; 0: no limit).
+        limit: usize,
+        /// About this many bytes of values at most (cut between keys; 0: no limit).
+        limit_bytes: usize,
+    },
 }
 
 impl KvRequest {
@@ -305,6 +327,7 @@ impl KvRequest {
             KvRequest::ReportRegions { .. } => "report_regions",
             KvRequest::SetLockMode { .. } => "set_lock_mode",
             KvRequest::NodeStatus => "node_status",
+            KvRequest::ScanWrites { .. } => "scan_writes",
         }
     }
 
@@ -323,7 +346,8 @@ impl KvRequest {
             | KvRequest::CheckTxnStatus { ctx, .. }
             | KvRequest::ResolveLock { ctx, .. }
             | KvRequest::TxnHeartBeat { ctx, .. }
-            | KvRequest::ScanLock { ctx, .. } => Some(ctx),
+            | KvRequest::ScanLock { ctx, .. }
+            | KvRequest::ScanWrites { ctx, .. } => Some(ctx),
             _ => None,
         }
     }

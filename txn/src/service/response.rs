@@ -172,4 +172,9 @@ pub enum KvResponse {
     RegionError(RegionError),
     /// The command failed on a key.
     KeyError(KeyError),
+    /// Reply to `ScanWrites`.
+    Writes {
+        /// The puts found and where to resume.
+        writes: crate::ScannedWrites,
+    },
 }

@@ -1,0 +1,269 @@
+//! The commit side of the replication stream: each transaction with binlog events writes
+//! its *stream record* (`crate::stream`) in the same Percolator transaction.
+//!
+//! Order of a commit with a record (two-phase only; no one-phase commit, whose commit_ts
+//! is not taken after the prewrite):
+//! 1. prewrite every other key (as before);
+//! 2. take `record_ts` from the oracle, then prewrite the record's chunks under
+//!    `STREAM_PREFIX ++ record_ts ++ start_ts ++ chunk_no`, as secondaries of the
+//!    transaction's primary (so they commit exactly when it does, by the coordinator or by a
+//!    resolver reading the primary's status, and roll back with it);
+//! 3. take `commit_ts` (as before); if its physical part is more than
+//!    [`crate::StreamOptions::max_record_skew`] after `record_ts`'s, roll back (before the
+//!    commit point: the coordinator is the only one that commits a primary) and fail with
+//!    [`TxnError::StreamRecordTooSlow`]; else commit the primary, then the secondaries.
+//!
+//! Step 3's bound is what lets a stream reader start its key scan at a `record_ts` bound
+//! instead of the beginning (`stream_reader.rs`). A transaction that gives binlog events
+//! but writes no key (DDL logged alone) commits a transaction holding only its record, the
+//! record's first chunk as primary.
+
+use super::binlog_journal::MemberRow;
+use super::binlog_txn::BinlogTxn;
+use super::binlog_writer::{BinlogStep, CoordinatorBinlog};
+use super::core::ClientCore;
+use super::error::TxnError;
+use super::two_pc::{CommitPlan, StopAt, all_keys};
+use crate::stream::{StreamGroup, encode_stream_record, is_reserved_key, record_key, split_chunks};
+use crate::{CommitKind, Mutation, PessimisticAction, TxnProps};
+
+/// What a commit does about its stream record.
+#[derive(Debug)]
+pub(crate) enum StreamStep {
+    /// No record (no binlog, streaming off, or no event).
+    None,
+    /// The encoded record, prewritten after every other key.
+    Append(Vec<u8>),
+    /// The record's chunks are the plan's mutations, taken at this `record_ts`.
+    InPlan(u64),
+}
+
+/// Refuses a user write of a key reserved for stream records.
+///
+/// # Errors
+/// [`TxnError::ReservedKey`].
+pub(crate) fn check_user_key(key: &[u8]) -> Result<(), TxnError> {
+    if is_reserved_key(key) {
+        return Err(TxnError::ReservedKey { key: key.to_vec() });
+    }
+    Ok(())
+}
+
+fn stream_err(e: crate::StreamDecodeError) -> TxnError {
+    TxnError::Binlog {
+        detail: format!("stream record: {e}"),
+    }
+}
+
+/// The encoded record of a transaction whose binlog step is being prepared: one group per
+/// hot-row member (its own events, or the kv update of `key` to its value), else one group
+/// of the cache's events (`caller_events` when the caller gave them, already read). `None`
+/// when there is no event at all.
+///
+/// # Errors
+/// [`TxnError::Binlog`] when a cache cannot be read or built.
+pub(crate) fn build_record(
+    binlog: &CoordinatorBinlog,
+    txn: &mut BinlogTxn,
+    caller_events: Option<&[u8]>,
+    key: &[u8],
+    members: &[MemberRow],
+) -> Result<Option<Vec<u8>>, TxnError> {
+    let mut groups = Vec::new();
+    if members.is_empty() {
+        let bytes = match caller_events {
+            Some(b) => b.to_vec(),
+            None => txn.encoded_events()?,
+        };
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        groups.push(StreamGroup::from_cache_bytes(&bytes).map_err(stream_err)?);
+    } else {
+        for m in members {
+            let bytes = match &m.events {
+                Some(events) => events.clone(),
+                None => {
+                    let mut cache = binlog.log.new_cache();
+                    let built = cache
+                        .update(key, &m.after)
+                        .and_then(|()| cache.encoded_events());
+                    built.map_err(|e| TxnError::Binlog {
+                        detail: format!("hot-row member {} row event: {e}", m.xid),
+                    })?
+                }
+            };
+            groups.push(StreamGroup::from_cache_bytes(&bytes).map_err(stream_err)?);
+        }
+    }
+    Ok(Some(encode_stream_record(&groups)))
+}
+
+/// The mutations of `record`'s chunks taken at `record_ts` for transaction `start_ts`.
+fn record_mutations(
+    record: &[u8],
+    chunk_bytes: usize,
+    record_ts: u64,
+    start_ts: u64,
+) -> Vec<(Mutation, PessimisticAction)> {
+    split_chunks(record, chunk_bytes)
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| {
+            let key = record_key(record_ts, start_ts, i as u32);
+            (
+                Mutation::Put { key, value },
+                PessimisticAction::SkipPessimisticCheck,
+            )
+        })
+        .collect()
+}
+
+/// Chunks per prewrite request of a record: a large record goes in several requests (sent
+/// concurrently), each a few MiB, rather than one of its whole size.
+const RECORD_CHUNKS_PER_REQUEST: usize = 8;
+
+impl ClientCore {
+    /// Step 2 of the module docs, after every other key of `plan` is prewritten: takes
+    /// `record_ts`, prewrites the record's chunks, and returns the plan extended with them
+    /// (for the commit, the secondaries and any rollback) and `record_ts`.
+    ///
+    /// # Errors
+    /// The prewrite's errors, after rolling back every key of the transaction.
+    pub(crate) fn prewrite_stream_record(
+        &self,
+        plan: &CommitPlan,
+        props: &TxnProps,
+        record: &[u8],
+    ) -> Result<(CommitPlan, u64), TxnError> {
+        let record_ts = match self.get_ts() {
+            Ok(ts) => ts,
+            Err(e) => {
+                self.rollback_keys(plan.start_ts, all_keys(plan));
+                return Err(e);
+            }
+        };
+        let chunks = record_mutations(
+            record,
+            self.config.stream.chunk_bytes,
+            record_ts,
+            plan.start_ts,
+        );
+        let mut extended = plan.clone();
+        extended.mutations.extend(chunks.iter().cloned());
+        let groups: Vec<Vec<_>> = chunks
+            .chunks(RECORD_CHUNKS_PER_REQUEST)
+            .map(<[_]>::to_vec)
+            .collect();
+        let mut props = props.clone();
+        props.commit_kind = CommitKind::TwoPc;
+        let op = super::two_pc::prewrite_op(self, props);
+        if let Err(e) = self.run_groups_concurrently(&op, groups, self.config.max_backoff) {
+            self.rollback_keys(plan.start_ts, all_keys(&extended));
+            return Err(e);
+        }
+        Ok((extended, record_ts))
+    }
+
+    /// Step 3's check of `commit_ts` against `record_ts`: rolls `plan` back and fails when
+    /// the skew is over the bound.
+    ///
+    /// # Errors
+    /// [`TxnError::StreamRecordTooSlow`].
+    pub(crate) fn check_record_skew(
+        &self,
+        plan: &CommitPlan,
+        record_ts: u64,
+        commit_ts: u64,
+    ) -> Result<(), TxnError> {
+        let skew_ms = crate::physical_ms(commit_ts).saturating_sub(crate::physical_ms(record_ts));
+        let max_skew_ms = self.config.stream.max_skew_ms();
+        if skew_ms <= max_skew_ms {
+            return Ok(());
+        }
+        tracing::warn!(
+            start_ts = plan.start_ts,
+            record_ts,
+            commit_ts,
+            skew_ms,
+            "stream record too old at commit; rolling back"
+        );
+        self.rollback_keys(plan.start_ts, all_keys(plan));
+        Err(TxnError::StreamRecordTooSlow {
+            start_ts: plan.start_ts,
+            record_ts,
+            commit_ts,
+            skew_ms,
+            max_skew_ms,
+        })
+    }
+
+    /// Whether this client writes stream records (it has a usable binlog and streaming is
+    /// on).
+    pub(crate) fn streams(&self) -> bool {
+        self.config.stream.enabled && matches!(self.binlog.get(), Ok(Some(_)))
+    }
+
+    /// Commits a transaction that holds only a stream record of `groups`' events (the
+    /// caller's events of a transaction that wrote no key): `start_ts` is the
+    /// transaction's, the record's first chunk its primary. Returns the commit timestamp.
+    ///
+    /// # Errors
+    /// As [`ClientCore::commit_plan`], plus [`TxnError::StreamRecordTooSlow`].
+    pub(crate) fn commit_stream_only(
+        &self,
+        start_ts: u64,
+        cache_bytes: &[u8],
+    ) -> Result<u64, TxnError> {
+        let group = StreamGroup::from_cache_bytes(cache_bytes).map_err(stream_err)?;
+        let record = encode_stream_record(&[group]);
+        let record_ts = self.get_ts()?;
+        let mutations =
+            record_mutations(&record, self.config.stream.chunk_bytes, record_ts, start_ts);
+        let primary = record_key(record_ts, start_ts, 0);
+        let plan = CommitPlan {
+            start_ts,
+            primary,
+            mutations,
+            for_update_ts: 0,
+        };
+        let result = self.commit_with_step(
+            &plan,
+            StopAt::Never,
+            BinlogStep::off(),
+            StreamStep::InPlan(record_ts),
+        );
+        self.heartbeats.unregister(start_ts);
+        result
+    }
+
+    /// Logs the caller's events of a transaction `start_ts` that wrote no key: its stream
+    /// record first (when this client streams), then its group in the coordinator's binlog
+    /// (xid `start_ts`). Returns the record's commit timestamp, or `start_ts` without one.
+    ///
+    /// A crash between the two leaves the group in the stream and not in the
+    /// coordinator's own binlog (the reverse would put in a binlog what the stream never
+    /// carries).
+    ///
+    /// # Errors
+    /// As [`ClientCore::commit_stream_only`] (nothing logged), or [`TxnError::Binlog`]
+    /// when the coordinator's binlog write fails.
+    pub(crate) fn commit_caller_group(
+        &self,
+        mut cache: surge_binlog::TxnCache,
+        start_ts: u64,
+    ) -> Result<u64, TxnError> {
+        let mut commit_ts = start_ts;
+        if self.streams() {
+            if let Some(b) = self.binlog.get()? {
+                b.check()?;
+            }
+            let bytes = cache.encoded_events().map_err(|e| TxnError::Binlog {
+                detail: format!("transaction cache: {e}"),
+            })?;
+            commit_ts = self.commit_stream_only(start_ts, &bytes)?;
+        }
+        self.write_caller_group(cache, start_ts)?;
+        Ok(commit_ts)
+    }
+}

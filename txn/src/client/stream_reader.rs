@@ -1,0 +1,264 @@
+//! The reading side of the replication stream: [`TxnClient::stream_resolved_ts`] (how far
+//! the stream is complete) and [`TxnClient::stream_scan`] (the committed records up to
+//! there, in commit_ts order).
+//!
+//! # Why the watermark is exact
+//!
+//! `stream_resolved_ts` takes `T0` from the oracle first, then scans the locks of every
+//! region under `STREAM_PREFIX`. A record (of transaction `s`, committing at `c`) that is
+//! not committed when its key's region is scanned is in one of two states:
+//! - its lock is there: the watermark is at most `s`, and `c > s` (a commit timestamp is
+//!   above the start timestamp: `min_commit_ts = start_ts + 1` at least);
+//! - its lock is not there yet: the coordinator takes `c` only after the record's prewrite
+//!   returned, which is after the scan of that region, which is after `T0` was taken, so
+//!   `c > T0` (the oracle's timestamps strictly increase).
+//!
+//! (A rolled-back record never commits, and a lock found and settled here is committed or
+//! rolled back before the call returns.) So with `resolved = min(T0, smallest start_ts of a
+//! live record lock)`, every record with `commit_ts <= resolved` is committed when the call
+//! returns, and none can commit later: `resolved` itself is safe (not `resolved - 1`),
+//! since the live lock's own commit is strictly above its start_ts and every unseen one
+//! strictly above `T0`.
+//!
+//! # Why the next scan can start at `lower_record_ts`
+//!
+//! A coordinator rolls back (before its commit point) a transaction whose commit_ts is more
+//! than `max_record_skew` after its `record_ts` (`stream_commit.rs`). Take a record still
+//! to deliver, `c > resolved`. If its lock was seen live, `record_ts > s >= resolved`.
+//! Otherwise `record_ts >= c - skew > resolved - skew`. So every such record has
+//! `record_ts >= resolved - skew` (physical milliseconds, logical part 0), and the keys
+//! below `STREAM_PREFIX ++ (resolved - skew)` hold only records already delivered. (The
+//! bound is `resolved - skew`, not `T0 - skew`: a record that committed before the lock
+//! scan, with `resolved < c < T0`, may have `record_ts` down to `c - skew`.)
+//!
+//! Every coordinator and reader must use the same `max_record_skew`.
+
+use std::collections::BTreeMap;
+
+use super::backoff::Backoff;
+use super::dispatch::context;
+use super::error::TxnError;
+use super::resolver::Resolution;
+use super::two_pc::CLEANUP_BUDGET;
+use super::txn_client::TxnClient;
+use crate::stream::{
+    ChunkAssembler, STREAM_END, STREAM_PREFIX, StreamTxn, StreamWatermark, record_key_parts,
+    stream_lower_key,
+};
+use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
+
+/// Puts per `ScanWrites` answer.
+const SCAN_WRITES_LIMIT: usize = 1024;
+/// Bytes of values per `ScanWrites` answer (a few record chunks).
+const SCAN_WRITES_BYTES: usize = 8 << 20;
+
+impl TxnClient {
+    /// How far the replication stream is complete: every transaction that commits a stream
+    /// record with `commit_ts <= resolved_ts` has committed it, so
+    /// [`TxnClient::stream_scan`] up to `resolved_ts` returns it, and no record with such a
+    /// commit_ts appears later (the module docs of `client/stream_reader.rs` give the
+    /// argument, and why `resolved_ts` itself, not one below, is safe).
+    ///
+    /// Takes `T0` from the oracle, then lists the record locks of every region under
+    /// [`crate::STREAM_PREFIX`] (leaders only, in-memory and replicated locks). A lock whose
+    /// TTL ran out by `T0` is settled from its primary's status, as any reader does (the
+    /// primary committed: the record is committed; the primary's TTL ran out: rolled
+    /// back), so a dead coordinator holds the watermark up for about its lock TTL; a live
+    /// or unsettled lock holds it at its `start_ts`. `resolved_ts = min(T0, smallest
+    /// start_ts of a lock still held)`, and [`StreamWatermark::lower_record_ts`] is
+    /// `resolved_ts` minus [`crate::StreamOptions::max_record_skew`] (physical
+    /// milliseconds): where the next scan's keys may start.
+    ///
+    /// Idle coordinators hold nothing: with no record lock, the watermark is `T0`. The
+    /// watermarks one client returns never go back: each is the largest computed so far
+    /// (a record lock prewritten after a call may start below that call's watermark, and
+    /// commits above its `T0`). The lower bound is this call's own, which holds for every
+    /// record above either watermark.
+    ///
+    /// # Errors
+    /// The oracle's or a region's error after retries. A lock that could not be settled is
+    /// not an error: it holds the watermark.
+    pub fn stream_resolved_ts(&self) -> Result<StreamWatermark, TxnError> {
+        let core = self.core();
+        let t0 = core.get_ts()?;
+        let locks = self.stream_locks(t0)?;
+        let mut held_start = t0;
+        let mut held_record = u64::MAX;
+        let mut settled = 0;
+        for lock in &locks {
+            if self.settle_stream_lock(lock, t0) {
+                settled += 1;
+                continue;
+            }
+            held_start = held_start.min(lock.lock_ts);
+            if let Ok((record_ts, _, _)) = record_key_parts(&lock.key) {
+                held_record = held_record.min(record_ts);
+            }
+        }
+        let skew_ms = core.config.stream.max_skew_ms();
+        let lower = compose_ts(physical_ms(held_start).saturating_sub(skew_ms), 0);
+        // A lock prewritten after an earlier call may have a start_ts below that call's
+        // watermark (its commit_ts is above that call's T0, so it is no exception to that
+        // watermark): this one may come out lower, and the larger stands.
+        let resolved = core
+            .stream_resolved
+            .fetch_max(held_start, std::sync::atomic::Ordering::AcqRel)
+            .max(held_start);
+        Ok(StreamWatermark {
+            resolved_ts: resolved,
+            lower_record_ts: lower.min(held_record),
+            oracle_ts: t0,
+            locks_seen: locks.len(),
+            locks_settled: settled,
+        })
+    }
+
+    /// Every committed stream record with `commit_ts` in `(after_commit_ts, upto_commit_ts]`
+    /// whose `record_ts >= lower_record_ts`, reassembled from its chunks and decoded, in
+    /// commit_ts order (ties, which the oracle never gives, by start_ts).
+    ///
+    /// Give `upto_commit_ts` a [`StreamWatermark::resolved_ts`] and `lower_record_ts` the
+    /// [`StreamWatermark::lower_record_ts`] of the watermark that delivered
+    /// `after_commit_ts` (the previous one; 0 means from the beginning, as when a node
+    /// rebuilds its stream from scratch): then the answer is complete and final.
+    ///
+    /// # Errors
+    /// Region errors after retries; [`TxnError::StreamRecord`] for a record whose chunks
+    /// disagree, are missing (only if `upto_commit_ts` was not a watermark) or do not decode.
+    pub fn stream_scan(
+        &self,
+        after_commit_ts: u64,
+        upto_commit_ts: u64,
+        lower_record_ts: u64,
+    ) -> Result<Vec<StreamTxn>, TxnError> {
+        let core = self.core();
+        let _span = tracing::debug_span!("stream_scan", after_commit_ts, upto_commit_ts).entered();
+        let mut records: BTreeMap<(u64, u64), (u64, ChunkAssembler)> = BTreeMap::new();
+        if upto_commit_ts <= after_commit_ts {
+            return Ok(Vec::new());
+        }
+        let mut bo = Backoff::new(&core.config);
+        let mut cur = stream_lower_key(lower_record_ts);
+        while cur.as_slice() < STREAM_END {
+            let region = core.locate(&cur, &mut bo)?;
+            let scan_end = match region.info.end_key() {
+                Some(r) if r < STREAM_END => r.to_vec(),
+                _ => STREAM_END.to_vec(),
+            };
+            let req = KvRequest::ScanWrites {
+                ctx: context(&region),
+                start: cur.clone(),
+                end: Some(scan_end.clone()),
+                after_commit_ts,
+                upto_commit_ts,
+                limit: SCAN_WRITES_LIMIT,
+                limit_bytes: SCAN_WRITES_BYTES,
+            };
+            let writes = match core.send_region(&region, req, &mut bo)? {
+                None => continue,
+                Some(KvResponse::Writes { writes }) => writes,
+                Some(KvResponse::KeyError(e)) => return Err(e.into()),
+                Some(other) => return Err(TxnError::unexpected("scan_writes", &other)),
+            };
+            for put in writes.puts {
+                let (record_ts, start_ts, chunk_no) =
+                    record_key_parts(&put.key).map_err(|e| TxnError::StreamRecord {
+                        start_ts: put.start_ts,
+                        record_ts: 0,
+                        detail: e.to_string(),
+                    })?;
+                let bad = |detail: String| TxnError::StreamRecord {
+                    start_ts,
+                    record_ts,
+                    detail,
+                };
+                let (commit_ts, chunks) = records
+                    .entry((record_ts, start_ts))
+                    .or_insert_with(|| (put.commit_ts, ChunkAssembler::default()));
+                if *commit_ts != put.commit_ts || put.start_ts != start_ts {
+                    return Err(bad(format!(
+                        "chunk {chunk_no} committed at {} by txn {}, chunk seen before at {commit_ts}",
+                        put.commit_ts, put.start_ts
+                    )));
+                }
+                chunks
+                    .add(chunk_no, put.value)
+                    .map_err(|e| bad(e.to_string()))?;
+            }
+            cur = match writes.resume_key {
+                Some(k) => k,
+                None => scan_end,
+            };
+        }
+        let mut out = Vec::with_capacity(records.len());
+        for ((record_ts, start_ts), (commit_ts, chunks)) in records {
+            let groups = chunks.finish().map_err(|e| TxnError::StreamRecord {
+                start_ts,
+                record_ts,
+                detail: e.to_string(),
+            })?;
+            out.push(StreamTxn {
+                commit_ts,
+                start_ts,
+                record_ts,
+                groups,
+            });
+        }
+        out.sort_by_key(|t| (t.commit_ts, t.start_ts));
+        Ok(out)
+    }
+
+    /// The record locks with `start_ts <= max_ts` of every region under the stream prefix.
+    fn stream_locks(&self, max_ts: u64) -> Result<Vec<LockInfo>, TxnError> {
+        let core = self.core();
+        let mut bo = Backoff::new(&core.config);
+        let mut out = Vec::new();
+        let mut cur = STREAM_PREFIX.to_vec();
+        while cur.as_slice() < STREAM_END {
+            let region = core.locate(&cur, &mut bo)?;
+            let scan_end = match region.info.end_key() {
+                Some(r) if r < STREAM_END => r.to_vec(),
+                _ => STREAM_END.to_vec(),
+            };
+            let req = KvRequest::ScanLock {
+                ctx: context(&region),
+                max_ts,
+                start: cur.clone(),
+                end: Some(scan_end.clone()),
+                limit: 0,
+            };
+            match core.send_region(&region, req, &mut bo)? {
+                None => {}
+                Some(KvResponse::Locks { locks }) => {
+                    out.extend(locks);
+                    cur = scan_end;
+                }
+                Some(KvResponse::KeyError(KeyError::Mvcc(e))) => return Err(e.into()),
+                Some(KvResponse::KeyError(e)) => return Err(e.into()),
+                Some(other) => return Err(TxnError::unexpected("scan_lock", &other)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Settles `lock` if its TTL ran out by `now`: from its primary's status, committed or
+    /// rolled back (as a writer, so nothing of the holder is pushed). Whether the lock is
+    /// gone; a lock within its TTL, one whose holder is alive, or one that could not be
+    /// settled within the cleanup budget stays (and holds the watermark).
+    fn settle_stream_lock(&self, lock: &LockInfo, now: u64) -> bool {
+        let expired = physical_ms(now) >= physical_ms(lock.lock_ts).saturating_add(lock.ttl);
+        if !expired {
+            return false;
+        }
+        let core = self.core();
+        let mut bo = Backoff::with_budget(&core.config, CLEANUP_BUDGET);
+        match core.resolve_lock(lock, 0, &mut bo) {
+            Ok(Resolution::Resolved) => true,
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(lock_ts = lock.lock_ts, error = %e, "stream record lock not settled");
+                false
+            }
+        }
+    }
+}

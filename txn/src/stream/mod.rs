@@ -1,0 +1,28 @@
+//! The replication stream's durable source: the *stream record* each transaction with
+//! binlog events writes under [`STREAM_PREFIX`] in the same Percolator transaction, and the
+//! types a reader of the stream gets back ([`StreamTxn`], [`StreamWatermark`]).
+//!
+//! The commit side is `client/stream_commit.rs`, the reading side
+//! `client/stream_reader.rs` ([`crate::TxnClient::stream_resolved_ts`],
+//! [`crate::TxnClient::stream_scan`]); this module holds the byte layouts and settings they
+//! share.
+
+mod chunks;
+mod config;
+mod error;
+mod keys;
+mod record;
+mod watermark;
+
+pub(crate) use chunks::{ChunkAssembler, split_chunks};
+pub use config::StreamOptions;
+pub use error::StreamDecodeError;
+pub use keys::STREAM_PREFIX;
+pub(crate) use keys::{
+    STREAM_END, is_reserved_key, record_key, record_key_parts, stream_lower_key,
+};
+pub use record::{
+    STREAM_RECORD_VERSION, StreamGroup, StreamGroupKind, decode_stream_record,
+    encode_stream_record, stream_events_from_cache_bytes,
+};
+pub use watermark::{StreamTxn, StreamWatermark};

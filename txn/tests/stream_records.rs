@@ -1,0 +1,500 @@
+//! Stream records: every transaction with binlog events commits, in the same Percolator
+//! transaction, a record of them under the stream prefix; `stream_resolved_ts` and
+//! `stream_scan` read them back as one stream in commit_ts order.
+//!
+//! Each test runs a durable three-node `LocalCluster` (4 regions, in-memory pessimistic
+//! locks) with coordinators that each own a binlog.
+
+mod binlog_support;
+mod stream_support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use binlog_support::{cluster, key};
+use parking_lot::Mutex;
+use stream_support::{Follower, Table, config, coordinator, replay, store_table};
+use surge_txn::{
+    ClientConfig, STREAM_PREFIX, StreamGroupKind, StreamOptions, TxnClient, TxnError, TxnMode,
+};
+
+/// Transaction `i` of a coordinator: moves a unit between two of 6 shared keys (in two
+/// regions), inserting a key that is absent; every third one is optimistic (it conflicts
+/// and rolls back now and then).
+fn transfer(client: &TxnClient, i: u64, seed: u64) -> Result<(u64, u64), (u64, TxnError)> {
+    let mode = if i.is_multiple_of(3) {
+        TxnMode::Optimistic
+    } else {
+        TxnMode::Pessimistic
+    };
+    let a = key((seed % 4) as u8, &format!("acct{}", (i + seed) % 3));
+    let b = key(
+        ((seed + 1) % 4) as u8,
+        &format!("acct{}", (i * 7 + seed) % 3),
+    );
+    let mut t = client.begin(mode).map_err(|e| (0, e))?;
+    let start_ts = t.start_ts();
+    let run = |t: &mut surge_txn::Transaction| -> Result<(), TxnError> {
+        let va = t.get_for_update(&a)?.map_or(0, |v| parse(&v));
+        let vb = t.get_for_update(&b)?.map_or(0, |v| parse(&v));
+        t.put(&a, (va - 1).to_string().as_bytes())?;
+        t.put(&b, (vb + 1).to_string().as_bytes())?;
+        Ok(())
+    };
+    match run(&mut t) {
+        Ok(()) => t.commit().map(|c| (start_ts, c)).map_err(|e| (start_ts, e)),
+        Err(e) => {
+            t.rollback();
+            Err((start_ts, e))
+        }
+    }
+}
+
+fn parse(v: &[u8]) -> i64 {
+    std::str::from_utf8(v)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Several coordinators commit conflicting transactions on the same keys while a follower
+/// consumes the stream watermark by watermark. Checked: every record it receives is above
+/// the last watermark it consumed; in the end it received every acknowledged transaction
+/// exactly once and no failed one, in strictly rising commit_ts, the same as a scan from
+/// the beginning; and the stream replayed with STRICT rules gives the store's table.
+#[test]
+fn coordinators_commit_into_one_stream_in_commit_ts_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let coordinators: Vec<TxnClient> = (1..=3)
+        .map(|id| {
+            coordinator(
+                &c,
+                &dir.path().join(format!("binlog{id}")),
+                id,
+                config(3000, StreamOptions::default()),
+            )
+        })
+        .collect();
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    let acked = Mutex::new(BTreeMap::<u64, u64>::new());
+    let failed = Mutex::new(BTreeSet::<u64>::new());
+    let done = AtomicBool::new(false);
+    let per_coordinator = 40;
+    let mut follower = Follower::default();
+    std::thread::scope(|s| {
+        for (n, client) in coordinators.iter().enumerate() {
+            let (acked, failed) = (&acked, &failed);
+            s.spawn(move || {
+                for i in 0..per_coordinator {
+                    match transfer(client, i, n as u64) {
+                        Ok((start, commit)) => {
+                            acked.lock().insert(start, commit);
+                        }
+                        Err((start, e)) => {
+                            assert!(e.is_retryable(), "txn {start}: {e}");
+                            failed.lock().insert(start);
+                        }
+                    }
+                }
+            });
+        }
+        let follower = &mut follower;
+        let (done, reader) = (&done, &reader);
+        let f = s.spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                follower.round(reader);
+            }
+        });
+        // Wait for the writers (all spawned threads but the follower), then stop it.
+        while acked.lock().len() + failed.lock().len() < 3 * per_coordinator as usize {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        done.store(true, Ordering::Release);
+        f.join().expect("follower");
+    });
+    // A last round once every writer is done delivers the rest.
+    follower.round(&reader);
+    let acked = acked.into_inner();
+    let failed = failed.into_inner();
+    println!(
+        "acked {}, failed {}, follower rounds {}",
+        acked.len(),
+        failed.len(),
+        follower.rounds
+    );
+    assert!(acked.len() >= 30, "too few commits: {}", acked.len());
+    assert!(
+        follower.rounds >= 3,
+        "the follower ran {} rounds",
+        follower.rounds
+    );
+
+    let got = follower.start_set();
+    let want: BTreeSet<u64> = acked.keys().copied().collect();
+    assert_eq!(
+        got, want,
+        "streamed transactions differ from the acknowledged ones"
+    );
+    assert!(
+        got.is_disjoint(&failed),
+        "a failed transaction was streamed"
+    );
+    for t in &follower.delivered {
+        assert_eq!(
+            acked.get(&t.start_ts),
+            Some(&t.commit_ts),
+            "txn {}",
+            t.start_ts
+        );
+        assert_eq!(t.groups.len(), 1);
+        assert_eq!(t.groups[0].kind, StreamGroupKind::Transactional);
+    }
+    follower.check_against_full_scan(&reader);
+    let mut table = Table::new();
+    replay(&mut table, &follower.delivered).unwrap_or_else(|e| panic!("stream replay: {e}"));
+    assert_eq!(
+        table,
+        store_table(&reader),
+        "stream replay differs from the store"
+    );
+}
+
+/// A record larger than the chunk size is stored in several keys and comes back whole.
+#[test]
+fn a_big_record_is_chunked_and_reassembled() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let stream = StreamOptions::default().with_chunk_bytes(1 << 20);
+    let client = coordinator(&c, &dir.path().join("binlog"), 1, config(3000, stream));
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    let mut want = Table::new();
+    for i in 0..5u8 {
+        let value: Vec<u8> = (0..(1 << 20) + 17).map(|j: u32| (j as u8) ^ i).collect();
+        let k = key(i % 4, &format!("big{i}"));
+        t.put(&k, &value).expect("put");
+        want.insert(k, value);
+    }
+    let start_ts = t.start_ts();
+    let commit_ts = t.commit().expect("commit");
+    let wm = client.stream_resolved_ts().expect("watermark");
+    assert!(wm.resolved_ts >= commit_ts);
+    let txns = client.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert_eq!(txns.len(), 1);
+    assert_eq!((txns[0].start_ts, txns[0].commit_ts), (start_ts, commit_ts));
+    let bytes: usize = txns[0].groups.iter().map(|g| g.event_bytes()).sum();
+    assert!(bytes > 5 << 20, "record of {bytes} bytes");
+    let mut table = Table::new();
+    replay(&mut table, &txns).expect("replay");
+    assert_eq!(table, want);
+    // The record's chunks sit under the stream prefix, invisible to scans.
+    assert_eq!(store_table(&client), want);
+}
+
+/// The coordinator waits between its record's prewrite and its commit timestamp longer
+/// than the skew bound: the transaction is rolled back with a retryable error, nothing of
+/// it is in the store or the stream, and the next transaction commits.
+#[test]
+fn a_commit_slower_than_the_skew_bound_rolls_back() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let stream = StreamOptions::default().with_max_record_skew(Duration::from_millis(200));
+    let client = coordinator(&c, &dir.path().join("binlog"), 1, config(3000, stream));
+    let k = key(1, "slow");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&k, b"v").expect("put");
+    let slow = t.__commit_pausing_after_prewrite(|| std::thread::sleep(Duration::from_millis(500)));
+    match slow {
+        Err(
+            e @ TxnError::StreamRecordTooSlow {
+                skew_ms,
+                max_skew_ms,
+                ..
+            },
+        ) => {
+            assert!(e.is_retryable());
+            assert!(skew_ms > max_skew_ms && max_skew_ms == 200, "{e}");
+        }
+        other => panic!("expected StreamRecordTooSlow, got {other:?}"),
+    }
+    assert_eq!(client.get(&k).expect("get"), None);
+    let wm = client.stream_resolved_ts().expect("watermark");
+    assert_eq!(wm.locks_seen, 0, "the record's lock was rolled back");
+    assert!(
+        client
+            .stream_scan(0, wm.resolved_ts, 0)
+            .expect("scan")
+            .is_empty()
+    );
+
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&k, b"w").expect("put");
+    let commit_ts = t.commit().expect("the next commit");
+    let wm = client.stream_resolved_ts().expect("watermark");
+    let txns = client.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert_eq!(
+        txns.iter().map(|t| t.commit_ts).collect::<Vec<_>>(),
+        vec![commit_ts]
+    );
+}
+
+/// A coordinator that stops after prewriting (its record locked) holds the watermark below
+/// its start_ts until its locks' TTL runs out; then the watermark passes it and the record
+/// is rolled back (its primary was never committed). One that stops after its primary's
+/// commit holds it likewise, and its record is then committed. The stalls are printed.
+#[test]
+fn a_dead_coordinator_holds_the_watermark_for_about_its_ttl() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let ttl_ms = 1500;
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    for (n, after_commit) in [(1u32, false), (2, true)] {
+        let client = coordinator(
+            &c,
+            &dir.path().join(format!("binlog{n}")),
+            n,
+            config(ttl_ms, StreamOptions::default()),
+        );
+        let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+        t.put(&key(0, &format!("dead{n}")), b"x").expect("put");
+        t.put(&key(2, &format!("dead{n}")), b"y").expect("put");
+        let start_ts = t.start_ts();
+        let abandoned = Instant::now();
+        let commit_ts = if after_commit {
+            Some(
+                t.__abandon_after_primary_commit()
+                    .expect("primary committed"),
+            )
+        } else {
+            t.__abandon_after_prewrite().expect("prewritten");
+            None
+        };
+        // Held while the TTL runs.
+        let wm = reader.stream_resolved_ts().expect("watermark");
+        assert!(
+            wm.resolved_ts <= start_ts,
+            "the watermark passed a live record lock"
+        );
+        assert!(wm.locks_seen >= 1);
+        let stall = loop {
+            let wm = reader.stream_resolved_ts().expect("watermark");
+            if wm.resolved_ts > start_ts {
+                break abandoned.elapsed();
+            }
+            assert!(
+                abandoned.elapsed() < Duration::from_millis(ttl_ms + 5000),
+                "the watermark stayed held for {:?}",
+                abandoned.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        println!(
+            "dead coordinator ({}): watermark held {stall:?} with a {ttl_ms} ms lock TTL",
+            if after_commit {
+                "after primary commit"
+            } else {
+                "after prewrite"
+            }
+        );
+        assert!(
+            stall >= Duration::from_millis(ttl_ms / 2),
+            "released after {stall:?}"
+        );
+        let wm = reader.stream_resolved_ts().expect("watermark");
+        let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+        let found = txns
+            .iter()
+            .find(|t| t.start_ts == start_ts)
+            .map(|t| t.commit_ts);
+        assert_eq!(found, commit_ts, "record of the dead coordinator's txn");
+    }
+}
+
+/// Keys under the stream prefix are not the users': writes are refused, scans skip them.
+#[test]
+fn the_stream_prefix_is_reserved() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog"),
+        1,
+        config(3000, StreamOptions::default()),
+    );
+    let mut reserved = STREAM_PREFIX.to_vec();
+    reserved.extend_from_slice(b"mine");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    for r in [
+        t.put(&reserved, b"v"),
+        t.insert(&reserved, b"v"),
+        t.delete(&reserved),
+        t.get_for_update(&reserved).map(|_| ()),
+    ] {
+        assert!(
+            matches!(r, Err(TxnError::ReservedKey { ref key }) if *key == reserved),
+            "{r:?}"
+        );
+    }
+    // A key just after the prefix's range is ordinary, and a scan crossing the stream's
+    // range returns it and the user keys below, not the records.
+    let after = b"\xff\xffstream0x".to_vec();
+    t.put(&after, b"a").expect("put after the range");
+    t.put(&key(3, "z"), b"z").expect("put");
+    t.commit().expect("commit");
+    let wm = client.stream_resolved_ts().expect("watermark");
+    assert_eq!(
+        client
+            .stream_scan(0, wm.resolved_ts, 0)
+            .expect("scan")
+            .len(),
+        1
+    );
+    let keys: Vec<Vec<u8>> = client
+        .scan(b"", None, 100)
+        .expect("scan")
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys, vec![key(3, "z"), after.clone()]);
+    let from_prefix = client.scan(STREAM_PREFIX, None, 100).expect("scan");
+    assert_eq!(from_prefix.len(), 1);
+    assert_eq!(from_prefix[0].0, after);
+}
+
+/// DDL logged with no key written becomes a transaction of its own in the stream: one
+/// standalone group holding the Query event. With a record, a single-region transaction
+/// commits in two phases; without a binlog, one-phase commit is still used.
+#[test]
+fn ddl_alone_streams_as_a_standalone_group_and_records_take_two_phases() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog"),
+        1,
+        config(3000, StreamOptions::default()),
+    );
+    client
+        .binlog_query("shop", "CREATE TABLE t (a INT PRIMARY KEY)")
+        .expect("DDL");
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.binlog_query("shop", "DROP TABLE t")
+        .expect("DDL in a txn");
+    let ddl_ts = t.commit().expect("commit");
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key(1, "one"), b"1").expect("put");
+    t.commit().expect("commit");
+    assert_eq!(
+        client.counters().one_pc_commits,
+        0,
+        "no one-phase commit with a record"
+    );
+
+    let wm = client.stream_resolved_ts().expect("watermark");
+    let txns = client.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert_eq!(txns.len(), 3);
+    assert_eq!(txns[1].commit_ts, ddl_ts);
+    for (t, sql) in txns.iter().zip(["CREATE TABLE", "DROP TABLE"]) {
+        assert_eq!(t.groups.len(), 1);
+        assert_eq!(t.groups[0].kind, StreamGroupKind::Standalone);
+        let events = t.groups[0].decode_events().expect("events");
+        let surge_binlog::EventBody::Query(q) = &events[0].body else {
+            panic!("not a Query event: {:?}", events[0]);
+        };
+        assert!(String::from_utf8_lossy(&q.query).starts_with(sql));
+    }
+    assert_eq!(txns[2].groups[0].kind, StreamGroupKind::Transactional);
+
+    // Streaming off, or no binlog: no records, one-phase commits again.
+    let plain = TxnClient::new(c.router(), ClientConfig::default());
+    let mut t = plain.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key(1, "two"), b"2").expect("put");
+    t.commit().expect("commit");
+    assert_eq!(plain.counters().one_pc_commits, 1);
+    let off = coordinator(
+        &c,
+        &dir.path().join("binlog-off"),
+        2,
+        config(3000, StreamOptions::default().with_enabled(false)),
+    );
+    let mut t = off.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key(1, "three"), b"3").expect("put");
+    t.commit().expect("commit");
+    let wm = client.stream_resolved_ts().expect("watermark");
+    assert_eq!(
+        client
+            .stream_scan(0, wm.resolved_ts, 0)
+            .expect("scan")
+            .len(),
+        3
+    );
+}
+
+/// Hot-row groups: each kept member is its own group of its transaction's record, in
+/// member order, so the stream in commit_ts order replays every update one by one: the
+/// key's values along the stream are 1, 2, ..., N for N increments.
+#[test]
+fn hot_row_members_stream_as_one_group_each_in_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog"),
+        1,
+        config(3000, StreamOptions::default()),
+    );
+    let hot = key(0, "counter");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    t.put(&hot, &surge_txn::HotOp::encode(0)).expect("put");
+    t.commit().expect("insert the row");
+    let (threads, updates) = (16u64, 10u64);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (client, hot) = (client.clone(), hot.clone());
+            s.spawn(move || {
+                for _ in 0..updates {
+                    client
+                        .hot_update(
+                            &hot,
+                            surge_txn::HotOp::add(1),
+                            surge_txn::HotHints::hot_update(),
+                        )
+                        .expect("hot update");
+                }
+            });
+        }
+    });
+    let wm = client.stream_resolved_ts().expect("watermark");
+    let txns = client.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    let groups: usize = txns.iter().map(|t| t.groups.len()).sum();
+    let n = threads * updates;
+    assert_eq!(
+        groups as u64,
+        n + 1,
+        "one group per member, plus the insert"
+    );
+    assert!(
+        txns.iter().any(|t| t.groups.len() > 1),
+        "no transaction carried a hot-row group of several members"
+    );
+    // Values along the stream: each group's row after the update.
+    let mut seen = Vec::new();
+    for t in &txns[1..] {
+        for g in &t.groups {
+            let mut table = Table::new();
+            table.insert(hot.clone(), Vec::new());
+            let one = surge_txn::StreamTxn {
+                groups: vec![g.clone()],
+                ..t.clone()
+            };
+            replay(&mut table, &[one]).expect("member replay");
+            seen.push(parse(&table[&hot]));
+        }
+    }
+    let want: Vec<i64> = (1..=n as i64).collect();
+    assert_eq!(seen, want, "members out of order in the stream");
+    let mut table = Table::new();
+    replay(&mut table, &txns).expect("replay");
+    assert_eq!(table, store_table(&client));
+}
