@@ -4,7 +4,8 @@
 //! served by a `DirSource`; the replica is a private `mariadbd` (server-id 99) pointed at the
 //! port with `CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos`. One scenario, in order:
 //! DDL and rows arrive; groups appended later arrive (tailing); a rotation to a new file; a
-//! large transaction committed by rename (a file of its own); an idle spell longer than the
+//! large transaction committed by rename (a file of its own); an event over 16 MiB (its
+//! packet split into chunks); an idle spell longer than the
 //! heartbeat period (heartbeats received, the IO thread still connected); STOP/START SLAVE
 //! resumes from the replica's GTID (a duplicate would stop it with 1062); the server is
 //! dropped and a new one started on the same port over the same directory, and the
@@ -301,6 +302,11 @@ fn a_mariadb_replica_follows_the_binlog() {
     w.txn(&[400], 0, &[], &[]);
     replica.caught_up(&w, "renamed file");
 
+    // One event over 16 MiB: its packet is split into chunks (and renamed in too).
+    let huge = w.txn(&[450], 17_000_000, &[], &[]);
+    assert_eq!(huge.method, CommitMethod::Renamed);
+    replica.caught_up(&w, "an event over 16 MiB");
+
     // Idle for longer than the heartbeat period: heartbeats arrive, the IO thread stays.
     let before = replica.heartbeats();
     std::thread::sleep(Duration::from_secs(4));
@@ -360,7 +366,7 @@ fn a_mariadb_replica_follows_the_binlog() {
         "{text}"
     );
     assert_eq!(lines[1], format!("0-1-{}", w.xid), "{text}");
-    assert_eq!(lines.len(), 2 + 3, "three files: {text}");
+    assert_eq!(lines.len(), 2 + 4, "four files: {text}");
     drop(server);
     w.log.close().unwrap();
 }
