@@ -144,7 +144,8 @@ struct Replica {
 impl Replica {
     fn start() -> Option<Replica> {
         let server = MariadbServer::start()?;
-        server.sql("SET GLOBAL server_id = 99");
+        // Strict GTID mode: a group sent twice or out of order stops the replica.
+        server.sql("SET GLOBAL server_id = 99; SET GLOBAL gtid_strict_mode = 1");
         Some(Replica { server })
     }
 

@@ -422,3 +422,98 @@ fn no_heartbeat_between_a_rotate_and_the_next_format_description() {
     drop(raw);
     server.shutdown();
 }
+
+#[test]
+fn a_replica_without_gtid_starts_at_its_file_and_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path());
+    let log = Binlog::open(cfg.clone()).unwrap();
+    let first = kv_txn(&log, b"a", b"1");
+    kv_txn(&log, b"b", b"2");
+    let server = serve(&cfg);
+    let start = |file: &str, position: u32| {
+        let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+        let mut p = vec![COM_BINLOG_DUMP];
+        p.extend_from_slice(
+            &BinlogDump {
+                position,
+                flags: BINLOG_DUMP_NON_BLOCK,
+                server_id: 99,
+                file: file.as_bytes().to_vec(),
+            }
+            .encode(),
+        );
+        raw.command(&p);
+        raw
+    };
+    // From the end of the first group: fake Rotate, FD, then the second group only.
+    let mut raw = start(&first.file, first.end_position as u32);
+    let events = read_until_eof(&mut raw);
+    let f1 = std::fs::read(dir.path().join(&first.file)).unwrap();
+    let rest = file_start(&events, &first.file, &f1);
+    let second: Vec<Vec<u8>> = file_events(&f1, 1)
+        .into_iter()
+        .filter(|e| e[4] != 163 && e[4] != 161)
+        .collect();
+    assert_eq!(rest, &second[..]);
+    assert!(matches!(
+        Event::decode(&rest[0], ChecksumAlg::Crc32).unwrap().body,
+        EventBody::Gtid(ref g) if g.seq_no == 2
+    ));
+    // Not an event boundary, and a file the binlog does not have.
+    for (file, pos, want) in [
+        (
+            first.file.as_str(),
+            first.end_position as u32 - 1,
+            "impossible position",
+        ),
+        ("surge-bin.000009", 4, "Could not find first log file name"),
+    ] {
+        let mut raw = start(file, pos);
+        let (code, msg) = err(&raw.read().unwrap());
+        assert_eq!(code, 1236);
+        assert!(msg.contains(want), "{msg}");
+    }
+    server.shutdown();
+    log.close().unwrap();
+}
+
+/// How fast a dump streams a backlog of small groups (run with `--ignored --nocapture`).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn stream_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path()).with_sync(surge_binlog::SyncPolicy::Never);
+    let log = Binlog::open(cfg.clone()).unwrap();
+    let groups = 200_000u32;
+    for start in (0..groups).step_by(1000) {
+        let batch = (start..start + 1000)
+            .map(|i| {
+                let mut c = log.new_cache();
+                c.put(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+                (c, u64::from(i))
+            })
+            .collect();
+        log.commit_many(batch).unwrap();
+    }
+    let server = serve(&cfg);
+    for round in 0..3 {
+        let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+        raw.query("SET @slave_connect_state=''");
+        let t = Instant::now();
+        dump(&mut raw, BINLOG_DUMP_NON_BLOCK);
+        let events = read_until_eof(&mut raw);
+        let secs = t.elapsed().as_secs_f64();
+        let bytes: usize = events.iter().map(Vec::len).sum();
+        println!(
+            "round {round}: {groups} groups, {} events, {:.1} MB in {secs:.2} s: {:.0} groups/s, {:.1} MB/s ({} cores)",
+            events.len(),
+            bytes as f64 / 1e6,
+            f64::from(groups) / secs,
+            bytes as f64 / 1e6 / secs,
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+    }
+    server.shutdown();
+    log.close().unwrap();
+}

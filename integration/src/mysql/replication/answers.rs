@@ -76,7 +76,14 @@ impl<S: Read + Write + DumpPeer> Connection<S> {
                 ),
                 Err(msg) => self.io.queue(&err_packet(1105, "HY000", &msg)),
             },
-            ReplicaQuery::SetNames | ReplicaQuery::SetSkipReplication => self.ok(),
+            ReplicaQuery::SetNames => {
+                // The session records the character set if it keeps one; a replica needs
+                // the OK whatever the session makes of the name (its reconnect sends
+                // `SET NAMES` first and stops on an error).
+                let _ = self.session.query(sql);
+                self.ok();
+            }
+            ReplicaQuery::SetSkipReplication => self.ok(),
             ReplicaQuery::ShowMasterStatus => {
                 let (file, pos) = source.end();
                 let rows = if file.is_empty() {

@@ -284,6 +284,7 @@ impl<W: DumpPeer> Dump<'_, W> {
     ) -> Result<(), DumpEnd> {
         let server_id = self.source.server_id();
         self.send(&fake_rotate(server_id, name))?;
+        self.after_rotate = true;
         let mut f = EventFile::open(path)?;
         // The Format_description: wait for it if the file is that new.
         let fd = loop {

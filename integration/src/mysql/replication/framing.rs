@@ -17,7 +17,12 @@ pub const MAX_CHUNK: usize = 0xFF_FFFF;
 pub struct PacketWriter<W> {
     out: W,
     seq: u8,
+    /// The copy buffer, kept between packets (grown to [`COPY_BUFFER`] at most).
+    buf: Vec<u8>,
 }
+
+/// The most a body is copied through at a time.
+const COPY_BUFFER: usize = 64 * 1024;
 
 impl<W: Write> PacketWriter<W> {
     /// A writer whose first packet carries sequence id `first_seq` (1 after the command).
@@ -25,6 +30,7 @@ impl<W: Write> PacketWriter<W> {
         PacketWriter {
             out,
             seq: first_seq,
+            buf: Vec::new(),
         }
     }
 
@@ -37,7 +43,10 @@ impl<W: Write> PacketWriter<W> {
         let total = head.len() as u64 + body_len;
         let mut head = head;
         let mut left = total;
-        let mut buf = vec![0u8; 64 * 1024];
+        let want = usize::try_from(body_len).map_or(COPY_BUFFER, |n| n.min(COPY_BUFFER));
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
         loop {
             let chunk = left.min(MAX_CHUNK as u64) as usize;
             let mut h = (chunk as u32).to_le_bytes();
@@ -50,9 +59,9 @@ impl<W: Write> PacketWriter<W> {
             head = &head[from_head..];
             need -= from_head;
             while need > 0 {
-                let n = need.min(buf.len());
-                body.read_exact(&mut buf[..n])?;
-                self.out.write_all(&buf[..n])?;
+                let n = need.min(self.buf.len());
+                body.read_exact(&mut self.buf[..n])?;
+                self.out.write_all(&self.buf[..n])?;
                 need -= n;
             }
             left -= chunk as u64;

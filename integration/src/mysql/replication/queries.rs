@@ -61,7 +61,8 @@ pub enum ReplicaQuery {
     SelectUserVariable(String),
     /// `SELECT @@[GLOBAL.]name` for a name in [`SOURCE_GLOBALS`] (lowercased).
     SelectGlobal(String),
-    /// `SET NAMES charset [COLLATE collation]`.
+    /// `SET NAMES charset [COLLATE collation]` (also given to the session, which may keep
+    /// the character set; the answer is OK either way).
     SetNames,
     /// `SET [@@session.]skip_replication = n`.
     SetSkipReplication,
