@@ -403,3 +403,67 @@ fn a_replica_ahead_of_the_binlog_gets_1236() {
     drop(server);
     w.log.close().unwrap();
 }
+
+/// Replica lag: from a commit returning on the writer to the replica's `gtid_slave_pos`
+/// showing it, one commit at a time (run with `--ignored --nocapture`).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn replica_lag() {
+    use mysql::prelude::Queryable;
+    let Some(replica) = Replica::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = binlog_config(dir.path());
+    let mut w = Writer {
+        log: Binlog::open(cfg.clone()).unwrap(),
+        table: table(),
+        rows: BTreeMap::new(),
+        xid: 0,
+    };
+    w.ddl("", "CREATE DATABASE shop");
+    w.ddl("shop", CREATE_T);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = serve(listener, &cfg);
+    replica.point_at(port);
+    replica.caught_up(&w, "schema");
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(replica.server.port())
+        .user(Some("root"));
+    let mut conn = mysql::Conn::new(opts).unwrap();
+    let mut lags = Vec::new();
+    for i in 0..300 {
+        w.txn(&[i], 0, &[], &[]);
+        let t = Instant::now();
+        let want = format!("0-1-{}", w.xid);
+        loop {
+            let pos: String = conn
+                .query_first("SELECT @@gtid_slave_pos")
+                .unwrap()
+                .unwrap();
+            if pos == want {
+                break;
+            }
+            assert!(t.elapsed() < CATCH_UP, "lag over {CATCH_UP:?}");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        lags.push(t.elapsed());
+    }
+    lags.sort();
+    let pct = |p: usize| lags[(lags.len() * p / 100).min(lags.len() - 1)];
+    println!(
+        "replica lag over {} commits: p50 {:?}, p90 {:?}, p99 {:?}, max {:?} (poll {:?}, {} cores)",
+        lags.len(),
+        pct(50),
+        pct(90),
+        pct(99),
+        lags[lags.len() - 1],
+        surgedb::mysql::DEFAULT_POLL,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    assert_eq!(replica.rows(), w.expected());
+    drop(server);
+    w.log.close().unwrap();
+}
