@@ -1,7 +1,10 @@
 //! [`MysqlConfig`]: who may log in, how big a packet may be, what the server calls itself.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use super::replication::ReplicationSource;
 
 /// The default `max_allowed_packet`: 64 MiB, as in MariaDB 10.11.
 pub const DEFAULT_MAX_ALLOWED_PACKET: usize = 64 << 20;
@@ -16,7 +19,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How a [`MysqlServer`](super::MysqlServer) behaves.
 ///
 /// The defaults: user `root` with an empty password, `max_allowed_packet` 64 MiB, server
-/// version `10.11.99-SurgeDB-<crate version>`, 151 connections, a 10 s handshake timeout.
+/// version `10.11.99-SurgeDB-<crate version>`, 151 connections, a 10 s handshake timeout, no
+/// replication source.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct MysqlConfig {
@@ -30,6 +34,8 @@ pub struct MysqlConfig {
     pub max_connections: usize,
     /// How long a client may take to send its handshake response.
     pub connect_timeout: Duration,
+    /// The binlog served to replicas (COM_BINLOG_DUMP); `None`: no replication.
+    pub replication: Option<Arc<dyn ReplicationSource>>,
 }
 
 impl Default for MysqlConfig {
@@ -40,6 +46,7 @@ impl Default for MysqlConfig {
             server_version: format!("10.11.99-SurgeDB-{}", env!("CARGO_PKG_VERSION")),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            replication: None,
         }
     }
 }
@@ -80,6 +87,13 @@ impl MysqlConfig {
     /// Sets the limit on open connections.
     pub fn with_max_connections(mut self, n: usize) -> Self {
         self.max_connections = n;
+        self
+    }
+
+    /// Serves `source` to MariaDB replicas: the connections answer a replica's connect
+    /// statements and COM_REGISTER_SLAVE / COM_BINLOG_DUMP from it.
+    pub fn with_replication_source(mut self, source: Arc<dyn ReplicationSource>) -> Self {
+        self.replication = Some(source);
         self
     }
 

@@ -24,6 +24,7 @@ use super::handshake::{
 use super::ok_err_eof::{OkInfo, err_packet, ok_packet, status_flags};
 use super::packet::PacketStream;
 use super::params::ParamType;
+use super::replication::ReplicaVars;
 use crate::sql::{ConnectionInfo, SessionFactory, SqlSession};
 
 /// Command bytes (<https://mariadb.com/kb/en/2-text-protocol/>,
@@ -74,6 +75,8 @@ pub(crate) struct Connection<S> {
     pub(crate) caps: CapabilityFlags,
     pub(crate) multi_statements: bool,
     pub(crate) stmts: HashMap<u32, Prepared>,
+    /// The replication variables a replica set, and the source it may be served.
+    pub(crate) replica: ReplicaVars,
 }
 
 /// Runs one connection to its end, then closes it gently: the write side first, then what
@@ -172,6 +175,7 @@ fn connect(
                         .capabilities
                         .contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
                     stmts: HashMap::new(),
+                    replica: ReplicaVars::new(config.replication.clone()),
                 })
             }
             Err(e) => {

@@ -8,10 +8,12 @@ use super::columns::field_list_definition;
 use super::connection::{Connection, Next, com, send_packet_error};
 use super::error::PacketError;
 use super::ok_err_eof::{OkInfo, eof_packet, err_packet, ok_packet};
+use super::replication::{COM_BINLOG_DUMP, COM_REGISTER_SLAVE, DumpPeer};
 use super::resultset::{Protocol, output_packets};
 use crate::sql::SqlError;
 
-impl<S: Read + Write> Connection<S> {
+// The loop needs a socket the binlog dump can watch (`DumpPeer`); the answers do not.
+impl<S: Read + Write + DumpPeer> Connection<S> {
     /// Reads and answers commands until the client leaves or a packet is bad.
     pub(crate) fn run(&mut self) {
         loop {
@@ -47,7 +49,15 @@ impl<S: Read + Write> Connection<S> {
         };
         match command {
             com::QUIT => return Ok(Next::Close),
-            com::QUERY => self.query(body),
+            com::QUERY => {
+                // A replica's statements, when a binlog is served; all others: the session.
+                if !self.replica_query(body) {
+                    self.query(body);
+                }
+            }
+            COM_REGISTER_SLAVE => self.register_slave(body)?,
+            // The dump owns the socket until the replica leaves; then the connection ends.
+            COM_BINLOG_DUMP => return self.binlog_dump(body),
             com::INIT_DB => {
                 let db = utf8("COM_INIT_DB", body)?;
                 match self.session.use_database(db) {
@@ -83,7 +93,9 @@ impl<S: Read + Write> Connection<S> {
         }
         Ok(Next::Continue)
     }
+}
 
+impl<S: Read + Write> Connection<S> {
     /// Queues an OK with the session's status.
     pub(crate) fn ok(&mut self) {
         let status = self.status(false);

@@ -28,6 +28,10 @@
 //! one, 1156 out of sequence) and the connection is closed; a dropped connection, a closed
 //! one and server shutdown all drop the session, which rolls its transaction back.
 //!
+//! With a [`ReplicationSource`] ([`MysqlConfig::with_replication_source`]) the server also
+//! serves that binlog to MariaDB replicas (`CHANGE MASTER TO ...; START SLAVE`): see
+//! [`DirSource`] and the `replication` module's notes on [`ReplicationSource`].
+//!
 //! Limits: no cursors (a COM_STMT_EXECUTE asking for one gets the whole result set), no
 //! COM_CHANGE_USER, no LOCAL INFILE. [`SqlSession::query`](crate::sql::SqlSession::query)
 //! runs all the statements of a query in one call, so in a multi-statement answer every
@@ -49,6 +53,7 @@ mod ok_err_eof;
 mod packet;
 mod param_values;
 mod params;
+mod replication;
 mod resultset;
 mod rows;
 mod server;
@@ -61,5 +66,10 @@ pub use error::{MysqlError, PacketError};
 pub use execute_encoder::encode_execute;
 pub use packet::{decode_packets, encode_packets};
 pub use params::{ExecuteHead, ParamType, decode_execute_head, decode_execute_params};
+pub use replication::{
+    BINLOG_DUMP_NON_BLOCK, BinlogDump, COM_BINLOG_DUMP, COM_REGISTER_SLAVE, DEFAULT_POLL,
+    DirSource, GtidPos, GtidPosError, MAX_CHUNK, PacketWriter, REPLICA_USER_VARIABLES,
+    RegisterSlave, ReplicaQuery, ReplicationError, ReplicationSource, SOURCE_GLOBALS, SetValue,
+};
 pub use rows::{RowError, binary_row};
 pub use server::MysqlServer;

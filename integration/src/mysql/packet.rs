@@ -61,6 +61,12 @@ impl<S: Read + Write> PacketStream<S> {
         &self.stream
     }
 
+    /// The socket, to write to directly (the binlog dump frames its own packets). Flush
+    /// first: queued packets would otherwise come after what is written here.
+    pub(crate) fn get_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     /// Starts a new command: the next packet read must have sequence id 0.
     pub(crate) fn reset_seq(&mut self) {
         self.codec.reset_seq_id();
