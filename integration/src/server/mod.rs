@@ -16,7 +16,7 @@ pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_c
 pub use kv_server::{KvServer, ServerConfig};
 pub use mysql_front::MysqlFront;
 pub use node_process::{
-    BINLOG_SUBDIR, INITIAL_REGIONS, MYSQL_MAX_CONNECTIONS, NodeConfig, NodeError, NodeProcess,
+    BINLOG_SUBDIR, STREAM_SUBDIR, INITIAL_REGIONS, MYSQL_MAX_CONNECTIONS, NodeConfig, NodeError, NodeProcess,
     SHUTDOWN_WAIT,
 };
 pub use peer_spec::{PeerSpecError, parse_peers, raft_addr_of, resolve};
