@@ -20,6 +20,9 @@ pub struct QueryEvent {
     pub query: Vec<u8>,
 }
 
+/// Status variable code of the session charsets (client, connection, server).
+const Q_CHARSET_CODE: u8 = 4;
+
 impl QueryEvent {
     /// A statement with no status variables.
     pub fn new(database: &str, query: &str) -> Self {
@@ -31,6 +34,20 @@ impl QueryEvent {
             database: database.as_bytes().to_vec(),
             query: query.as_bytes().to_vec(),
         }
+    }
+
+    /// Adds the `Q_CHARSET_CODE` status variable: `collation` (a collation number, e.g. 45
+    /// for `utf8mb4_general_ci`) as the client charset, the connection collation and the
+    /// server collation of the statement. A replica runs the statement with them, so a
+    /// `CREATE DATABASE` or `CREATE TABLE` without an explicit charset gets this one, not
+    /// the replica's default (<https://mariadb.com/kb/en/query_event/>).
+    #[must_use]
+    pub fn with_charset(mut self, collation: u16) -> Self {
+        self.status_vars.push(Q_CHARSET_CODE);
+        for _ in 0..3 {
+            self.status_vars.extend_from_slice(&collation.to_le_bytes());
+        }
+        self
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {

@@ -10,7 +10,7 @@ use crate::kv::ROWS_EVENT_TARGET_SIZE;
 use crate::query::QueryEvent;
 use crate::row_image::full_bitmap;
 use crate::rows::{ROWS_FLAG_STMT_END, RowsEvent, RowsKind};
-use crate::table::BinlogTable;
+use crate::table::{BinlogCharset, BinlogTable};
 use crate::value::BinlogValue;
 
 /// One row changed by a SQL statement, with full row images (every column, in table
@@ -117,7 +117,9 @@ impl TxnCache {
     }
 
     /// Adds a statement logged as its text (a Query event), for DDL such as `CREATE TABLE`,
-    /// run with `database` as the current database.
+    /// run with `database` as the current database, in the session charset utf8mb4
+    /// (the charset of the text columns that [`BinlogTable`] describes), so that a replica
+    /// creates databases and tables whose columns match the row events' Table_maps.
     ///
     /// # Errors
     /// [`Error::Invalid`] for a database name over 255 bytes or an empty statement; I/O
@@ -135,7 +137,8 @@ impl TxnCache {
                 detail: "empty".to_string(),
             });
         }
-        self.push(EventBody::Query(QueryEvent::new(database, sql)))
+        let q = QueryEvent::new(database, sql).with_charset(BinlogCharset::Utf8mb4.collation_id());
+        self.push(EventBody::Query(q))
     }
 
     /// Every event added so far, as the bytes the binlog will hold (each with its header,

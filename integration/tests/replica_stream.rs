@@ -85,16 +85,19 @@ fn kill9(dir: &Path, node: u64) {
 
 /// Rows of `table` ordered by primary key, as text.
 fn rows(c: &mut mysql::Conn, table: &str) -> Vec<String> {
-    c.query_map(format!("SELECT * FROM {table} ORDER BY 1"), |r: mysql::Row| {
-        (0..r.len())
-            .map(|i| match r.as_ref(i) {
-                Some(mysql::Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
-                Some(v) => v.as_sql(true),
-                None => "?".into(),
-            })
-            .collect::<Vec<_>>()
-            .join("|")
-    })
+    c.query_map(
+        format!("SELECT * FROM {table} ORDER BY 1"),
+        |r: mysql::Row| {
+            (0..r.len())
+                .map(|i| match r.as_ref(i) {
+                    Some(mysql::Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                    Some(v) => v.as_sql(true),
+                    None => "?".into(),
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        },
+    )
     .unwrap()
 }
 
@@ -187,11 +190,12 @@ fn replica_follows_the_cluster_through_kills() {
     // A big transaction (more than the large-group threshold of binlog bytes) from node 3.
     let mut c3 = conn_to(&mysql_addr(&dir, 3)).unwrap();
     c3.query_drop("BEGIN").unwrap();
-    for chunk in 0..20 {
+    for chunk in 0..30 {
         let values: Vec<String> = (0..100)
             .map(|j| format!("({}, '{}')", chunk * 100 + j, "x".repeat(500)))
             .collect();
-        c3.query_drop(format!("INSERT INTO r.big VALUES {}", values.join(","))).unwrap();
+        c3.query_drop(format!("INSERT INTO r.big VALUES {}", values.join(",")))
+            .unwrap();
     }
     c3.query_drop("COMMIT").unwrap();
     drop(c3);
@@ -238,7 +242,7 @@ fn replica_follows_the_cluster_through_kills() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert_eq!(want[2].len(), 2000);
+    assert_eq!(want[2].len(), 3000);
     assert_eq!(replica_error(replica.port), None);
     eprintln!(
         "replica equal to the store after {n} statements: {} rows in r.t, hot c = {:?}",
@@ -261,14 +265,48 @@ fn replica_follows_the_cluster_through_kills() {
     for (i, c) in copies.iter().enumerate().skip(1) {
         assert_eq!(
             c.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>(),
-            copies[0].iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>(),
+            copies[0]
+                .iter()
+                .map(|(n, b)| (n, b.len()))
+                .collect::<Vec<_>>(),
             "node {} against node 1",
             i + 1
         );
-        assert!(c == &copies[0], "node {} has other bytes than node 1", i + 1);
+        assert!(
+            c == &copies[0],
+            "node {} has other bytes than node 1",
+            i + 1
+        );
     }
-    let big_alone = copies[0].len() >= 2;
-    assert!(big_alone, "expected the big transaction in a file of its own");
+    // The big transaction is the only group of its file (its size passes the threshold).
+    let big_alone = copies[0].iter().any(|(_, bytes)| {
+        bytes.len() > 1 << 20 && count(bytes, b"surge-stream-bin") >= 2 && gtids(bytes) == 1
+    });
+    assert!(
+        big_alone,
+        "expected the big transaction in a file of its own"
+    );
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+/// GTID events of a stream file.
+fn gtids(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    let mut at = 4;
+    while at + 19 <= bytes.len() {
+        let size = u32::from_le_bytes(bytes[at + 9..at + 13].try_into().unwrap()) as usize;
+        if bytes[at + 4] == 162 {
+            n += 1;
+        }
+        if size == 0 {
+            break;
+        }
+        at += size;
+    }
+    n
 }
 
 fn stream_files(dir: &Path) -> Vec<(String, Vec<u8>)> {

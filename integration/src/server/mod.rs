@@ -16,8 +16,8 @@ pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_c
 pub use kv_server::{KvServer, ServerConfig};
 pub use mysql_front::MysqlFront;
 pub use node_process::{
-    BINLOG_SUBDIR, STREAM_SUBDIR, INITIAL_REGIONS, MYSQL_MAX_CONNECTIONS, NodeConfig, NodeError, NodeProcess,
-    SHUTDOWN_WAIT,
+    BINLOG_SUBDIR, INITIAL_REGIONS, MYSQL_MAX_CONNECTIONS, NodeConfig, NodeError, NodeProcess,
+    SHUTDOWN_WAIT, STREAM_SUBDIR,
 };
 pub use peer_spec::{PeerSpecError, parse_peers, raft_addr_of, resolve};
 pub use txn_session::MAX_OPEN_TXNS;

@@ -65,7 +65,12 @@ impl MysqlFront {
                     .with_admin(Arc::new(ClientAdmin::new(client.clone())));
                 // `SELECT @@version` answers what the handshake announced.
                 sql.server_version.clone_from(&config.server_version);
-                let _files = stream.and_then(|cfg| follow(node, cfg, client.clone(), &follower2));
+                let mut config = config;
+                if let Some(files) =
+                    stream.and_then(|cfg| follow(node, cfg, client.clone(), &follower2))
+                {
+                    config = config.with_replication_source(files);
+                }
                 let engine = SqlEngine::new(client, sql);
                 match MysqlServer::start(listener, config, Arc::new(engine)) {
                     Ok(s) => {

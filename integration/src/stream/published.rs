@@ -121,3 +121,21 @@ impl StreamFiles {
         true
     }
 }
+
+impl crate::mysql::ReplicationSource for StreamFiles {
+    fn files(&self) -> Vec<(String, PathBuf)> {
+        StreamFiles::files(self)
+    }
+
+    fn end(&self) -> (String, u64) {
+        StreamFiles::end(self)
+    }
+
+    fn wait_past(&self, file: &str, offset: u64, timeout: Duration) -> (String, u64) {
+        StreamFiles::wait_past(self, file, offset, timeout)
+    }
+
+    fn server_id(&self) -> u32 {
+        self.server_id
+    }
+}
