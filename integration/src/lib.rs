@@ -16,7 +16,9 @@
 //! - [`dump`]: `binlog dump`;
 //! - [`sql`]: the SQL layer (catalog, encoding, planning, execution) over `surge-txn`;
 //! - [`mysql`]: the MySQL-protocol front end ([`mysql::MysqlServer`]) over a
-//!   [`sql::SessionFactory`].
+//!   [`sql::SessionFactory`], which also serves the replica stream to MariaDB replicas;
+//! - [`stream`]: the cluster's replica stream (every coordinator's transactions in
+//!   commit_ts order, one GTID domain), kept byte-identical by every node.
 //!
 //! The component crates are re-exported under short names:
 //!
@@ -30,10 +32,10 @@
 //!
 //! # What this package is not
 //!
-//! It is not a library to build on: depend on the component crates instead. A node's binlog
-//! is not replicated (each node is its own MariaDB primary in its own GTID domain), the
-//! nodes' binlogs are not ordered against each other (each replays into MariaDB alone, not
-//! all together), and a region's data lives in memory, rebuilt from the Raft log at restart.
+//! It is not a library to build on: depend on the component crates instead. A node's own
+//! binlog is not replicated (each node is its own MariaDB primary in its own GTID domain)
+//! and the nodes' binlogs are not ordered against each other: the replica stream
+//! ([`stream`]) is the one ordered history, and what a MariaDB replica should follow.
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 

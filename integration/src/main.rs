@@ -109,7 +109,9 @@ struct NodeArgs {
     /// replaying the whole log) or `memory` (rebuilt from the Raft log at start).
     #[arg(long, value_enum, default_value_t = EngineArg::Disk)]
     engine: EngineArg,
-    /// Do not keep the cluster's replica stream (DIR/stream) nor serve MariaDB replicas.
+    /// Do not keep the cluster's replica stream (DIR/stream) nor serve MariaDB replicas,
+    /// and do not write stream records (the whole cluster must agree: a replica stream is
+    /// complete only if every coordinator writes its records).
     #[arg(long)]
     no_stream: bool,
     /// Rotate the replica stream's files at this size (every node must agree).
@@ -453,6 +455,30 @@ enum BenchCommand {
         #[arg(long)]
         plot_dir: Option<PathBuf>,
     },
+    /// The replica stream's cost and a MariaDB replica's lag: sysbench oltp_write_only on a
+    /// fresh 3-node cluster without the stream, with it, and with a private MariaDB 10.11
+    /// replica attached (lag probed through node 2). Needs sysbench, mariadb, mariadbd and
+    /// mariadb-install-db on PATH.
+    Replica {
+        /// Scratch directory; default: a new one under the system's temporary directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// sysbench threads.
+        #[arg(long, default_value_t = 32)]
+        threads: usize,
+        /// Seconds per run.
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// oltp_write_only's --tables.
+        #[arg(long, default_value_t = 4)]
+        tables: usize,
+        /// oltp_write_only's --table-size.
+        #[arg(long, default_value_t = 10_000)]
+        table_size: usize,
+        /// Print one JSON document instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `bench sysbench --only`.
@@ -540,6 +566,10 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
     config.mysql_listen = args.mysql_listen;
     if args.engine == EngineArg::Memory {
         config.engine = surge_txn::EngineKind::Memory;
+    }
+    if args.no_stream {
+        let off = config.coordinator.stream.clone().with_enabled(false);
+        config.coordinator = config.coordinator.clone().with_stream(off);
     }
     config.stream = (!args.no_stream).then(|| {
         surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
@@ -801,6 +831,31 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
                 let _ = writeln!(out, "bench sysbench: scratch directory {}", dir.display());
             }
             cli::bench_sysbench(&opts, json, plot_dir.as_deref(), out)
+        }
+        BenchCommand::Replica {
+            dir,
+            threads,
+            seconds,
+            tables,
+            table_size,
+            json,
+        } => {
+            use surgedb::bench::replica::ReplicaBenchOptions;
+            let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+            let dir = match dir {
+                Some(d) => d,
+                None => tempfile::Builder::new()
+                    .prefix("surgedb-replica.")
+                    .tempdir()
+                    .map_err(|e| format!("scratch directory: {e}"))?
+                    .keep(),
+            };
+            let mut opts = ReplicaBenchOptions::new(exe, &dir);
+            opts.threads = threads;
+            opts.seconds = seconds;
+            opts.tables = tables;
+            opts.table_size = table_size;
+            cli::bench_replica(&opts, json, out)
         }
     }
 }

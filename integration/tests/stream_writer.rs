@@ -119,7 +119,7 @@ fn files_have_mariadb_shape() {
     let mut seq = 0u64;
     let mut large_files = 0;
     for (i, (name, _)) in snap.iter().enumerate() {
-        let ev = read_file_events(&dir.path().join(name)).expect("decode");
+        let ev = read_file_events(dir.path().join(name)).expect("decode");
         let types: Vec<EventType> = ev.iter().map(|(_, e)| e.header.event_type).collect();
         assert_eq!(
             &types[..3],
@@ -277,5 +277,5 @@ fn mariadb_binlog_reads_the_stream() {
         text.contains(&format!("GTID 0-1000-{groups}")),
         "last GTID missing"
     );
-    assert_eq!(text.matches("GTID 0-1000-").count() >= groups, true);
+    assert!(text.matches("GTID 0-1000-").count() >= groups);
 }

@@ -16,6 +16,7 @@ mod hot_txn;
 mod hotspot;
 mod locks;
 mod plot;
+pub mod replica;
 mod report;
 mod stats;
 pub mod sysbench;

@@ -2,6 +2,7 @@
 //! machine's figures, one table per experiment (or one JSON document) and draws a plot per
 //! experiment.
 
+use crate::bench::replica::{self as surgedb_replica, run_replica_bench};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -45,6 +46,27 @@ pub fn bench_sysbench(
         }
     }
     Ok(())
+}
+
+/// `surgedb bench replica`: runs [`run_replica_bench`] and prints its table (or JSON).
+///
+/// # Errors
+/// The benchmark's error, as text.
+pub fn bench_replica(
+    opts: &surgedb_replica::ReplicaBenchOptions,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    let mut bar = Bar::new(3);
+    let report = run_replica_bench(opts, &mut bar).map_err(|e| e.to_string())?;
+    drop(bar);
+    let io = |e: std::io::Error| format!("cannot write the report: {e}");
+    if json {
+        let doc = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        writeln!(out, "{doc}").map_err(io)
+    } else {
+        write!(out, "{}", report.text()).map_err(io)
+    }
 }
 
 /// The report as text: machine, tables, the write-ups' ratios.

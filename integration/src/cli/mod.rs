@@ -12,7 +12,7 @@ mod status;
 mod txn_script;
 
 pub use bench_run::{BenchOutput, bench_bigtxn, bench_hotspot, bench_locks};
-pub use bench_sysbench::{bench_sysbench, text as sysbench_text};
+pub use bench_sysbench::{bench_replica, bench_sysbench, text as sysbench_text};
 pub(crate) use binlog_verify::mariadb_read;
 pub use binlog_verify::{
     DirKind, MariadbCheck, VerifiedFile, VerifyError, VerifyReport, mariadb_binlog_installed,
