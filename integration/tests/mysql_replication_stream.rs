@@ -517,3 +517,94 @@ fn stream_throughput() {
     server.shutdown();
     log.close().unwrap();
 }
+
+/// Every statement a MariaDB 10.11 replica sends before its dump, and the answer it needs.
+#[test]
+fn the_connect_statements_are_answered_per_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path()).with_server_id(7);
+    let log = Binlog::open(cfg.clone()).unwrap();
+    kv_txn(&log, b"a", b"1");
+    let server = serve(&cfg);
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    /// What an answer must be.
+    enum Want {
+        Ok,
+        Value(Option<&'static str>),
+        Empty,
+    }
+    let cases = [
+        ("SET NAMES latin1", Want::Ok),
+        ("SHOW VARIABLES LIKE 'SERVER_ID'", Want::Value(Some("7"))),
+        ("SET @master_heartbeat_period= 30000000000", Want::Ok),
+        (
+            "SET @master_binlog_checksum= @@global.binlog_checksum",
+            Want::Ok,
+        ),
+        ("SELECT @master_binlog_checksum", Want::Value(Some("CRC32"))),
+        ("SET skip_replication=1", Want::Ok),
+        ("SET @mariadb_slave_capability=4", Want::Ok),
+        ("SELECT @@GLOBAL.gtid_domain_id", Want::Value(Some("0"))),
+        ("SET @slave_connect_state='0-7-1'", Want::Ok),
+        ("SELECT @slave_connect_state", Want::Value(Some("0-7-1"))),
+        ("SET @slave_gtid_strict_mode=1", Want::Ok),
+        ("SET @slave_gtid_ignore_duplicates=0", Want::Ok),
+        ("SET @slave_until_gtid='0-7-1'", Want::Ok),
+        (
+            "SHOW VARIABLES LIKE 'rpl_semi_sync_master_enabled'",
+            Want::Empty,
+        ),
+        ("SET @rpl_semi_sync_slave= 1", Want::Ok),
+        (
+            "SELECT @@GLOBAL.gtid_binlog_pos",
+            Want::Value(Some("0-7-1")),
+        ),
+        (
+            "SELECT @@GLOBAL.gtid_current_pos",
+            Want::Value(Some("0-7-1")),
+        ),
+        ("SELECT @@GLOBAL.server_id", Want::Value(Some("7"))),
+    ];
+    for (sql, want) in cases {
+        let answer = raw.query(sql);
+        match want {
+            Want::Ok => assert_eq!(answer[0][0], 0x00, "{sql}: {answer:?}"),
+            Want::Value(v) => {
+                let cols = usize::from(answer[0][0]);
+                assert_eq!(answer.len(), cols + 4, "{sql}: one row: {answer:?}");
+                let row = &answer[cols + 2];
+                // The last column's value (SHOW VARIABLES has the name first).
+                let got = if row.last() == Some(&0xFB) {
+                    None
+                } else {
+                    let mut rest = &row[..];
+                    let mut last = Vec::new();
+                    while let Some((&len, tail)) = rest.split_first() {
+                        last = tail[..usize::from(len)].to_vec();
+                        rest = &tail[usize::from(len)..];
+                    }
+                    Some(String::from_utf8(last).unwrap())
+                };
+                assert_eq!(got.as_deref(), v, "{sql}");
+            }
+            Want::Empty => {
+                let cols = usize::from(answer[0][0]);
+                assert_eq!(answer.len(), cols + 3, "{sql}: no rows: {answer:?}");
+            }
+        }
+    }
+    // Another connection has its own variables; COM_RESET_CONNECTION clears them.
+    let mut other = Raw::login(server.local_addr(), "root", "", client_caps());
+    assert_eq!(
+        single_value(&other.query("SELECT @slave_connect_state")),
+        None
+    );
+    raw.command(&[0x1F]);
+    assert_eq!(raw.read().unwrap()[0], 0x00);
+    assert_eq!(
+        single_value(&raw.query("SELECT @slave_connect_state")),
+        None
+    );
+    server.shutdown();
+    log.close().unwrap();
+}

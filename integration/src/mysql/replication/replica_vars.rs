@@ -33,6 +33,11 @@ impl ReplicaVars {
         }
     }
 
+    /// Forgets every variable (COM_RESET_CONNECTION clears user variables).
+    pub(crate) fn reset(&mut self) {
+        self.values.clear();
+    }
+
     /// `SET @name = value` (the name lowercased). `@@global.binlog_checksum` is resolved
     /// now, as MariaDB evaluates the right side at `SET` time.
     pub(crate) fn set(&mut self, name: &str, value: SetValue) {
