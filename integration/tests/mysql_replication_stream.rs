@@ -608,3 +608,44 @@ fn the_connect_statements_are_answered_per_connection() {
     server.shutdown();
     log.close().unwrap();
 }
+
+/// A source with a start grace lets a replica that is ahead of it wait for its GTID
+/// instead of refusing it (a replica moving to a node whose copy lags).
+#[test]
+fn a_start_gtid_arriving_within_the_grace_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path());
+    let log = Arc::new(Binlog::open(cfg.clone()).unwrap());
+    kv_txn(&log, b"a", b"1");
+    let source = Arc::new(DirSource::for_binlog(&cfg).with_start_grace(Duration::from_secs(5)));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let config = MysqlConfig::default().with_replication_source(source);
+    let server =
+        MysqlServer::start(listener, config, mysql_backend::Backend::new().factory()).unwrap();
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    raw.query("SET @slave_connect_state='0-1-2'");
+    let writer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            kv_txn(&log, b"b", b"2");
+            kv_txn(&log, b"c", b"3");
+        })
+    };
+    let t = Instant::now();
+    dump(&mut raw, 0);
+    // The stream starts once 0-1-2 is there, and its first group is 0-1-3.
+    let first_gtid = loop {
+        let p = raw.read().unwrap();
+        assert_eq!(p[0], 0, "not an event: {p:?}");
+        if let EventBody::Gtid(g) = Event::decode(&p[1..], ChecksumAlg::Crc32).unwrap().body {
+            break g.seq_no;
+        }
+    };
+    assert_eq!(first_gtid, 3);
+    assert!(t.elapsed() >= Duration::from_millis(250));
+    writer.join().unwrap();
+    drop(raw);
+    server.shutdown();
+    Arc::into_inner(log).unwrap().close().unwrap();
+}

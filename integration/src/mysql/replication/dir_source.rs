@@ -32,6 +32,7 @@ pub struct DirSource {
     base_name: String,
     server_id: u32,
     poll: Duration,
+    start_grace: Duration,
     scan: Mutex<Scan>,
 }
 
@@ -55,6 +56,7 @@ impl DirSource {
             base_name: base_name.into(),
             server_id,
             poll: DEFAULT_POLL,
+            start_grace: Duration::ZERO,
             scan: Mutex::new(Scan::default()),
         }
     }
@@ -67,6 +69,12 @@ impl DirSource {
     /// Sets how often [`DirSource::wait_past`] polls.
     pub fn with_poll(mut self, poll: Duration) -> DirSource {
         self.poll = poll.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`ReplicationSource::start_grace`] (zero by default, as MariaDB).
+    pub fn with_start_grace(mut self, grace: Duration) -> DirSource {
+        self.start_grace = grace;
         self
     }
 
@@ -194,6 +202,10 @@ impl ReplicationSource for DirSource {
 
     fn server_id(&self) -> u32 {
         self.server_id
+    }
+
+    fn start_grace(&self) -> Duration {
+        self.start_grace
     }
 }
 

@@ -127,17 +127,30 @@ pub(crate) fn binlog_state(
     Ok(state)
 }
 
-/// The file (index in `files`), the offset and the GTIDs still to skip to begin with.
+/// The file to begin with (its index in `files`, the list it was found in), the offset and
+/// the GTIDs still to skip.
 fn starting_point(
     source: &dyn ReplicationSource,
-    files: &[(String, PathBuf)],
     start: &Start,
-) -> Result<(usize, u64, GtidPos), ReplicationError> {
+) -> Result<(Vec<(String, PathBuf)>, usize, u64, GtidPos), ReplicationError> {
+    let mut files = source.files();
     match start {
         Start::Gtid(request) => {
-            let end = source.end();
-            let state = binlog_state(files, &end)?;
-            check_start(request, &state)?;
+            // A GTID the source does not hold yet may arrive within its start grace.
+            let deadline = Instant::now() + source.start_grace();
+            let end = loop {
+                let end = source.end();
+                let state = binlog_state(&files, &end)?;
+                match check_start(request, &state) {
+                    Ok(()) => break end,
+                    Err(e) if Instant::now() >= deadline => return Err(e),
+                    Err(_) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        source.wait_past(&end.0, end.1, left.min(PEER_CHECK));
+                        files = source.files();
+                    }
+                }
+            };
             let last = files
                 .iter()
                 .position(|(n, _)| *n == end.0)
@@ -147,7 +160,7 @@ fn starting_point(
                 .map(|(_, p)| leading_gtid_list(p))
                 .collect::<Result<Vec<GtidList>, _>>()?;
             let i = start_file(request, &lists)?;
-            Ok((i, 4, request.clone()))
+            Ok((files, i, 4, request.clone()))
         }
         Start::File(name, offset) => {
             let i = if name.is_empty() {
@@ -178,7 +191,7 @@ fn starting_point(
                     offset,
                 });
             }
-            Ok((i, offset, GtidPos::new()))
+            Ok((files, i, offset, GtidPos::new()))
         }
     }
 }
@@ -241,8 +254,7 @@ impl<W: DumpPeer> Dump<'_, W> {
     }
 
     fn stream_files(&mut self) -> Result<std::convert::Infallible, DumpEnd> {
-        let files = self.source.files();
-        let (mut i, offset, pending) = starting_point(self.source, &files, &self.opts.start)?;
+        let (files, mut i, offset, pending) = starting_point(self.source, &self.opts.start)?;
         self.pending = pending;
         let mut name = files[i].0.clone();
         let mut path = files[i].1.clone();
