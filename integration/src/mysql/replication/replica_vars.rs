@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::commands::BinlogDump;
-use super::dump::{DumpOptions, Start};
+use super::dump::DumpOptions;
+use super::dump_start::Start;
 use super::error::ReplicationError;
 use super::gtid_pos::GtidPos;
 use super::queries::SetValue;
