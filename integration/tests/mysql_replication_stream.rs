@@ -649,3 +649,43 @@ fn a_start_gtid_arriving_within_the_grace_is_served() {
     server.shutdown();
     Arc::into_inner(log).unwrap().close().unwrap();
 }
+
+/// A damaged binlog file stops the dump with ERR 1236 naming the file and the offset.
+#[test]
+fn a_damaged_file_is_reported_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path());
+    let log = Binlog::open(cfg.clone()).unwrap();
+    let first = kv_txn(&log, b"a", b"1");
+    let second = kv_txn(&log, b"b", b"2");
+    log.rotate().unwrap();
+    kv_txn(&log, b"c", b"3");
+    log.close().unwrap();
+    // The second group's GTID event claims a size smaller than a header.
+    let path = dir.path().join(&first.file);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = first.end_position as usize;
+    bytes[at + 9..at + 13].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(second.end_position > first.end_position);
+    let server = serve(&cfg);
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    raw.query("SET @slave_connect_state='0-1-1'");
+    dump(&mut raw, BINLOG_DUMP_NON_BLOCK);
+    let error = loop {
+        let p = raw.read().unwrap();
+        if p[0] == 0xFF {
+            break err(&p);
+        }
+        assert_eq!(p[0], 0, "{p:?}");
+    };
+    assert_eq!(error.0, 1236);
+    assert!(
+        error.1.contains(&first.file)
+            && error.1.contains(&format!("offset {}", first.end_position))
+            && error.1.contains("smaller than its header"),
+        "{}",
+        error.1
+    );
+    server.shutdown();
+}

@@ -263,4 +263,30 @@ mod tests {
         assert!(t.elapsed() >= Duration::from_millis(50));
         log.close().unwrap();
     }
+
+    #[test]
+    fn a_damaged_last_file_keeps_the_end_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Binlog::open(BinlogConfig::new(dir.path())).unwrap();
+        let mut c = log.new_cache();
+        c.put(b"a", b"1").unwrap();
+        let done = log.commit(c, 1).unwrap();
+        log.close().unwrap();
+        let src = DirSource::new(dir.path(), "surge-bin", 1);
+        assert_eq!(src.end(), (done.file.clone(), done.end_position));
+        assert_eq!(src.last_error(), None);
+        // Garbage appended where the next event would start: a header claiming 3 bytes.
+        let path = dir.path().join(&done.file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mut bad = [0u8; 19];
+        bad[9] = 3;
+        bytes.extend_from_slice(&bad);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(src.end(), (done.file.clone(), done.end_position));
+        let e = src.last_error().unwrap();
+        assert!(
+            e.contains(&format!("offset {}", done.end_position)) && e.contains(&done.file),
+            "{e}"
+        );
+    }
 }
