@@ -190,6 +190,7 @@ fn global(source: &dyn ReplicationSource, name: &str) -> Result<Value, String> {
                 "gtid_domain_id" => {
                     Value::UInt(u64::from(pos.iter().next().map_or(0, |g| g.domain_id)))
                 }
+                "gtid_binlog_state" => text(state.full_state()),
                 _ => text(pos.to_string()),
             }
         }
