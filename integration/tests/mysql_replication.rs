@@ -9,7 +9,8 @@
 //! heartbeat period (heartbeats received, the IO thread still connected); STOP/START SLAVE
 //! resumes from the replica's GTID (a duplicate would stop it with 1062); the server is
 //! dropped and a new one started on the same port over the same directory, and the
-//! replica reconnects and resumes. After each step the replica's rows equal what was
+//! replica reconnects and resumes; then STOP/START SLAVE and a server restart while groups
+//! stream in. After each step the replica's rows equal what was
 //! logged and `Last_IO_Error` / `Last_SQL_Error` are empty. A second test: a replica asking
 //! for a GTID the binlog lacks stops with error 1236.
 //!
@@ -337,6 +338,31 @@ fn a_mariadb_replica_follows_the_binlog() {
     let server = serve(listener, &cfg);
     w.txn(&[601], 0, &[401], &[]);
     replica.caught_up(&w, "new server");
+
+    // While groups stream in: STOP/START SLAVE and a server restart in mid-stream. Each
+    // reconnect resumes after the last group applied, none lost, none twice.
+    let mut server = server;
+    for i in 0..300i64 {
+        let id = 1000 + i;
+        // Every third group also updates the row before it and deletes the one before that.
+        let (update, delete) = if i % 3 == 2 {
+            (vec![id - 1], vec![id - 2])
+        } else {
+            (vec![], vec![])
+        };
+        w.txn(&[id], 0, &update, &delete);
+        match i {
+            60 => replica.server.sql("STOP SLAVE"),
+            90 => replica.server.sql("START SLAVE"),
+            150 => {
+                drop(server);
+                server = serve(TcpListener::bind(addr).unwrap(), &cfg);
+                String::new()
+            }
+            _ => String::new(),
+        };
+    }
+    replica.caught_up(&w, "reconnects in mid-stream");
 
     // The operator's view from the server matches the writer's.
     let status = replica

@@ -517,3 +517,175 @@ fn stream_throughput() {
     server.shutdown();
     log.close().unwrap();
 }
+
+/// Every statement a MariaDB 10.11 replica sends before its dump, and the answer it needs.
+#[test]
+fn the_connect_statements_are_answered_per_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path()).with_server_id(7);
+    let log = Binlog::open(cfg.clone()).unwrap();
+    kv_txn(&log, b"a", b"1");
+    let server = serve(&cfg);
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    /// What an answer must be.
+    enum Want {
+        Ok,
+        Value(Option<&'static str>),
+        Empty,
+    }
+    let cases = [
+        ("SET NAMES latin1", Want::Ok),
+        ("SHOW VARIABLES LIKE 'SERVER_ID'", Want::Value(Some("7"))),
+        ("SET @master_heartbeat_period= 30000000000", Want::Ok),
+        (
+            "SET @master_binlog_checksum= @@global.binlog_checksum",
+            Want::Ok,
+        ),
+        ("SELECT @master_binlog_checksum", Want::Value(Some("CRC32"))),
+        ("SET skip_replication=1", Want::Ok),
+        ("SET @mariadb_slave_capability=4", Want::Ok),
+        ("SELECT @@GLOBAL.gtid_domain_id", Want::Value(Some("0"))),
+        ("SET @slave_connect_state='0-7-1'", Want::Ok),
+        ("SELECT @slave_connect_state", Want::Value(Some("0-7-1"))),
+        ("SET @slave_gtid_strict_mode=1", Want::Ok),
+        ("SET @slave_gtid_ignore_duplicates=0", Want::Ok),
+        ("SET @slave_until_gtid='0-7-1'", Want::Ok),
+        (
+            "SHOW VARIABLES LIKE 'rpl_semi_sync_master_enabled'",
+            Want::Empty,
+        ),
+        ("SET @rpl_semi_sync_slave= 1", Want::Ok),
+        (
+            "SELECT @@GLOBAL.gtid_binlog_pos",
+            Want::Value(Some("0-7-1")),
+        ),
+        (
+            "SELECT @@GLOBAL.gtid_current_pos",
+            Want::Value(Some("0-7-1")),
+        ),
+        ("SELECT @@GLOBAL.server_id", Want::Value(Some("7"))),
+    ];
+    for (sql, want) in cases {
+        let answer = raw.query(sql);
+        match want {
+            Want::Ok => assert_eq!(answer[0][0], 0x00, "{sql}: {answer:?}"),
+            Want::Value(v) => {
+                let cols = usize::from(answer[0][0]);
+                assert_eq!(answer.len(), cols + 4, "{sql}: one row: {answer:?}");
+                let row = &answer[cols + 2];
+                // The last column's value (SHOW VARIABLES has the name first).
+                let got = if row.last() == Some(&0xFB) {
+                    None
+                } else {
+                    let mut rest = &row[..];
+                    let mut last = Vec::new();
+                    while let Some((&len, tail)) = rest.split_first() {
+                        last = tail[..usize::from(len)].to_vec();
+                        rest = &tail[usize::from(len)..];
+                    }
+                    Some(String::from_utf8(last).unwrap())
+                };
+                assert_eq!(got.as_deref(), v, "{sql}");
+            }
+            Want::Empty => {
+                let cols = usize::from(answer[0][0]);
+                assert_eq!(answer.len(), cols + 3, "{sql}: no rows: {answer:?}");
+            }
+        }
+    }
+    // Another connection has its own variables; COM_RESET_CONNECTION clears them.
+    let mut other = Raw::login(server.local_addr(), "root", "", client_caps());
+    assert_eq!(
+        single_value(&other.query("SELECT @slave_connect_state")),
+        None
+    );
+    raw.command(&[0x1F]);
+    assert_eq!(raw.read().unwrap()[0], 0x00);
+    assert_eq!(
+        single_value(&raw.query("SELECT @slave_connect_state")),
+        None
+    );
+    server.shutdown();
+    log.close().unwrap();
+}
+
+/// A source with a start grace lets a replica that is ahead of it wait for its GTID
+/// instead of refusing it (a replica moving to a node whose copy lags).
+#[test]
+fn a_start_gtid_arriving_within_the_grace_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path());
+    let log = Arc::new(Binlog::open(cfg.clone()).unwrap());
+    kv_txn(&log, b"a", b"1");
+    let source = Arc::new(DirSource::for_binlog(&cfg).with_start_grace(Duration::from_secs(5)));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let config = MysqlConfig::default().with_replication_source(source);
+    let server =
+        MysqlServer::start(listener, config, mysql_backend::Backend::new().factory()).unwrap();
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    raw.query("SET @slave_connect_state='0-1-2'");
+    let writer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            kv_txn(&log, b"b", b"2");
+            kv_txn(&log, b"c", b"3");
+        })
+    };
+    let t = Instant::now();
+    dump(&mut raw, 0);
+    // The stream starts once 0-1-2 is there, and its first group is 0-1-3.
+    let first_gtid = loop {
+        let p = raw.read().unwrap();
+        assert_eq!(p[0], 0, "not an event: {p:?}");
+        if let EventBody::Gtid(g) = Event::decode(&p[1..], ChecksumAlg::Crc32).unwrap().body {
+            break g.seq_no;
+        }
+    };
+    assert_eq!(first_gtid, 3);
+    assert!(t.elapsed() >= Duration::from_millis(250));
+    writer.join().unwrap();
+    drop(raw);
+    server.shutdown();
+    Arc::into_inner(log).unwrap().close().unwrap();
+}
+
+/// A damaged binlog file stops the dump with ERR 1236 naming the file and the offset.
+#[test]
+fn a_damaged_file_is_reported_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path());
+    let log = Binlog::open(cfg.clone()).unwrap();
+    let first = kv_txn(&log, b"a", b"1");
+    let second = kv_txn(&log, b"b", b"2");
+    log.rotate().unwrap();
+    kv_txn(&log, b"c", b"3");
+    log.close().unwrap();
+    // The second group's GTID event claims a size smaller than a header.
+    let path = dir.path().join(&first.file);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = first.end_position as usize;
+    bytes[at + 9..at + 13].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(second.end_position > first.end_position);
+    let server = serve(&cfg);
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    raw.query("SET @slave_connect_state='0-1-1'");
+    dump(&mut raw, BINLOG_DUMP_NON_BLOCK);
+    let error = loop {
+        let p = raw.read().unwrap();
+        if p[0] == 0xFF {
+            break err(&p);
+        }
+        assert_eq!(p[0], 0, "{p:?}");
+    };
+    assert_eq!(error.0, 1236);
+    assert!(
+        error.1.contains(&first.file)
+            && error.1.contains(&format!("offset {}", first.end_position))
+            && error.1.contains("smaller than its header"),
+        "{}",
+        error.1
+    );
+    server.shutdown();
+}

@@ -75,6 +75,7 @@ impl<S: Read + Write + DumpPeer> Connection<S> {
             com::RESET_CONNECTION => {
                 self.session.reset();
                 self.stmts.clear();
+                self.replica.reset();
                 self.multi_statements = self
                     .caps
                     .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);

@@ -10,7 +10,8 @@ use super::super::error::PacketError;
 use super::super::ok_err_eof::err_packet;
 use super::super::resultset::{Protocol, output_packets};
 use super::commands::{BinlogDump, RegisterSlave};
-use super::dump::{DumpEnd, DumpPeer, binlog_state, run_dump};
+use super::dump::{DumpEnd, DumpPeer, run_dump};
+use super::dump_start::binlog_state;
 use super::queries::ReplicaQuery;
 use super::replica_vars::BINLOG_CHECKSUM;
 use super::source::ReplicationSource;
@@ -189,6 +190,7 @@ fn global(source: &dyn ReplicationSource, name: &str) -> Result<Value, String> {
                 "gtid_domain_id" => {
                     Value::UInt(u64::from(pos.iter().next().map_or(0, |g| g.domain_id)))
                 }
+                "gtid_binlog_state" => text(state.full_state()),
                 _ => text(pos.to_string()),
             }
         }

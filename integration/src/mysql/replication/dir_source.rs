@@ -32,6 +32,7 @@ pub struct DirSource {
     base_name: String,
     server_id: u32,
     poll: Duration,
+    start_grace: Duration,
     scan: Mutex<Scan>,
 }
 
@@ -55,6 +56,7 @@ impl DirSource {
             base_name: base_name.into(),
             server_id,
             poll: DEFAULT_POLL,
+            start_grace: Duration::ZERO,
             scan: Mutex::new(Scan::default()),
         }
     }
@@ -67,6 +69,12 @@ impl DirSource {
     /// Sets how often [`DirSource::wait_past`] polls.
     pub fn with_poll(mut self, poll: Duration) -> DirSource {
         self.poll = poll.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`ReplicationSource::start_grace`] (zero by default, as MariaDB).
+    pub fn with_start_grace(mut self, grace: Duration) -> DirSource {
+        self.start_grace = grace;
         self
     }
 
@@ -195,6 +203,10 @@ impl ReplicationSource for DirSource {
     fn server_id(&self) -> u32 {
         self.server_id
     }
+
+    fn start_grace(&self) -> Duration {
+        self.start_grace
+    }
 }
 
 #[cfg(test)]
@@ -250,5 +262,31 @@ mod tests {
         assert_eq!(src.wait_past(&end.0, end.1, Duration::from_millis(50)), end);
         assert!(t.elapsed() >= Duration::from_millis(50));
         log.close().unwrap();
+    }
+
+    #[test]
+    fn a_damaged_last_file_keeps_the_end_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Binlog::open(BinlogConfig::new(dir.path())).unwrap();
+        let mut c = log.new_cache();
+        c.put(b"a", b"1").unwrap();
+        let done = log.commit(c, 1).unwrap();
+        log.close().unwrap();
+        let src = DirSource::new(dir.path(), "surge-bin", 1);
+        assert_eq!(src.end(), (done.file.clone(), done.end_position));
+        assert_eq!(src.last_error(), None);
+        // Garbage appended where the next event would start: a header claiming 3 bytes.
+        let path = dir.path().join(&done.file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mut bad = [0u8; 19];
+        bad[9] = 3;
+        bytes.extend_from_slice(&bad);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(src.end(), (done.file.clone(), done.end_position));
+        let e = src.last_error().unwrap();
+        assert!(
+            e.contains(&format!("offset {}", done.end_position)) && e.contains(&done.file),
+            "{e}"
+        );
     }
 }

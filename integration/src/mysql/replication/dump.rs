@@ -15,21 +15,19 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use surge_binlog::{GtidList, HEADER_LEN};
+use surge_binlog::HEADER_LEN;
 
 use super::super::ok_err_eof::err_packet;
+use super::dump_start::{Start, StartPoint, starting_point};
 use super::error::ReplicationError;
 use super::events::{fake_rotate, format_description_as_sent, heartbeat};
 use super::framing::PacketWriter;
 use super::gtid_pos::GtidPos;
-use super::scan::{
-    EventFile, GroupTracker, Place, SMALL_QUERY, code, gtid_of, leading_gtid_list, query_ends_txn,
-};
+use super::scan::{EventFile, GroupTracker, Place, SMALL_QUERY, code, gtid_of, query_ends_txn};
 use super::source::{ReplicationSource, is_past};
-use super::start_position::{BinlogState, check_start, skip_group, start_file};
+use super::start_position::skip_group;
 
 /// The longest a dump waits before looking whether its peer is still there.
 const PEER_CHECK: Duration = Duration::from_millis(100);
@@ -56,16 +54,6 @@ impl DumpPeer for TcpStream {
             Err(_) => true,
         }
     }
-}
-
-/// Where the replica asked to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Start {
-    /// After the GTIDs of `@slave_connect_state` (file and position ignored).
-    Gtid(GtidPos),
-    /// At an offset of a file (a replica with `MASTER_USE_GTID=no`); an empty name means
-    /// the first file.
-    File(String, u64),
 }
 
 /// What the dump was told by the connection's user variables.
@@ -98,88 +86,6 @@ impl From<ReplicationError> for DumpEnd {
 impl From<io::Error> for DumpEnd {
     fn from(_: io::Error) -> DumpEnd {
         DumpEnd::Gone
-    }
-}
-
-/// The binlog's GTID state at `end`: the leading Gtid_list of `end`'s file plus the GTIDs of
-/// its groups before `end`'s offset.
-///
-/// # Errors
-/// A file cannot be read or does not start as a binlog file must.
-pub(crate) fn binlog_state(
-    files: &[(String, PathBuf)],
-    end: &(String, u64),
-) -> Result<BinlogState, ReplicationError> {
-    let Some((_, path)) = files.iter().find(|(n, _)| *n == end.0) else {
-        return Ok(BinlogState::default());
-    };
-    let mut state = BinlogState::from_list(&leading_gtid_list(path)?);
-    let mut f = EventFile::open(path)?;
-    while let Some((h, head)) = f.next_header(end.1)? {
-        if h.type_code == code::GTID {
-            let at = f.pos() - HEADER_LEN as u64;
-            let ev = f.read_rest(&h, &head)?;
-            state.add(gtid_of(&ev, path, at)?.0);
-        } else {
-            f.skip_rest(&h)?;
-        }
-    }
-    Ok(state)
-}
-
-/// The file (index in `files`), the offset and the GTIDs still to skip to begin with.
-fn starting_point(
-    source: &dyn ReplicationSource,
-    files: &[(String, PathBuf)],
-    start: &Start,
-) -> Result<(usize, u64, GtidPos), ReplicationError> {
-    match start {
-        Start::Gtid(request) => {
-            let end = source.end();
-            let state = binlog_state(files, &end)?;
-            check_start(request, &state)?;
-            let last = files
-                .iter()
-                .position(|(n, _)| *n == end.0)
-                .map_or(files.len(), |i| i + 1);
-            let lists = files[..last]
-                .iter()
-                .map(|(_, p)| leading_gtid_list(p))
-                .collect::<Result<Vec<GtidList>, _>>()?;
-            let i = start_file(request, &lists)?;
-            Ok((i, 4, request.clone()))
-        }
-        Start::File(name, offset) => {
-            let i = if name.is_empty() {
-                if files.is_empty() {
-                    return Err(ReplicationError::NoSuchFile {
-                        file: String::new(),
-                    });
-                }
-                0
-            } else {
-                files
-                    .iter()
-                    .position(|(n, _)| n == name)
-                    .ok_or_else(|| ReplicationError::NoSuchFile { file: name.clone() })?
-            };
-            let offset = (*offset).max(4);
-            // The offset must be where an event starts.
-            let mut f = EventFile::open(&files[i].1)?;
-            while f.pos() < offset {
-                match f.next_header(offset)? {
-                    Some((h, _)) => f.skip_rest(&h)?,
-                    None => break,
-                }
-            }
-            if f.pos() != offset {
-                return Err(ReplicationError::BadPosition {
-                    file: files[i].0.clone(),
-                    offset,
-                });
-            }
-            Ok((i, offset, GtidPos::new()))
-        }
     }
 }
 
@@ -241,8 +147,12 @@ impl<W: DumpPeer> Dump<'_, W> {
     }
 
     fn stream_files(&mut self) -> Result<std::convert::Infallible, DumpEnd> {
-        let files = self.source.files();
-        let (mut i, offset, pending) = starting_point(self.source, &files, &self.opts.start)?;
+        let StartPoint {
+            files,
+            index: mut i,
+            offset,
+            pending,
+        } = starting_point(self.source, &self.opts.start)?;
         self.pending = pending;
         let mut name = files[i].0.clone();
         let mut path = files[i].1.clone();

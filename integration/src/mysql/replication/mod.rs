@@ -26,6 +26,7 @@ mod answers;
 mod commands;
 mod dir_source;
 mod dump;
+mod dump_start;
 mod error;
 mod events;
 mod framing;

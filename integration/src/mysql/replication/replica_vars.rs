@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::commands::BinlogDump;
-use super::dump::{DumpOptions, Start};
+use super::dump::DumpOptions;
+use super::dump_start::Start;
 use super::error::ReplicationError;
 use super::gtid_pos::GtidPos;
 use super::queries::SetValue;
@@ -31,6 +32,11 @@ impl ReplicaVars {
             source,
             values: BTreeMap::new(),
         }
+    }
+
+    /// Forgets every variable (COM_RESET_CONNECTION clears user variables).
+    pub(crate) fn reset(&mut self) {
+        self.values.clear();
     }
 
     /// `SET @name = value` (the name lowercased). `@@global.binlog_checksum` is resolved

@@ -33,6 +33,14 @@ pub trait ReplicationSource: Send + Sync + Debug {
     /// The server_id of the stream's events (the answer to
     /// `SHOW VARIABLES LIKE 'SERVER_ID'`).
     fn server_id(&self) -> u32;
+
+    /// How long a replica asking to start after a GTID this source does not hold yet
+    /// waits for it before it is refused with ERR 1236. MariaDB refuses at once (the
+    /// default, zero); a source that may lag behind another serving the same stream (a
+    /// replica moving to it after a failover) can give it time to catch up.
+    fn start_grace(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// Whether `end` is past `(file, offset)`: in another (later) file, or further in the same.

@@ -52,6 +52,16 @@ impl BinlogState {
             .is_some_and(|&n| n >= g.seq_no)
     }
 
+    /// Every (domain, server)'s last GTID, as `@@gtid_binlog_state` shows it.
+    pub(crate) fn full_state(&self) -> String {
+        let all: Vec<String> = self
+            .last
+            .iter()
+            .map(|((d, s), n)| format!("{d}-{s}-{n}"))
+            .collect();
+        all.join(",")
+    }
+
     /// The newest GTID of each domain, as `@@gtid_binlog_pos` shows it.
     pub(crate) fn position(&self) -> GtidPos {
         let mut p = GtidPos::new();
@@ -203,6 +213,10 @@ mod tests {
             );
         }
         assert_eq!(state.position().to_string(), "0-1-5");
+        state.add(g(0, 2, 1));
+        state.add(g(3, 1, 9));
+        assert_eq!(state.position().to_string(), "0-2-1,3-1-9");
+        assert_eq!(state.full_state(), "0-1-5,0-2-1,3-1-9");
     }
 
     #[test]
