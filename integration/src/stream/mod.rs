@@ -28,6 +28,6 @@ pub use cursor::{CURSOR_FILE, Cursor};
 pub use error::StreamError;
 pub use follower::{FollowerConfig, FollowerStatus, RecordSource, StreamFollower, Watermark};
 pub use item::{StreamedGroup, StreamedTxn};
-pub use published::StreamFiles;
+pub use published::{START_GRACE, StreamFiles};
 pub use txn_source::TxnRecordSource;
 pub use writer::StreamWriter;

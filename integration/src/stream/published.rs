@@ -138,4 +138,15 @@ impl crate::mysql::ReplicationSource for StreamFiles {
     fn server_id(&self) -> u32 {
         self.server_id
     }
+
+    /// A replica that moves to this node after another one served it may ask for a GTID
+    /// this node's copy has not reached yet (its follower runs a round behind, or it just
+    /// restarted and catches up): wait for it rather than answer 1236, which stops the
+    /// replica for good.
+    fn start_grace(&self) -> Duration {
+        START_GRACE
+    }
 }
+
+/// How long a dump waits for a requested GTID this node's copy does not have yet.
+pub const START_GRACE: Duration = Duration::from_secs(30);
