@@ -122,6 +122,12 @@ impl TxnClient {
     /// `after_commit_ts` (the previous one; 0 means from the beginning, as when a node
     /// rebuilds its stream from scratch): then the answer is complete and final.
     ///
+    /// More generally, any `lower_record_ts` at or below `after_commit_ts` minus
+    /// [`crate::StreamOptions::max_record_skew`] (physical milliseconds, logical part 0) is
+    /// complete, since every committed record has `commit_ts - record_ts` within the skew:
+    /// a node rebuilding its stream can read the history in windows `(a, b]` with that
+    /// bound for each, rather than from key 0 every time.
+    ///
     /// # Errors
     /// Region errors after retries; [`TxnError::StreamRecord`] for a record whose chunks
     /// disagree, are missing (only if `upto_commit_ts` was not a watermark) or do not decode.
