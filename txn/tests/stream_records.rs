@@ -336,9 +336,15 @@ fn the_stream_prefix_is_reserved() {
             "{r:?}"
         );
     }
-    // A key just after the prefix's range is ordinary, and a scan crossing the stream's
-    // range returns it and the user keys below, not the records.
-    let after = b"\xff\xffstream0x".to_vec();
+    // Payload keys of external records are reserved too.
+    let payload = b"\xff\xffstream:x".to_vec();
+    assert!(matches!(
+        t.put(&payload, b"v"),
+        Err(TxnError::ReservedKey { .. })
+    ));
+    // A key just after the reserved range is ordinary, and a scan crossing the range
+    // returns it and the user keys below, not the records.
+    let after = b"\xff\xffstream;x".to_vec();
     t.put(&after, b"a").expect("put after the range");
     t.put(&key(3, "z"), b"z").expect("put");
     t.commit().expect("commit");
@@ -497,4 +503,63 @@ fn hot_row_members_stream_as_one_group_each_in_order() {
     let mut table = Table::new();
     replay(&mut table, &txns).expect("replay");
     assert_eq!(table, store_table(&client));
+}
+
+/// A record over `inline_max_bytes` is stored external: its chunks as payload keys
+/// prewritten with the other keys, one value under its record key. It reads back whole,
+/// also when its coordinator died after the commit point with the payload still locked
+/// (the reader's snapshot read commits it from the primary).
+#[test]
+fn an_external_record_reads_back_whole_even_with_its_payload_locked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let stream = StreamOptions::default()
+        .with_chunk_bytes(64 << 10)
+        .with_inline_max_bytes(256 << 10);
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    let mut want = Table::new();
+    let mut expected = Vec::new();
+    for (n, abandon) in [(1u32, false), (2, true)] {
+        let client = coordinator(
+            &c,
+            &dir.path().join(format!("binlog{n}")),
+            n,
+            config(1000, stream.clone()),
+        );
+        let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+        for i in 0..4u8 {
+            let value = vec![i ^ n as u8; 200 << 10];
+            let k = key(i, &format!("ext{n}-{i}"));
+            t.put(&k, &value).expect("put");
+            want.insert(k, value);
+        }
+        let start_ts = t.start_ts();
+        let commit_ts = if abandon {
+            t.__abandon_after_primary_commit()
+                .expect("primary committed")
+        } else {
+            t.commit().expect("commit")
+        };
+        expected.push((start_ts, commit_ts));
+    }
+    // The abandoned one's record lock holds the watermark until its TTL runs out.
+    let started = Instant::now();
+    let wm = loop {
+        let wm = reader.stream_resolved_ts().expect("watermark");
+        if wm.resolved_ts > expected[1].1 {
+            break wm;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "watermark held"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    let got: Vec<(u64, u64)> = txns.iter().map(|t| (t.start_ts, t.commit_ts)).collect();
+    assert_eq!(got, expected);
+    let mut table = Table::new();
+    replay(&mut table, &txns).expect("replay");
+    assert_eq!(table, want);
+    assert_eq!(store_table(&reader), want, "payload keys are not user data");
 }

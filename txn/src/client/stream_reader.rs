@@ -42,8 +42,8 @@ use super::resolver::Resolution;
 use super::two_pc::CLEANUP_BUDGET;
 use super::txn_client::TxnClient;
 use crate::stream::{
-    ChunkAssembler, STREAM_END, STREAM_PREFIX, StreamTxn, StreamWatermark, record_key_parts,
-    stream_lower_key,
+    Assembled, ChunkAssembler, STREAM_END, STREAM_PREFIX, StreamTxn, StreamWatermark,
+    decode_stream_record, payload_key, record_key_parts, stream_lower_key,
 };
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
 
@@ -198,11 +198,21 @@ impl TxnClient {
         }
         let mut out = Vec::with_capacity(records.len());
         for ((record_ts, start_ts), (commit_ts, chunks)) in records {
-            let groups = chunks.finish().map_err(|e| TxnError::StreamRecord {
+            let bad = |detail: String| TxnError::StreamRecord {
                 start_ts,
                 record_ts,
-                detail: e.to_string(),
-            })?;
+                detail,
+            };
+            let bytes = match chunks.finish().map_err(|e| bad(e.to_string()))? {
+                Assembled::Record(bytes) => bytes,
+                Assembled::External { chunks, bytes } => self
+                    .stream_payload(start_ts, commit_ts, chunks, bytes)
+                    .map_err(|e| match e {
+                        TxnError::StreamRecord { detail, .. } => bad(detail),
+                        other => other,
+                    })?,
+            };
+            let groups = decode_stream_record(&bytes).map_err(|e| bad(e.to_string()))?;
             out.push(StreamTxn {
                 commit_ts,
                 start_ts,
@@ -212,6 +222,52 @@ impl TxnClient {
         }
         out.sort_by_key(|t| (t.commit_ts, t.start_ts));
         Ok(out)
+    }
+
+    /// The encoded record of transaction `start_ts` stored external in `chunks` payload
+    /// chunks of `bytes` bytes, read at its `commit_ts`. The record key is committed, so the
+    /// payload is too: a payload lock still there (its coordinator died before committing
+    /// its secondaries) is committed from the primary's record by the snapshot read.
+    ///
+    /// # Errors
+    /// Read errors; [`TxnError::StreamRecord`] for missing or inconsistent chunks.
+    fn stream_payload(
+        &self,
+        start_ts: u64,
+        commit_ts: u64,
+        chunks: u32,
+        bytes: u64,
+    ) -> Result<Vec<u8>, TxnError> {
+        let bad = |detail: String| TxnError::StreamRecord {
+            start_ts,
+            record_ts: 0,
+            detail,
+        };
+        let keys: Vec<Vec<u8>> = (0..chunks).map(|i| payload_key(start_ts, i)).collect();
+        let pairs = self.core().snapshot_batch_get(keys.clone(), commit_ts)?;
+        let mut assembler = ChunkAssembler::default();
+        for (i, key) in keys.iter().enumerate() {
+            let value = pairs
+                .binary_search_by(|(k, _)| k.as_slice().cmp(key))
+                .ok()
+                .and_then(|at| pairs.get(at))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| bad(format!("payload chunk {i} of {chunks} missing")))?;
+            assembler
+                .add(i as u32, value)
+                .map_err(|e| bad(format!("payload: {e}")))?;
+        }
+        match assembler
+            .finish()
+            .map_err(|e| bad(format!("payload: {e}")))?
+        {
+            Assembled::Record(record) if record.len() as u64 == bytes => Ok(record),
+            Assembled::Record(record) => Err(bad(format!(
+                "payload of {} bytes, the record key says {bytes}",
+                record.len()
+            ))),
+            Assembled::External { .. } => Err(bad("payload chunk is an external value".into())),
+        }
     }
 
     /// The record locks with `start_ts <= max_ts` of every region under the stream prefix.
