@@ -47,6 +47,12 @@ use crate::stream::{
 };
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
 
+/// A record lock taken this long ago (milliseconds, by `record_ts`) has its primary's
+/// status checked even within its TTL: a live coordinator commits its record within a few
+/// milliseconds of `record_ts` (and never past the skew bound), so one still locked this
+/// long after is most likely an abandoned commit.
+const SETTLE_CHECK_AFTER_MS: u64 = 1000;
+
 /// Puts per `ScanWrites` answer.
 const SCAN_WRITES_LIMIT: usize = 1024;
 /// Bytes of values per `ScanWrites` answer (a few record chunks).
@@ -61,10 +67,11 @@ impl TxnClient {
     ///
     /// Takes `T0` from the oracle, then lists the record locks of every region under
     /// [`crate::STREAM_PREFIX`] (leaders only, in-memory and replicated locks). A lock whose
-    /// TTL ran out by `T0` is settled from its primary's status, as any reader does (the
-    /// primary committed: the record is committed; the primary's TTL ran out: rolled
-    /// back), so a dead coordinator holds the watermark up for about its lock TTL; a live
-    /// or unsettled lock holds it at its `start_ts`. `resolved_ts = min(T0, smallest
+    /// TTL ran out by `T0`, or whose record was taken more than a second before `T0`, is
+    /// settled from its primary's status, as any reader does (the primary committed: the
+    /// record is committed; the primary's TTL ran out: rolled back), so a dead coordinator
+    /// holds the watermark up for about a second if it died after its commit point, and
+    /// about its lock TTL if before; a live or unsettled lock holds it at its `start_ts`. `resolved_ts = min(T0, smallest
     /// start_ts of a lock still held)`, and [`StreamWatermark::lower_record_ts`] is
     /// `resolved_ts` minus [`crate::StreamOptions::max_record_skew`] (physical
     /// milliseconds): where the next scan's keys may start.
@@ -303,13 +310,19 @@ impl TxnClient {
         Ok(out)
     }
 
-    /// Settles `lock` if its TTL ran out by `now`: from its primary's status, committed or
-    /// rolled back (as a writer, so nothing of the holder is pushed). Whether the lock is
-    /// gone; a lock within its TTL, one whose holder is alive, or one that could not be
-    /// settled within the cleanup budget stays (and holds the watermark).
+    /// Settles `lock` from its primary's status (as a writer, so nothing of the holder is
+    /// pushed) if its TTL ran out by `now` (committed, or rolled back), or if its record was
+    /// taken more than [`SETTLE_CHECK_AFTER_MS`] before `now` (committed if the primary is:
+    /// a coordinator that died after its commit point holds the stream about that long,
+    /// not a whole TTL). Whether the lock is gone; a younger lock, one whose holder is
+    /// alive, or one that could not be settled within the cleanup budget stays (and holds
+    /// the watermark).
     fn settle_stream_lock(&self, lock: &LockInfo, now: u64) -> bool {
         let expired = physical_ms(now) >= physical_ms(lock.lock_ts).saturating_add(lock.ttl);
-        if !expired {
+        let old = record_key_parts(&lock.key).is_ok_and(|(record_ts, _, _)| {
+            physical_ms(now).saturating_sub(physical_ms(record_ts)) >= SETTLE_CHECK_AFTER_MS
+        });
+        if !expired && !old {
             return false;
         }
         let core = self.core();
