@@ -16,7 +16,8 @@ use binlog_support::{cluster, key};
 use parking_lot::Mutex;
 use stream_support::{Follower, Table, config, coordinator, replay, store_table};
 use surge_txn::{
-    ClientConfig, STREAM_PREFIX, StreamGroupKind, StreamOptions, TxnClient, TxnError, TxnMode,
+    ClientConfig, ClusterConfig, EngineKind, LocalCluster, LockMode, STREAM_PREFIX,
+    StreamGroupKind, StreamOptions, TxnClient, TxnError, TxnMode,
 };
 
 /// Transaction `i` of a coordinator: moves a unit between two of 6 shared keys (in two
@@ -65,8 +66,27 @@ fn parse(v: &[u8]) -> i64 {
 /// the beginning; and the stream replayed with STRICT rules gives the store's table.
 #[test]
 fn coordinators_commit_into_one_stream_in_commit_ts_order() {
+    one_stream_of_coordinators(None);
+}
+
+/// The same on the memory engine (the default is the disk engine).
+#[test]
+fn coordinators_commit_into_one_stream_on_the_memory_engine() {
+    one_stream_of_coordinators(Some(EngineKind::Memory));
+}
+
+fn one_stream_of_coordinators(engine: Option<EngineKind>) {
     let dir = tempfile::tempdir().expect("dir");
-    let c = cluster(&dir.path().join("cluster"));
+    let c = match engine {
+        None => cluster(&dir.path().join("cluster")),
+        Some(kind) => LocalCluster::start(
+            ClusterConfig::new(dir.path().join("cluster"))
+                .with_regions(4)
+                .with_lock_mode(LockMode::InMemory)
+                .with_engine(kind),
+        )
+        .expect("cluster"),
+    };
     let coordinators: Vec<TxnClient> = (1..=3)
         .map(|id| {
             coordinator(
