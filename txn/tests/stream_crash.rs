@@ -1,8 +1,8 @@
 //! A coordinator killed (SIGKILL) in the middle of a commit leaves its stream record
 //! locked (or not yet written); the stream watermark is held by it only until the record
 //! is settled from its primary's status: committed when the primary was (once the record
-//! is a second old), rolled back once its lock TTL ran out otherwise. Every acknowledged transaction is in the stream
-//! exactly once.
+//! is a second old), rolled back once its lock TTL ran out otherwise. Every acknowledged
+//! transaction is in the stream exactly once.
 //!
 //! The child is this test binary re-run on `child_process` with the crash point in
 //! [`TXN_CRASH_ENV`]: it runs the store (a `LocalCluster` with durable WALs) and one

@@ -71,10 +71,11 @@ impl TxnClient {
     /// settled from its primary's status, as any reader does (the primary committed: the
     /// record is committed; the primary's TTL ran out: rolled back), so a dead coordinator
     /// holds the watermark up for about a second if it died after its commit point, and
-    /// about its lock TTL if before; a live or unsettled lock holds it at its `start_ts`. `resolved_ts = min(T0, smallest
-    /// start_ts of a lock still held)`, and [`StreamWatermark::lower_record_ts`] is
-    /// `resolved_ts` minus [`crate::StreamOptions::max_record_skew`] (physical
-    /// milliseconds): where the next scan's keys may start.
+    /// about its lock TTL if before; a live or unsettled lock holds it at its `start_ts`.
+    /// `resolved_ts = min(T0, smallest start_ts of a lock still held)`, and
+    /// [`StreamWatermark::lower_record_ts`] is that minus
+    /// [`crate::StreamOptions::max_record_skew`] (physical milliseconds): where the next
+    /// scan's keys may start.
     ///
     /// Idle coordinators hold nothing: with no record lock, the watermark is `T0`. The
     /// watermarks one client returns never go back: each is the largest computed so far
