@@ -8,9 +8,10 @@
 //! long after its commit was acknowledged it was delivered.
 //!
 //! ```text
-//! cargo run --release -p surge-txn --example stream_cost -- [CLIENTS] [SECONDS] [SLICES]
+//! cargo run --release -p surge-txn --example stream_cost -- [CLIENTS] [SECONDS] [SLICES] [POLL_MS]
 //! ```
-//! (defaults 16 clients, 10 measured seconds per variant, 4 slices per variant)
+//! (defaults 16 clients, 10 measured seconds per variant, 4 slices per variant, the
+//! follower pausing 10 ms between rounds)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,6 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let clients: usize = args.first().map_or(Ok(16), |s| s.parse())?;
     let seconds: f64 = args.get(1).map_or(Ok(10.0), |s| s.parse())?;
     let slices: usize = args.get(2).map_or(Ok(4), |s| s.parse())?;
+    let poll = Duration::from_millis(args.get(3).map_or(Ok(10), |s| s.parse())?);
     let dir = tempfile::tempdir()?;
     let cluster = LocalCluster::start(
         ClusterConfig::new(dir.path().join("store"))
@@ -107,11 +109,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.spawn(move || {
                 let (mut after, mut lower) = (0u64, 0u64);
                 while !done_f.load(Ordering::Relaxed) {
-                    let Ok(wm) = reader.stream_resolved_ts() else {
-                        continue;
-                    };
-                    let Ok(txns) = reader.stream_scan(after, wm.resolved_ts, lower) else {
-                        continue;
+                    let round = reader.stream_resolved_ts().and_then(|wm| {
+                        reader
+                            .stream_scan(after, wm.resolved_ts, lower)
+                            .map(|txns| (wm, txns))
+                    });
+                    let (wm, txns) = match round {
+                        Ok(r) => r,
+                        Err(e) => {
+                            eprintln!("follower round failed: {e}");
+                            std::thread::sleep(poll);
+                            continue;
+                        }
                     };
                     let now = Instant::now();
                     let acked = acked_f.lock();
@@ -123,6 +132,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                     (after, lower) = (wm.resolved_ts, wm.lower_record_ts);
                     *rounds_f.lock() += 1;
+                    drop((acked, lags));
+                    std::thread::sleep(poll);
                 }
             });
             for round in 0..slices * 2 {
@@ -149,7 +160,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .map_err(|e| e.to_string())?;
     println!(
-        "stream_cost: {} cores, {clients} clients, {seconds} s per variant in {slices} slices",
+        "stream_cost: {} cores, {clients} clients, {seconds} s per variant in {slices} slices, follower poll {poll:?}",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let mut tps = [0.0; 2];

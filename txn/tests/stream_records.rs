@@ -16,7 +16,8 @@ use binlog_support::{cluster, key};
 use parking_lot::Mutex;
 use stream_support::{Follower, Table, config, coordinator, replay, store_table};
 use surge_txn::{
-    ClientConfig, STREAM_PREFIX, StreamGroupKind, StreamOptions, TxnClient, TxnError, TxnMode,
+    ClientConfig, ClusterConfig, EngineKind, LocalCluster, LockMode, STREAM_PREFIX,
+    StreamGroupKind, StreamOptions, TxnClient, TxnError, TxnMode,
 };
 
 /// Transaction `i` of a coordinator: moves a unit between two of 6 shared keys (in two
@@ -65,8 +66,27 @@ fn parse(v: &[u8]) -> i64 {
 /// the beginning; and the stream replayed with STRICT rules gives the store's table.
 #[test]
 fn coordinators_commit_into_one_stream_in_commit_ts_order() {
+    one_stream_of_coordinators(None);
+}
+
+/// The same on the memory engine (the default is the disk engine).
+#[test]
+fn coordinators_commit_into_one_stream_on_the_memory_engine() {
+    one_stream_of_coordinators(Some(EngineKind::Memory));
+}
+
+fn one_stream_of_coordinators(engine: Option<EngineKind>) {
     let dir = tempfile::tempdir().expect("dir");
-    let c = cluster(&dir.path().join("cluster"));
+    let c = match engine {
+        None => cluster(&dir.path().join("cluster")),
+        Some(kind) => LocalCluster::start(
+            ClusterConfig::new(dir.path().join("cluster"))
+                .with_regions(4)
+                .with_lock_mode(LockMode::InMemory)
+                .with_engine(kind),
+        )
+        .expect("cluster"),
+    };
     let coordinators: Vec<TxnClient> = (1..=3)
         .map(|id| {
             coordinator(
@@ -242,7 +262,8 @@ fn a_commit_slower_than_the_skew_bound_rolls_back() {
 /// A coordinator that stops after prewriting (its record locked) holds the watermark below
 /// its start_ts until its locks' TTL runs out; then the watermark passes it and the record
 /// is rolled back (its primary was never committed). One that stops after its primary's
-/// commit holds it likewise, and its record is then committed. The stalls are printed.
+/// commit holds it until its record is a second old, and its record is then committed.
+/// The stalls are printed.
 #[test]
 fn a_dead_coordinator_holds_the_watermark_for_about_its_ttl() {
     let dir = tempfile::tempdir().expect("dir");
@@ -297,8 +318,10 @@ fn a_dead_coordinator_holds_the_watermark_for_about_its_ttl() {
                 "after prewrite"
             }
         );
+        // Before the commit point: held for the TTL. After it: for about a second.
+        let least = if after_commit { 800 } else { ttl_ms * 3 / 4 };
         assert!(
-            stall >= Duration::from_millis(ttl_ms / 2),
+            stall >= Duration::from_millis(least),
             "released after {stall:?}"
         );
         let wm = reader.stream_resolved_ts().expect("watermark");
@@ -336,9 +359,15 @@ fn the_stream_prefix_is_reserved() {
             "{r:?}"
         );
     }
-    // A key just after the prefix's range is ordinary, and a scan crossing the stream's
-    // range returns it and the user keys below, not the records.
-    let after = b"\xff\xffstream0x".to_vec();
+    // Payload keys of external records are reserved too.
+    let payload = b"\xff\xffstream:x".to_vec();
+    assert!(matches!(
+        t.put(&payload, b"v"),
+        Err(TxnError::ReservedKey { .. })
+    ));
+    // A key just after the reserved range is ordinary, and a scan crossing the range
+    // returns it and the user keys below, not the records.
+    let after = b"\xff\xffstream;x".to_vec();
     t.put(&after, b"a").expect("put after the range");
     t.put(&key(3, "z"), b"z").expect("put");
     t.commit().expect("commit");
@@ -497,4 +526,63 @@ fn hot_row_members_stream_as_one_group_each_in_order() {
     let mut table = Table::new();
     replay(&mut table, &txns).expect("replay");
     assert_eq!(table, store_table(&client));
+}
+
+/// A record over `inline_max_bytes` is stored external: its chunks as payload keys
+/// prewritten with the other keys, one value under its record key. It reads back whole,
+/// also when its coordinator died after the commit point with the payload still locked
+/// (the reader's snapshot read commits it from the primary).
+#[test]
+fn an_external_record_reads_back_whole_even_with_its_payload_locked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let stream = StreamOptions::default()
+        .with_chunk_bytes(64 << 10)
+        .with_inline_max_bytes(256 << 10);
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    let mut want = Table::new();
+    let mut expected = Vec::new();
+    for (n, abandon) in [(1u32, false), (2, true)] {
+        let client = coordinator(
+            &c,
+            &dir.path().join(format!("binlog{n}")),
+            n,
+            config(1000, stream.clone()),
+        );
+        let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+        for i in 0..4u8 {
+            let value = vec![i ^ n as u8; 200 << 10];
+            let k = key(i, &format!("ext{n}-{i}"));
+            t.put(&k, &value).expect("put");
+            want.insert(k, value);
+        }
+        let start_ts = t.start_ts();
+        let commit_ts = if abandon {
+            t.__abandon_after_primary_commit()
+                .expect("primary committed")
+        } else {
+            t.commit().expect("commit")
+        };
+        expected.push((start_ts, commit_ts));
+    }
+    // The abandoned one's record lock holds the watermark until its TTL runs out.
+    let started = Instant::now();
+    let wm = loop {
+        let wm = reader.stream_resolved_ts().expect("watermark");
+        if wm.resolved_ts > expected[1].1 {
+            break wm;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "watermark held"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    let got: Vec<(u64, u64)> = txns.iter().map(|t| (t.start_ts, t.commit_ts)).collect();
+    assert_eq!(got, expected);
+    let mut table = Table::new();
+    replay(&mut table, &txns).expect("replay");
+    assert_eq!(table, want);
+    assert_eq!(store_table(&reader), want, "payload keys are not user data");
 }

@@ -31,7 +31,7 @@ use super::binlog_sequencer::Sequencer;
 use super::binlog_txn::{BinlogTxn, take_hot_members};
 use super::core::ClientCore;
 use super::error::TxnError;
-use super::stream_commit::{StreamStep, build_record};
+use super::stream_commit::build_record;
 use super::two_pc::{CommitPlan, StopAt};
 
 /// The binlog of one coordinator: the MariaDB log, the prepare journal and the sequencer.
@@ -221,12 +221,9 @@ impl BinlogStep {
         }
     }
 
-    /// What the commit does about its stream record: the record built at prepare, if any.
-    pub(crate) fn take_stream_record(&mut self) -> StreamStep {
-        match self.stream.take() {
-            Some(record) => StreamStep::Append(record),
-            None => StreamStep::None,
-        }
+    /// The encoded stream record built at prepare, if any (taken once).
+    pub(crate) fn take_stream_record(&mut self) -> Option<Vec<u8>> {
+        self.stream.take()
     }
 }
 

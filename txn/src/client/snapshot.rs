@@ -5,7 +5,7 @@ use super::backoff::Backoff;
 use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply, context};
 use super::error::TxnError;
-use crate::stream::{STREAM_END, STREAM_PREFIX};
+use crate::stream::{RESERVED_END, STREAM_PREFIX};
 use crate::{Context, KeyError, KvRequest, KvResponse, MvccError};
 
 /// A key and its value, as reads return them.
@@ -64,7 +64,8 @@ impl ClientCore {
     }
 
     /// At most `limit` committed pairs of `[start, end)` visible at `ts`, in key order, region
-    /// by region. Keys under [`crate::STREAM_PREFIX`] (stream records) are never returned.
+    /// by region. Keys of the stream's reserved range (from [`crate::STREAM_PREFIX`] to
+    /// `0xFF 0xFF "stream;"`: records and their payloads) are never returned.
     ///
     /// # Errors
     /// As [`ClientCore::snapshot_get`].
@@ -82,8 +83,8 @@ impl ClientCore {
         let mut cur = start.to_vec();
         while out.len() < limit && end.is_none_or(|e| cur.as_slice() < e) {
             // Stream records are not user data: the scan steps over their range.
-            if cur.as_slice() >= STREAM_PREFIX && cur.as_slice() < STREAM_END {
-                cur = STREAM_END.to_vec();
+            if cur.as_slice() >= STREAM_PREFIX && cur.as_slice() < RESERVED_END {
+                cur = RESERVED_END.to_vec();
                 continue;
             }
             let region = self.locate(&cur, &mut bo)?;
@@ -96,7 +97,7 @@ impl ClientCore {
             let mut next = region_end.map(<[u8]>::to_vec);
             if cur.as_slice() < STREAM_PREFIX && scan_end.is_none_or(|e| e > STREAM_PREFIX) {
                 scan_end = Some(STREAM_PREFIX);
-                next = Some(STREAM_END.to_vec());
+                next = Some(RESERVED_END.to_vec());
             }
             let req = KvRequest::Scan {
                 ctx: context(&region),

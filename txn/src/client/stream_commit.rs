@@ -24,7 +24,10 @@ use super::binlog_writer::{BinlogStep, CoordinatorBinlog};
 use super::core::ClientCore;
 use super::error::TxnError;
 use super::two_pc::{CommitPlan, StopAt, all_keys};
-use crate::stream::{StreamGroup, encode_stream_record, is_reserved_key, record_key, split_chunks};
+use crate::stream::{
+    StreamGroup, encode_stream_record, external_value, is_reserved_key, payload_key, record_key,
+    split_chunks,
+};
 use crate::{CommitKind, Mutation, PessimisticAction, TxnProps};
 
 /// What a commit does about its stream record.
@@ -32,11 +35,16 @@ use crate::{CommitKind, Mutation, PessimisticAction, TxnProps};
 pub(crate) enum StreamStep {
     /// No record (no binlog, streaming off, or no event).
     None,
-    /// The encoded record, prewritten after every other key.
-    Append(Vec<u8>),
+    /// The values of the record's keys (its chunks, or an external record's one value),
+    /// prewritten after every other key.
+    Append(Vec<Vec<u8>>),
     /// The record's chunks are the plan's mutations, taken at this `record_ts`.
     InPlan(u64),
 }
+
+/// The mutations of an external record's payload (none for an inline one), prewritten
+/// with the transaction's other keys.
+pub(crate) type Payload = Vec<(Mutation, PessimisticAction)>;
 
 /// Refuses a user write of a key reserved for stream records.
 ///
@@ -99,14 +107,14 @@ pub(crate) fn build_record(
     Ok(Some(encode_stream_record(&groups)))
 }
 
-/// The mutations of `record`'s chunks taken at `record_ts` for transaction `start_ts`.
+/// The mutations putting `values` under the record keys taken at `record_ts` for
+/// transaction `start_ts`.
 fn record_mutations(
-    record: &[u8],
-    chunk_bytes: usize,
+    values: Vec<Vec<u8>>,
     record_ts: u64,
     start_ts: u64,
 ) -> Vec<(Mutation, PessimisticAction)> {
-    split_chunks(record, chunk_bytes)
+    values
         .into_iter()
         .enumerate()
         .map(|(i, value)| {
@@ -119,11 +127,59 @@ fn record_mutations(
         .collect()
 }
 
-/// Chunks per prewrite request of a record: a large record goes in several requests (sent
-/// concurrently), each a few MiB, rather than one of its whole size.
-const RECORD_CHUNKS_PER_REQUEST: usize = 8;
+/// Chunks per prewrite request of a record or payload: a large one goes in several
+/// requests (sent concurrently), each a few MiB, rather than one of its whole size.
+pub(crate) const RECORD_CHUNKS_PER_REQUEST: usize = 8;
 
 impl ClientCore {
+    /// How transaction `start_ts` writes its encoded `record`: inline (its chunks under the
+    /// record keys, prewritten last) when it is at most
+    /// [`crate::StreamOptions::inline_max_bytes`], else external (its chunks as a payload
+    /// prewritten with the other keys, one value under the record key).
+    pub(crate) fn stream_parts(&self, record: &[u8], start_ts: u64) -> (StreamStep, Payload) {
+        let opts = &self.config.stream;
+        let chunks = split_chunks(record, opts.chunk_bytes);
+        if record.len() <= opts.inline_max_bytes {
+            return (StreamStep::Append(chunks), Vec::new());
+        }
+        let header = external_value(chunks.len() as u32, record.len() as u64);
+        let payload = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| {
+                (
+                    Mutation::Put {
+                        key: payload_key(start_ts, i as u32),
+                        value,
+                    },
+                    PessimisticAction::SkipPessimisticCheck,
+                )
+            })
+            .collect();
+        (StreamStep::Append(vec![header]), payload)
+    }
+
+    /// Prewrites an external record's `payload` with `op`, one request of
+    /// [`RECORD_CHUNKS_PER_REQUEST`] chunks at a time: the stream's region also takes every
+    /// other transaction's small record, which would otherwise queue behind the whole
+    /// payload (a 256 MiB payload sent at once held small records' prewrites for seconds,
+    /// past the skew bound).
+    ///
+    /// # Errors
+    /// The first batch's error.
+    pub(crate) fn prewrite_payload(
+        &self,
+        op: &super::two_pc::Prewrite<'_>,
+        payload: &[(Mutation, PessimisticAction)],
+    ) -> Result<(), TxnError> {
+        for batch in payload.chunks(RECORD_CHUNKS_PER_REQUEST) {
+            let mut bo = super::backoff::Backoff::new(&self.config);
+            let mut op = op.clone();
+            self.run_batches(&mut op, batch.to_vec(), &mut bo)?;
+        }
+        Ok(())
+    }
+
     /// Step 2 of the module docs, after every other key of `plan` is prewritten: takes
     /// `record_ts`, prewrites the record's chunks, and returns the plan extended with them
     /// (for the commit, the secondaries and any rollback) and `record_ts`.
@@ -134,7 +190,7 @@ impl ClientCore {
         &self,
         plan: &CommitPlan,
         props: &TxnProps,
-        record: &[u8],
+        values: Vec<Vec<u8>>,
     ) -> Result<(CommitPlan, u64), TxnError> {
         let record_ts = match self.get_ts() {
             Ok(ts) => ts,
@@ -143,12 +199,7 @@ impl ClientCore {
                 return Err(e);
             }
         };
-        let chunks = record_mutations(
-            record,
-            self.config.stream.chunk_bytes,
-            record_ts,
-            plan.start_ts,
-        );
+        let chunks = record_mutations(values, record_ts, plan.start_ts);
         let mut extended = plan.clone();
         extended.mutations.extend(chunks.iter().cloned());
         let groups: Vec<Vec<_>> = chunks
@@ -217,9 +268,11 @@ impl ClientCore {
     ) -> Result<u64, TxnError> {
         let group = StreamGroup::from_cache_bytes(cache_bytes).map_err(stream_err)?;
         let record = encode_stream_record(&[group]);
+        // Always inline: the record is the whole transaction, its first chunk the primary,
+        // all of it prewritten right after record_ts (statements alone are small).
+        let values = split_chunks(&record, self.config.stream.chunk_bytes);
         let record_ts = self.get_ts()?;
-        let mutations =
-            record_mutations(&record, self.config.stream.chunk_bytes, record_ts, start_ts);
+        let mutations = record_mutations(values, record_ts, start_ts);
         let primary = record_key(record_ts, start_ts, 0);
         let plan = CommitPlan {
             start_ts,
@@ -232,6 +285,7 @@ impl ClientCore {
             StopAt::Never,
             BinlogStep::off(),
             StreamStep::InPlan(record_ts),
+            Vec::new(),
         );
         self.heartbeats.unregister(start_ts);
         result

@@ -42,10 +42,16 @@ use super::resolver::Resolution;
 use super::two_pc::CLEANUP_BUDGET;
 use super::txn_client::TxnClient;
 use crate::stream::{
-    ChunkAssembler, STREAM_END, STREAM_PREFIX, StreamTxn, StreamWatermark, record_key_parts,
-    stream_lower_key,
+    Assembled, ChunkAssembler, STREAM_END, STREAM_PREFIX, StreamTxn, StreamWatermark,
+    decode_stream_record, payload_key, record_key_parts, stream_lower_key,
 };
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
+
+/// A record lock taken this long ago (milliseconds, by `record_ts`) has its primary's
+/// status checked even within its TTL: a live coordinator commits its record within a few
+/// milliseconds of `record_ts` (and never past the skew bound), so one still locked this
+/// long after is most likely an abandoned commit.
+const SETTLE_CHECK_AFTER_MS: u64 = 1000;
 
 /// Puts per `ScanWrites` answer.
 const SCAN_WRITES_LIMIT: usize = 1024;
@@ -61,13 +67,15 @@ impl TxnClient {
     ///
     /// Takes `T0` from the oracle, then lists the record locks of every region under
     /// [`crate::STREAM_PREFIX`] (leaders only, in-memory and replicated locks). A lock whose
-    /// TTL ran out by `T0` is settled from its primary's status, as any reader does (the
-    /// primary committed: the record is committed; the primary's TTL ran out: rolled
-    /// back), so a dead coordinator holds the watermark up for about its lock TTL; a live
-    /// or unsettled lock holds it at its `start_ts`. `resolved_ts = min(T0, smallest
-    /// start_ts of a lock still held)`, and [`StreamWatermark::lower_record_ts`] is
-    /// `resolved_ts` minus [`crate::StreamOptions::max_record_skew`] (physical
-    /// milliseconds): where the next scan's keys may start.
+    /// TTL ran out by `T0`, or whose record was taken more than a second before `T0`, is
+    /// settled from its primary's status, as any reader does (the primary committed: the
+    /// record is committed; the primary's TTL ran out: rolled back), so a dead coordinator
+    /// holds the watermark up for about a second if it died after its commit point, and
+    /// about its lock TTL if before; a live or unsettled lock holds it at its `start_ts`.
+    /// `resolved_ts = min(T0, smallest start_ts of a lock still held)`, and
+    /// [`StreamWatermark::lower_record_ts`] is that minus
+    /// [`crate::StreamOptions::max_record_skew`] (physical milliseconds): where the next
+    /// scan's keys may start.
     ///
     /// Idle coordinators hold nothing: with no record lock, the watermark is `T0`. The
     /// watermarks one client returns never go back: each is the largest computed so far
@@ -121,6 +129,12 @@ impl TxnClient {
     /// [`StreamWatermark::lower_record_ts`] of the watermark that delivered
     /// `after_commit_ts` (the previous one; 0 means from the beginning, as when a node
     /// rebuilds its stream from scratch): then the answer is complete and final.
+    ///
+    /// More generally, any `lower_record_ts` at or below `after_commit_ts` minus
+    /// [`crate::StreamOptions::max_record_skew`] (physical milliseconds, logical part 0) is
+    /// complete, since every committed record has `commit_ts - record_ts` within the skew:
+    /// a node rebuilding its stream can read the history in windows `(a, b]` with that
+    /// bound for each, rather than from key 0 every time.
     ///
     /// # Errors
     /// Region errors after retries; [`TxnError::StreamRecord`] for a record whose chunks
@@ -192,11 +206,21 @@ impl TxnClient {
         }
         let mut out = Vec::with_capacity(records.len());
         for ((record_ts, start_ts), (commit_ts, chunks)) in records {
-            let groups = chunks.finish().map_err(|e| TxnError::StreamRecord {
+            let bad = |detail: String| TxnError::StreamRecord {
                 start_ts,
                 record_ts,
-                detail: e.to_string(),
-            })?;
+                detail,
+            };
+            let bytes = match chunks.finish().map_err(|e| bad(e.to_string()))? {
+                Assembled::Record(bytes) => bytes,
+                Assembled::External { chunks, bytes } => self
+                    .stream_payload(start_ts, commit_ts, chunks, bytes)
+                    .map_err(|e| match e {
+                        TxnError::StreamRecord { detail, .. } => bad(detail),
+                        other => other,
+                    })?,
+            };
+            let groups = decode_stream_record(&bytes).map_err(|e| bad(e.to_string()))?;
             out.push(StreamTxn {
                 commit_ts,
                 start_ts,
@@ -206,6 +230,52 @@ impl TxnClient {
         }
         out.sort_by_key(|t| (t.commit_ts, t.start_ts));
         Ok(out)
+    }
+
+    /// The encoded record of transaction `start_ts` stored external in `chunks` payload
+    /// chunks of `bytes` bytes, read at its `commit_ts`. The record key is committed, so the
+    /// payload is too: a payload lock still there (its coordinator died before committing
+    /// its secondaries) is committed from the primary's record by the snapshot read.
+    ///
+    /// # Errors
+    /// Read errors; [`TxnError::StreamRecord`] for missing or inconsistent chunks.
+    fn stream_payload(
+        &self,
+        start_ts: u64,
+        commit_ts: u64,
+        chunks: u32,
+        bytes: u64,
+    ) -> Result<Vec<u8>, TxnError> {
+        let bad = |detail: String| TxnError::StreamRecord {
+            start_ts,
+            record_ts: 0,
+            detail,
+        };
+        let keys: Vec<Vec<u8>> = (0..chunks).map(|i| payload_key(start_ts, i)).collect();
+        let pairs = self.core().snapshot_batch_get(keys.clone(), commit_ts)?;
+        let mut assembler = ChunkAssembler::default();
+        for (i, key) in keys.iter().enumerate() {
+            let value = pairs
+                .binary_search_by(|(k, _)| k.as_slice().cmp(key))
+                .ok()
+                .and_then(|at| pairs.get(at))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| bad(format!("payload chunk {i} of {chunks} missing")))?;
+            assembler
+                .add(i as u32, value)
+                .map_err(|e| bad(format!("payload: {e}")))?;
+        }
+        match assembler
+            .finish()
+            .map_err(|e| bad(format!("payload: {e}")))?
+        {
+            Assembled::Record(record) if record.len() as u64 == bytes => Ok(record),
+            Assembled::Record(record) => Err(bad(format!(
+                "payload of {} bytes, the record key says {bytes}",
+                record.len()
+            ))),
+            Assembled::External { .. } => Err(bad("payload chunk is an external value".into())),
+        }
     }
 
     /// The record locks with `start_ts <= max_ts` of every region under the stream prefix.
@@ -241,13 +311,19 @@ impl TxnClient {
         Ok(out)
     }
 
-    /// Settles `lock` if its TTL ran out by `now`: from its primary's status, committed or
-    /// rolled back (as a writer, so nothing of the holder is pushed). Whether the lock is
-    /// gone; a lock within its TTL, one whose holder is alive, or one that could not be
-    /// settled within the cleanup budget stays (and holds the watermark).
+    /// Settles `lock` from its primary's status (as a writer, so nothing of the holder is
+    /// pushed) if its TTL ran out by `now` (committed, or rolled back), or if its record was
+    /// taken more than [`SETTLE_CHECK_AFTER_MS`] before `now` (committed if the primary is:
+    /// a coordinator that died after its commit point holds the stream about that long,
+    /// not a whole TTL). Whether the lock is gone; a younger lock, one whose holder is
+    /// alive, or one that could not be settled within the cleanup budget stays (and holds
+    /// the watermark).
     fn settle_stream_lock(&self, lock: &LockInfo, now: u64) -> bool {
         let expired = physical_ms(now) >= physical_ms(lock.lock_ts).saturating_add(lock.ttl);
-        if !expired {
+        let old = record_key_parts(&lock.key).is_ok_and(|(record_ts, _, _)| {
+            physical_ms(now).saturating_sub(physical_ms(record_ts)) >= SETTLE_CHECK_AFTER_MS
+        });
+        if !expired && !old {
             return false;
         }
         let core = self.core();

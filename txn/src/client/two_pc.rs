@@ -11,9 +11,8 @@ use super::binlog_writer::BinlogStep;
 use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply};
 use super::error::TxnError;
-use super::region_cache::CachedRegion;
 use super::secondaries::SecondaryJob;
-use super::stream_commit::StreamStep;
+use super::stream_commit::{Payload, StreamStep};
 use crate::{
     CommitKind, Context, KeyError, KvRequest, KvResponse, LockInfo, LockType, Mutation, MvccError,
     PessimisticAction, TxnProps, TxnStatus,
@@ -79,23 +78,39 @@ impl ClientCore {
         .entered();
         // Binlog step 1 (a no-op without a binlog): prepared before anything is prewritten.
         let mut step = self.binlog_prepare(plan, binlog)?;
-        let stream = step.take_stream_record();
-        self.commit_with_step(plan, stop, step, stream)
+        let (stream, payload) = match step.take_stream_record() {
+            Some(record) => self.stream_parts(&record, plan.start_ts),
+            None => (StreamStep::None, Vec::new()),
+        };
+        self.commit_with_step(plan, stop, step, stream, payload)
     }
 
-    /// [`ClientCore::commit_plan`] with the binlog step prepared (or off) and what to do
-    /// about the stream record.
+    /// [`ClientCore::commit_plan`] with the binlog step prepared (or off), what to do about
+    /// the stream record, and an external record's payload (prewritten with the other keys,
+    /// in batches of its own so that no request carries all of it).
     pub(crate) fn commit_with_step(
         &self,
         plan: &CommitPlan,
         stop: StopAt,
         mut step: BinlogStep,
         stream: StreamStep,
+        payload: Payload,
     ) -> Result<u64, TxnError> {
         let mut bo = Backoff::new(&self.config);
         let groups = match self.group_by_region(plan.mutations.clone(), mutation_key, &mut bo) {
             Ok(groups) => groups,
             Err(e) => return step.finish(Err(e), stop),
+        };
+        let groups: Vec<Vec<(Mutation, PessimisticAction)>> =
+            groups.into_iter().map(|(_, b)| b).collect();
+        let extended;
+        let plan = if payload.is_empty() {
+            plan
+        } else {
+            let mut p = plan.clone();
+            p.mutations.extend(payload.iter().cloned());
+            extended = p;
+            &extended
         };
         let props = TxnProps {
             start_ts: plan.start_ts,
@@ -106,7 +121,9 @@ impl ClientCore {
             min_commit_ts: plan.start_ts.max(plan.for_update_ts).saturating_add(1),
             commit_kind: CommitKind::TwoPc,
         };
-        let result = self.commit_prepared(plan, stop, groups, props, &mut step, stream, &mut bo);
+        let result = self.commit_prepared(
+            plan, stop, groups, &payload, props, &mut step, stream, &mut bo,
+        );
         step.finish(result, stop)
     }
 
@@ -118,7 +135,8 @@ impl ClientCore {
         &self,
         plan: &CommitPlan,
         stop: StopAt,
-        groups: Vec<(CachedRegion, Vec<(Mutation, PessimisticAction)>)>,
+        groups: Vec<Vec<(Mutation, PessimisticAction)>>,
+        payload: &[(Mutation, PessimisticAction)],
         props: TxnProps,
         step: &mut BinlogStep,
         stream: StreamStep,
@@ -130,10 +148,23 @@ impl ClientCore {
         // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
         // secondary lock before the primary's is written treats the transaction as alive
         // until the lock's TTL runs out, so nothing is decided without the primary.
-        let groups: Vec<_> = groups.into_iter().map(|(_, b)| b).collect();
         let op = prewrite_op(self, props.clone());
         self.heartbeats.register(plan.start_ts, &plan.primary);
-        let prewritten = self.run_groups_concurrently(&op, groups, self.config.max_backoff);
+        let prewritten = if payload.is_empty() {
+            self.run_groups_concurrently(&op, groups, self.config.max_backoff)
+        } else {
+            // An external record's payload beside the keys, on a thread of its own.
+            std::thread::scope(|s| {
+                let paying = s.spawn(|| self.prewrite_payload(&op, payload));
+                let keys = self.run_groups_concurrently(&op, groups, self.config.max_backoff);
+                let paid = paying.join().unwrap_or_else(|_| {
+                    Err(TxnError::Protocol {
+                        detail: "the payload prewrite thread panicked".to_string(),
+                    })
+                });
+                keys.and(paid)
+            })
+        };
         if let Err(e) = prewritten {
             self.rollback_keys(plan.start_ts, all_keys(plan));
             return Err(e);
@@ -143,7 +174,7 @@ impl ClientCore {
             StreamStep::None => (None, None),
             StreamStep::InPlan(record_ts) => (None, Some(record_ts)),
             StreamStep::Append(record) => {
-                let (p, ts) = self.prewrite_stream_record(plan, &props, &record)?;
+                let (p, ts) = self.prewrite_stream_record(plan, &props, record)?;
                 (Some(p), Some(ts))
             }
         };

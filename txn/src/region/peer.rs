@@ -377,6 +377,33 @@ impl RegionPeer {
         Ok(f(&reader)?)
     }
 
+    /// [`RegionPeer::read_locks`] over `[start, end)` for a lock scan whose answer must be
+    /// complete (the stream watermark's): the snapshot is checked, after it is taken, to
+    /// still hold the whole range on a replica that still leads, as
+    /// [`RegionPeer::read`] does, so a split or leader change that raced the request is
+    /// refused instead of answered with a part of the locks.
+    pub(crate) fn read_locks_in<T>(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
+    ) -> Result<T, CmdError> {
+        let term = self.leader_term();
+        let answer = {
+            let table = self.lock_table.read();
+            let snap = self.engine.snapshot();
+            let reader = MvccReader::new(&*snap, Some(&table));
+            f(&reader)
+        };
+        // Checked after the read, with the lock table released (the region's info is taken
+        // here; a split takes it before the table): the range shrinks before its data and
+        // locks move, so a range still whole now was whole when the snapshot was taken.
+        self.still_holds(start, end, false, None)?;
+        self.engine_ok()?;
+        self.still_leads(term)?;
+        Ok(answer?)
+    }
+
     /// Takes the latches of `keys`, pruning (every 50 ms while it waits) the pending writes
     /// that will never apply, whose latches would otherwise be held for good.
     pub(super) fn latch_keys(&self, keys: &[Vec<u8>]) -> LatchGuard {

@@ -336,8 +336,9 @@ impl KvNode {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
                 let info = peer.info();
                 let end = clamp_end(end, info.end_key());
-                let locks = peer
-                    .read_locks(|r| crate::scan_lock(r, max_ts, &start, end.as_deref(), limit))?;
+                let locks = peer.read_locks_in(&start, end.as_deref(), |r| {
+                    crate::scan_lock(r, max_ts, &start, end.as_deref(), limit)
+                })?;
                 Ok(KvResponse::Locks { locks })
             }
             KvRequest::ScanWrites {

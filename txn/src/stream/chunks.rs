@@ -3,17 +3,24 @@
 //! # Layout
 //!
 //! ```text
-//! chunk value := chunk_count:u32 (big-endian) part
+//! chunk value    := chunk_count:u32 part                  (chunk_count >= 1)
+//! external value := 0:u32 payload_chunks:u32 payload_len:u64
 //! ```
 //!
-//! Every chunk says how many the record has, so a reader knows when it holds them all and
-//! refuses a record whose chunks disagree. The record is the concatenation of the parts in
-//! `chunk_no` order.
+//! (all big-endian). Every chunk says how many the record has, so a reader knows when it
+//! holds them all and refuses a record whose chunks disagree; the record is the
+//! concatenation of the parts in `chunk_no` order.
+//!
+//! A record larger than [`crate::StreamOptions::inline_max_bytes`] is stored *external*:
+//! its chunks (the same chunk values) go under the payload keys of its transaction
+//! (`keys.rs`), prewritten with the transaction's other keys, and its record key holds one
+//! external value saying how many payload chunks and bytes there are. Only that small
+//! value is prewritten last, so the skew bound does not have to cover writing a large
+//! record.
 
 use std::collections::BTreeMap;
 
 use super::error::StreamDecodeError;
-use super::record::{StreamGroup, decode_stream_record};
 
 /// `record` cut into values of at most `chunk_bytes` bytes of the record each (at least
 /// one chunk; `chunk_bytes` 0 counts as 1).
@@ -36,11 +43,36 @@ pub(crate) fn split_chunks(record: &[u8], chunk_bytes: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The value of a record key whose record is stored external in `chunks` payload chunks
+/// of `bytes` bytes in all.
+pub(crate) fn external_value(chunks: u32, bytes: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16);
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(&chunks.to_be_bytes());
+    v.extend_from_slice(&bytes.to_be_bytes());
+    v
+}
+
+/// What a complete set of chunks holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Assembled {
+    /// The encoded record.
+    Record(Vec<u8>),
+    /// The record is external: this many payload chunks of this many bytes in all.
+    External {
+        /// Payload chunks.
+        chunks: u32,
+        /// Bytes of the encoded record.
+        bytes: u64,
+    },
+}
+
 /// The chunks of one record as they are found, in any order.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkAssembler {
     count: Option<u32>,
     parts: BTreeMap<u32, Vec<u8>>,
+    external: Option<(u32, u64)>,
 }
 
 impl ChunkAssembler {
@@ -48,7 +80,8 @@ impl ChunkAssembler {
     ///
     /// # Errors
     /// [`StreamDecodeError`] for a value too short to hold the count, a count that differs
-    /// from another chunk's, or a chunk number past the count.
+    /// from another chunk's, a chunk number past the count, or an external value that is
+    /// not alone at chunk 0 or has the wrong length.
     pub(crate) fn add(&mut self, chunk_no: u32, value: Vec<u8>) -> Result<(), StreamDecodeError> {
         if value.len() < 4 {
             return Err(StreamDecodeError::new(
@@ -68,6 +101,24 @@ impl ChunkAssembler {
                 ),
             ));
         }
+        if count == 0 {
+            // An external record's one value.
+            if chunk_no != 0 || value.len() != 16 {
+                return Err(StreamDecodeError::new(
+                    "chunk",
+                    4,
+                    format!(
+                        "external value at chunk {chunk_no} of {} bytes (wants chunk 0, 16 bytes)",
+                        value.len()
+                    ),
+                ));
+            }
+            let chunks = u32::from_be_bytes([value[4], value[5], value[6], value[7]]);
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&value[8..16]);
+            self.external = Some((chunks, u64::from_be_bytes(b)));
+            return Ok(());
+        }
         if chunk_no >= count {
             return Err(StreamDecodeError::new(
                 "chunk",
@@ -81,14 +132,18 @@ impl ChunkAssembler {
 
     /// Whether every chunk is there.
     pub(crate) fn is_complete(&self) -> bool {
-        self.count.is_some_and(|c| self.parts.len() == c as usize)
+        match self.count {
+            Some(0) => self.external.is_some(),
+            Some(c) => self.parts.len() == c as usize,
+            None => false,
+        }
     }
 
-    /// The record decoded.
+    /// What the chunks hold.
     ///
     /// # Errors
-    /// [`StreamDecodeError`] when chunks are missing or the record does not decode.
-    pub(crate) fn finish(self) -> Result<Vec<StreamGroup>, StreamDecodeError> {
+    /// [`StreamDecodeError`] when chunks are missing.
+    pub(crate) fn finish(self) -> Result<Assembled, StreamDecodeError> {
         if !self.is_complete() {
             return Err(StreamDecodeError::new(
                 "chunk",
@@ -96,30 +151,22 @@ impl ChunkAssembler {
                 format!("{} of {:?} chunks found", self.parts.len(), self.count),
             ));
         }
-        let bytes: Vec<u8> = self.parts.into_values().flatten().collect();
-        decode_stream_record(&bytes)
+        if let Some((chunks, bytes)) = self.external {
+            return Ok(Assembled::External { chunks, bytes });
+        }
+        Ok(Assembled::Record(
+            self.parts.into_values().flatten().collect(),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::{StreamGroupKind, encode_stream_record};
 
     #[test]
     fn records_reassemble_from_chunks_in_any_order() -> Result<(), StreamDecodeError> {
-        let group = StreamGroup {
-            kind: StreamGroupKind::Transactional,
-            events: vec![
-                surge_binlog::Event::new(
-                    surge_binlog::EventBody::AnnotateRows(b"UPDATE t SET a = 2".to_vec()),
-                    1,
-                    1,
-                )
-                .encode(surge_binlog::ChecksumAlg::Off),
-            ],
-        };
-        let record = encode_stream_record(&[group.clone(), group.clone()]);
+        let record: Vec<u8> = (0..100u8).collect();
         for size in [1, 3, 7, record.len(), record.len() + 10] {
             let chunks = split_chunks(&record, size);
             assert_eq!(chunks.len(), record.len().div_ceil(size));
@@ -128,14 +175,23 @@ mod tests {
                 assert!(!a.is_complete());
                 a.add(i as u32, c.clone())?;
             }
-            assert_eq!(a.finish()?, vec![group.clone(), group.clone()]);
+            assert_eq!(a.finish()?, Assembled::Record(record.clone()));
         }
+        let mut a = ChunkAssembler::default();
+        a.add(0, external_value(7, 12345))?;
+        assert_eq!(
+            a.finish()?,
+            Assembled::External {
+                chunks: 7,
+                bytes: 12345
+            }
+        );
         Ok(())
     }
 
     #[test]
     fn inconsistent_chunks_are_refused() {
-        let record = encode_stream_record(&[]);
+        let record = b"abcdefgh".to_vec();
         let chunks = split_chunks(&record, 4);
         let mut a = ChunkAssembler::default();
         assert!(a.add(0, vec![1]).is_err());
@@ -143,8 +199,12 @@ mod tests {
         let mut a = ChunkAssembler::default();
         assert!(a.add(0, chunks[0].clone()).is_ok());
         assert!(a.add(1, split_chunks(&record, 1)[1].clone()).is_err());
+        assert!(a.add(1, external_value(1, 1)).is_err());
         let mut a = ChunkAssembler::default();
         assert!(a.add(0, chunks[0].clone()).is_ok());
         assert!(a.finish().is_err());
+        let mut a = ChunkAssembler::default();
+        assert!(a.add(1, external_value(1, 1)).is_err());
+        assert!(a.add(0, external_value(1, 1)[..12].to_vec()).is_err());
     }
 }

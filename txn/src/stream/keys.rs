@@ -10,10 +10,17 @@
 //! (`client/stream_reader.rs` explains why that bound is exact). `start_ts` makes the key
 //! unique to one transaction; `chunk_no` orders a record's chunks.
 //!
-//! The prefix starts with `0xFF 0xFF` so that the records sort after every ordinary key
+//! An external record's payload chunks (`chunks.rs`) are under their own prefix:
+//!
+//! ```text
+//! payload key := STREAM_PAYLOAD_PREFIX start_ts:u64 chunk_no:u32
+//! ```
+//!
+//! The prefixes start with `0xFF 0xFF` so that the records sort after every ordinary key
 //! (SQL table keys, `surgedb`.`kv` keys of readable text): they end up in the last region
-//! and away from user data. Users may not write under the prefix
-//! ([`crate::TxnError::ReservedKey`]) and their scans skip it.
+//! and away from user data. Users may not write keys in the reserved range
+//! `[STREAM_PREFIX, 0xFF 0xFF "stream;")`, which holds both prefixes
+//! ([`crate::TxnError::ReservedKey`]), and their scans skip it.
 
 use super::error::StreamDecodeError;
 
@@ -23,12 +30,28 @@ pub const STREAM_PREFIX: &[u8] = b"\xff\xffstream/";
 /// The smallest key above every key under [`STREAM_PREFIX`] (`'/' + 1 = '0'`).
 pub(crate) const STREAM_END: &[u8] = b"\xff\xffstream0";
 
+/// The prefix of an external record's payload chunks: `0xFF 0xFF "stream:"`.
+pub(crate) const STREAM_PAYLOAD_PREFIX: &[u8] = b"\xff\xffstream:";
+
+/// The end of the reserved range `[STREAM_PREFIX, RESERVED_END)` (`':' + 1 = ';'`): both
+/// prefixes and the keys between them.
+pub(crate) const RESERVED_END: &[u8] = b"\xff\xffstream;";
+
 /// Bytes of a record key.
 const KEY_LEN: usize = STREAM_PREFIX.len() + 8 + 8 + 4;
 
 /// Whether `key` is reserved for stream records (user writes refused, scans skip it).
 pub(crate) fn is_reserved_key(key: &[u8]) -> bool {
-    key.starts_with(STREAM_PREFIX)
+    key >= STREAM_PREFIX && key < RESERVED_END
+}
+
+/// The key of payload chunk `chunk_no` of transaction `start_ts`'s external record.
+pub(crate) fn payload_key(start_ts: u64, chunk_no: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(STREAM_PAYLOAD_PREFIX.len() + 12);
+    k.extend_from_slice(STREAM_PAYLOAD_PREFIX);
+    k.extend_from_slice(&start_ts.to_be_bytes());
+    k.extend_from_slice(&chunk_no.to_be_bytes());
+    k
 }
 
 /// The key of chunk `chunk_no` of the record of transaction `start_ts` taken at `record_ts`.
@@ -96,7 +119,10 @@ mod tests {
             keys.iter()
                 .all(|k| k.as_slice() < STREAM_END && is_reserved_key(k))
         );
-        assert!(STREAM_PREFIX < STREAM_END);
+        assert!(STREAM_PREFIX < STREAM_END && STREAM_END < STREAM_PAYLOAD_PREFIX);
+        assert!(is_reserved_key(&payload_key(1, 2)) && payload_key(1, 2).as_slice() < RESERVED_END);
+        assert!(payload_key(1, 2) < payload_key(1, 3) && payload_key(1, 9) < payload_key(2, 0));
+        assert!(!is_reserved_key(RESERVED_END) && !is_reserved_key(b"\xff\xffstream"));
         assert!(record_key_parts(b"abc").is_err());
         assert!(record_key_parts(&stream_lower_key(1)).is_err());
         // Ordinary keys sort below the prefix.

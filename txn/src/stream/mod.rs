@@ -14,12 +14,13 @@ mod keys;
 mod record;
 mod watermark;
 
-pub(crate) use chunks::{ChunkAssembler, split_chunks};
+pub(crate) use chunks::{Assembled, ChunkAssembler, external_value, split_chunks};
 pub use config::StreamOptions;
 pub use error::StreamDecodeError;
 pub use keys::STREAM_PREFIX;
 pub(crate) use keys::{
-    STREAM_END, is_reserved_key, record_key, record_key_parts, stream_lower_key,
+    RESERVED_END, STREAM_END, is_reserved_key, payload_key, record_key, record_key_parts,
+    stream_lower_key,
 };
 pub use record::{
     STREAM_RECORD_VERSION, StreamGroup, StreamGroupKind, decode_stream_record,
