@@ -19,6 +19,9 @@ use crate::stream::{
     FollowerConfig, StreamConfig, StreamFiles, StreamFollower, StreamWriter, TxnRecordSource,
 };
 
+/// How long shutdown waits for the stream follower's round in progress.
+const FOLLOWER_STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// How often the starter asks whether the coordinator is ready.
 const READY_POLL: Duration = Duration::from_millis(50);
 
@@ -98,14 +101,22 @@ impl MysqlFront {
     /// rolled back.
     pub fn shutdown(mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        // The follower first: its round needs the regions, which may be stopping too.
+        if let Some(f) = self.follower.lock().as_ref() {
+            f.signal_stop();
+        }
         if let Some(s) = self.starter.take() {
             let _ = s.join();
         }
         if let Some(s) = self.server.lock().take() {
             s.shutdown();
         }
-        if let Some(mut f) = self.follower.lock().take() {
-            f.stop();
+        if let Some(mut f) = self.follower.lock().take()
+            && !f.stop_within(std::time::Instant::now() + FOLLOWER_STOP_WAIT)
+        {
+            eprintln!(
+                "replica stream follower still in a round after {FOLLOWER_STOP_WAIT:?}; stopping anyway"
+            );
         }
     }
 }

@@ -83,6 +83,8 @@ pub struct FollowerStatus {
 #[derive(Debug)]
 pub struct StreamFollower {
     stop: Arc<AtomicBool>,
+    /// Set by the thread as it ends.
+    finished: Arc<AtomicBool>,
     status: Arc<Mutex<FollowerStatus>>,
     files: Arc<StreamFiles>,
     thread: Option<JoinHandle<()>>,
@@ -101,10 +103,12 @@ impl StreamFollower {
         let stop = Arc::new(AtomicBool::new(false));
         let status = Arc::new(Mutex::new(FollowerStatus::default()));
         let files = writer.files();
-        let (stop2, status2) = (stop.clone(), status.clone());
+        let finished = Arc::new(AtomicBool::new(false));
+        let (stop2, status2, finished2) = (stop.clone(), status.clone(), finished.clone());
         let thread = std::thread::Builder::new()
             .name("stream-follower".into())
             .spawn(move || {
+                let _finished = SetOnDrop(finished2);
                 let mut last_report = Instant::now() - Duration::from_secs(60);
                 while !stop2.load(Ordering::SeqCst) {
                     match round(&mut writer, source.as_mut()) {
@@ -142,6 +146,7 @@ impl StreamFollower {
             })?;
         Ok(StreamFollower {
             stop,
+            finished,
             status,
             files,
             thread: Some(thread),
@@ -158,18 +163,54 @@ impl StreamFollower {
         self.status.lock().clone()
     }
 
+    /// Asks the thread to stop after its round in progress (see
+    /// [`StreamFollower::stop_within`]).
+    pub fn signal_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
     /// Stops the thread and waits for it (a round in progress finishes first).
     pub fn stop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.signal_stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+
+    /// Stops the thread and waits for it until `deadline`; returns whether it ended. A
+    /// round in progress may wait on nodes that are stopping too (a whole cluster stopped
+    /// at once) for as long as the coordinator's retry budget: past the deadline the thread
+    /// is left to end on its own, or with the process; its files stay consistent either
+    /// way (a crash point is no different).
+    pub fn stop_within(&mut self, deadline: Instant) -> bool {
+        self.signal_stop();
+        while !self.finished.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if self.finished.load(Ordering::SeqCst) {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            true
+        } else {
+            self.thread = None;
+            false
+        }
+    }
+}
+
+/// Sets its flag when dropped (when the follower's thread ends, however it ends).
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 
 impl Drop for StreamFollower {
     fn drop(&mut self) {
-        self.stop();
+        self.stop_within(Instant::now() + Duration::from_secs(2));
     }
 }
 

@@ -7,24 +7,29 @@
 //! `stream_resolved_ts` takes `T0` from the oracle first, then scans the locks of every
 //! region under `STREAM_PREFIX`. A record (of transaction `s`, committing at `c`) that is
 //! not committed when its key's region is scanned is in one of two states:
-//! - its lock is there: the watermark is at most `s`, and `c > s` (a commit timestamp is
-//!   above the start timestamp: `min_commit_ts = start_ts + 1` at least);
+//! - its lock is there: the watermark is at most its `record_ts` `r`, and `c > r`: the
+//!   coordinator takes `r` from the oracle right before the record's prewrite and `c` only
+//!   after that prewrite returned (a resolver that commits the record uses the primary's
+//!   commit_ts, the same `c`). Locks of the range that are not record keys (an external
+//!   record's payload) hold the watermark at their start_ts `s`, and `c > s`;
 //! - its lock is not there yet: the coordinator takes `c` only after the record's prewrite
 //!   returned, which is after the scan of that region, which is after `T0` was taken, so
 //!   `c > T0` (the oracle's timestamps strictly increase).
 //!
 //! (A rolled-back record never commits, and a lock found and settled here is committed or
-//! rolled back before the call returns.) So with `resolved = min(T0, smallest start_ts of a
-//! live record lock)`, every record with `commit_ts <= resolved` is committed when the call
-//! returns, and none can commit later: `resolved` itself is safe (not `resolved - 1`),
-//! since the live lock's own commit is strictly above its start_ts and every unseen one
-//! strictly above `T0`.
+//! rolled back before the call returns.) So with `resolved = min(T0, smallest record_ts
+//! (start_ts for a payload lock) of a live lock)`, every record with `commit_ts <=
+//! resolved` is committed when the call returns, and none can commit later: `resolved`
+//! itself is safe (not `resolved - 1`), since the live lock's own commit is strictly above
+//! its record_ts (or start_ts) and every unseen one strictly above `T0`. Holding at
+//! record_ts rather than start_ts keeps the watermark a commit's latency behind the
+//! oracle, not a whole transaction's duration.
 //!
 //! # Why the next scan can start at `lower_record_ts`
 //!
 //! A coordinator rolls back (before its commit point) a transaction whose commit_ts is more
 //! than `max_record_skew` after its `record_ts` (`stream_commit.rs`). Take a record still
-//! to deliver, `c > resolved`. If its lock was seen live, `record_ts > s >= resolved`.
+//! to deliver, `c > resolved`. If its lock was seen live, `record_ts >= resolved`.
 //! Otherwise `record_ts >= c - skew > resolved - skew`. So every such record has
 //! `record_ts >= resolved - skew` (physical milliseconds, logical part 0), and the keys
 //! below `STREAM_PREFIX ++ (resolved - skew)` hold only records already delivered. (The
@@ -71,8 +76,9 @@ impl TxnClient {
     /// settled from its primary's status, as any reader does (the primary committed: the
     /// record is committed; the primary's TTL ran out: rolled back), so a dead coordinator
     /// holds the watermark up for about a second if it died after its commit point, and
-    /// about its lock TTL if before; a live or unsettled lock holds it at its `start_ts`.
-    /// `resolved_ts = min(T0, smallest start_ts of a lock still held)`, and
+    /// about its lock TTL if before; a live or unsettled record lock holds it at its
+    /// `record_ts` (a payload lock at its `start_ts`).
+    /// `resolved_ts = min(T0, smallest such timestamp of a lock still held)`, and
     /// [`StreamWatermark::lower_record_ts`] is that minus
     /// [`crate::StreamOptions::max_record_skew`] (physical milliseconds): where the next
     /// scan's keys may start.
@@ -98,9 +104,16 @@ impl TxnClient {
                 settled += 1;
                 continue;
             }
-            held_start = held_start.min(lock.lock_ts);
-            if let Ok((record_ts, _, _)) = record_key_parts(&lock.key) {
-                held_record = held_record.min(record_ts);
+            // A record key's lock holds the watermark at its record_ts, not its start_ts:
+            // the coordinator takes commit_ts after the record's prewrite returned, so
+            // after record_ts (see the module docs). Any other lock of the range (an
+            // external record's payload) holds it at its start_ts.
+            match record_key_parts(&lock.key) {
+                Ok((record_ts, _, _)) => {
+                    held_start = held_start.min(record_ts);
+                    held_record = held_record.min(record_ts);
+                }
+                Err(_) => held_start = held_start.min(lock.lock_ts),
             }
         }
         let skew_ms = core.config.stream.max_skew_ms();

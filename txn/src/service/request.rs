@@ -12,11 +12,10 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 ///
 /// 1: the first format. 2: `KvRequest::CommitMerge` carries the target's version
 /// (`target_version`), and [`crate::RegionError::NodeStopping`] is new (a peer of version 1
-/// could decode neither). Later in version 2: `KvRequest::ScanWrites` and
-/// `KvResponse::Writes`, added as the last variants, so every earlier message encodes as
-/// before; a peer built before them cannot decode those two (the TCP layer's own version
-/// should move when it starts sending them).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// could decode neither). 3: `KvRequest::ScanWrites` and `KvResponse::Writes` (added as
+/// the last variants, so every earlier message encodes as before, but a peer of version 2
+/// cannot decode those two), and `TxnError`'s stream variants.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// One key of a pessimistic lock request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
