@@ -103,21 +103,26 @@ fn crash_at(point: &str, committed: bool) {
         txn_crash_points::AFTER_PREPARE => {
             assert_eq!(first.locks_seen, 0, "nothing was prewritten");
         }
+        // Held: below the oracle's T0 (at the record lock's record_ts, which is above the
+        // in-flight txn's start_ts and below its commit_ts, were it to commit).
         txn_crash_points::AFTER_PREWRITE => assert!(
-            first.resolved_ts <= inflight && first.locks_seen >= 1,
-            "the dead coordinator's record lock must hold the watermark within its TTL"
+            first.resolved_ts < first.oracle_ts && first.locks_seen >= 1,
+            "the dead coordinator's record lock must hold the watermark within its TTL: {first:?}"
         ),
         // The primary committed: the record lock is committed from it once the record is
         // a second old (which it may already be, by the oracle's clock, after a restart).
         _ => assert!(
-            first.locks_seen >= 1 && (first.resolved_ts <= inflight || first.locks_settled >= 1),
+            first.locks_seen >= 1
+                && (first.resolved_ts < first.oracle_ts || first.locks_settled >= 1),
             "the record lock must be held or settled: {first:?}"
         ),
     }
     let mut follower = Follower::default();
     loop {
         follower.round(&reader);
-        if follower.resolved > inflight {
+        // Nothing else writes now: the watermark is free once it stands at the oracle.
+        let w = reader.stream_resolved_ts().expect("watermark");
+        if w.resolved_ts == w.oracle_ts && follower.resolved > inflight {
             break;
         }
         assert!(

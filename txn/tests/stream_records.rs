@@ -259,8 +259,8 @@ fn a_commit_slower_than_the_skew_bound_rolls_back() {
     );
 }
 
-/// A coordinator that stops after prewriting (its record locked) holds the watermark below
-/// its start_ts until its locks' TTL runs out; then the watermark passes it and the record
+/// A coordinator that stops after prewriting (its record locked) holds the watermark at
+/// its record_ts until its locks' TTL runs out; then the watermark passes it and the record
 /// is rolled back (its primary was never committed). One that stops after its primary's
 /// commit holds it until its record is a second old, and its record is then committed.
 /// The stalls are printed.
@@ -292,15 +292,17 @@ fn a_dead_coordinator_holds_the_watermark_for_about_its_ttl() {
             None
         };
         // Held while the TTL runs.
+        // (A record lock holds it at its record_ts: above start_ts, below the oracle.)
         let wm = reader.stream_resolved_ts().expect("watermark");
         assert!(
-            wm.resolved_ts <= start_ts,
-            "the watermark passed a live record lock"
+            wm.resolved_ts < wm.oracle_ts && wm.resolved_ts > start_ts,
+            "the watermark passed a live record lock: {wm:?}"
         );
         assert!(wm.locks_seen >= 1);
         let stall = loop {
             let wm = reader.stream_resolved_ts().expect("watermark");
-            if wm.resolved_ts > start_ts {
+            // Nothing else writes: free once it stands at the oracle.
+            if wm.resolved_ts == wm.oracle_ts {
                 break abandoned.elapsed();
             }
             assert!(

@@ -2,7 +2,9 @@
 //! its *stream record* (`crate::stream`) in the same Percolator transaction.
 //!
 //! Order of a commit with a record (two-phase only; no one-phase commit, whose commit_ts
-//! is not taken after the prewrite):
+//! is not taken after the prewrite). A small transaction (at most
+//! [`PARALLEL_RECORD_MAX_KEYS`] keys, inline record) takes `record_ts` first and prewrites
+//! its record together with its other keys, which saves a Raft round; a larger one:
 //! 1. prewrite every other key (as before);
 //! 2. take `record_ts` from the oracle, then prewrite the record's chunks under
 //!    `STREAM_PREFIX ++ record_ts ++ start_ts ++ chunk_no`, as secondaries of the
@@ -131,6 +133,29 @@ fn record_mutations(
 /// requests (sent concurrently), each a few MiB, rather than one of its whole size.
 pub(crate) const RECORD_CHUNKS_PER_REQUEST: usize = 8;
 
+/// A transaction of at most this many keys (with an inline record) prewrites its record
+/// together with its other keys, at a `record_ts` taken before the prewrite (see
+/// `commit_prepared` in `two_pc.rs`); a larger one prewrites it last, so that the skew
+/// bound does not have to cover a long prewrite.
+pub(crate) const PARALLEL_RECORD_MAX_KEYS: usize = 256;
+
+/// `plan` with the record's chunks (taken at `record_ts`) added, and those chunks grouped
+/// into prewrite requests.
+pub(crate) fn record_plan(
+    plan: &CommitPlan,
+    values: Vec<Vec<u8>>,
+    record_ts: u64,
+) -> (CommitPlan, Vec<Vec<(Mutation, PessimisticAction)>>) {
+    let chunks = record_mutations(values, record_ts, plan.start_ts);
+    let mut extended = plan.clone();
+    extended.mutations.extend(chunks.iter().cloned());
+    let groups = chunks
+        .chunks(RECORD_CHUNKS_PER_REQUEST)
+        .map(<[_]>::to_vec)
+        .collect();
+    (extended, groups)
+}
+
 impl ClientCore {
     /// How transaction `start_ts` writes its encoded `record`: inline (its chunks under the
     /// record keys, prewritten last) when it is at most
@@ -199,13 +224,7 @@ impl ClientCore {
                 return Err(e);
             }
         };
-        let chunks = record_mutations(values, record_ts, plan.start_ts);
-        let mut extended = plan.clone();
-        extended.mutations.extend(chunks.iter().cloned());
-        let groups: Vec<Vec<_>> = chunks
-            .chunks(RECORD_CHUNKS_PER_REQUEST)
-            .map(<[_]>::to_vec)
-            .collect();
+        let (extended, groups) = record_plan(plan, values, record_ts);
         let mut props = props.clone();
         props.commit_kind = CommitKind::TwoPc;
         let op = super::two_pc::prewrite_op(self, props);

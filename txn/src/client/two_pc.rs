@@ -12,7 +12,7 @@ use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply};
 use super::error::TxnError;
 use super::secondaries::SecondaryJob;
-use super::stream_commit::{Payload, StreamStep};
+use super::stream_commit::{PARALLEL_RECORD_MAX_KEYS, Payload, StreamStep, record_plan};
 use crate::{
     CommitKind, Context, KeyError, KvRequest, KvResponse, LockInfo, LockType, Mutation, MvccError,
     PessimisticAction, TxnProps, TxnStatus,
@@ -150,6 +150,24 @@ impl ClientCore {
         // until the lock's TTL runs out, so nothing is decided without the primary.
         let op = prewrite_op(self, props.clone());
         self.heartbeats.register(plan.start_ts, &plan.primary);
+        // A small transaction's inline record goes with its other keys, taken at a
+        // record_ts from before the prewrite: one Raft round fewer per commit. The
+        // watermark's argument only needs record_ts taken before the record's prewrite and
+        // commit_ts after it returned; the skew bound then covers the whole prewrite,
+        // which is why a large transaction still prewrites its record last.
+        let (mut groups, mut stream) = (groups, stream);
+        let mut with_record = None;
+        if let StreamStep::Append(values) = &stream
+            && payload.is_empty()
+            && plan.mutations.len() <= PARALLEL_RECORD_MAX_KEYS
+        {
+            let record_ts = self.get_ts()?;
+            let (extended, chunk_groups) = record_plan(plan, values.clone(), record_ts);
+            groups.extend(chunk_groups);
+            with_record = Some(extended);
+            stream = StreamStep::InPlan(record_ts);
+        }
+        let rollback_plan = with_record.as_ref().unwrap_or(plan);
         let prewritten = if payload.is_empty() {
             self.run_groups_concurrently(&op, groups, self.config.max_backoff)
         } else {
@@ -166,9 +184,10 @@ impl ClientCore {
             })
         };
         if let Err(e) = prewritten {
-            self.rollback_keys(plan.start_ts, all_keys(plan));
+            self.rollback_keys(plan.start_ts, all_keys(rollback_plan));
             return Err(e);
         }
+        let plan = rollback_plan;
         // The stream record, last (`stream_commit.rs`): from here on `plan` holds its keys.
         let (extended, record_ts) = match stream {
             StreamStep::None => (None, None),
