@@ -114,6 +114,10 @@ struct NodeArgs {
     /// complete only if every coordinator writes its records).
     #[arg(long)]
     no_stream: bool,
+    /// Write stream records as a coordinator, but do not keep the replica stream nor serve
+    /// replicas on this node (other nodes do).
+    #[arg(long, conflicts_with = "no_stream")]
+    no_stream_follower: bool,
     /// Rotate the replica stream's files at this size (every node must agree).
     #[arg(long, default_value_t = surgedb::stream::DEFAULT_STREAM_FILE_SIZE)]
     stream_file_size: u64,
@@ -571,7 +575,7 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         let off = config.coordinator.stream.clone().with_enabled(false);
         config.coordinator = config.coordinator.clone().with_stream(off);
     }
-    config.stream = (!args.no_stream).then(|| {
+    config.stream = (!args.no_stream && !args.no_stream_follower).then(|| {
         surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
             .with_max_file_size(args.stream_file_size)
             .with_large_group(args.stream_large_group)

@@ -57,7 +57,7 @@ pub fn bench_replica(
     json: bool,
     out: &mut impl Write,
 ) -> Result<(), String> {
-    let mut bar = Bar::new(3);
+    let mut bar = Bar::new(4);
     let report = run_replica_bench(opts, &mut bar).map_err(|e| e.to_string())?;
     drop(bar);
     let io = |e: std::io::Error| format!("cannot write the report: {e}");

@@ -49,7 +49,8 @@ pub trait RecordSource: Send {
 /// How the follower paces itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowerConfig {
-    /// Pause between rounds.
+    /// Time from one round's start to the next's (a round that takes longer is followed at
+    /// once).
     pub interval: Duration,
     /// Pause after a failed round.
     pub retry: Duration,
@@ -58,7 +59,7 @@ pub struct FollowerConfig {
 impl Default for FollowerConfig {
     fn default() -> Self {
         FollowerConfig {
-            interval: Duration::from_millis(20),
+            interval: Duration::from_millis(50),
             retry: Duration::from_millis(200),
         }
     }
@@ -111,15 +112,17 @@ impl StreamFollower {
                 let _finished = SetOnDrop(finished2);
                 let mut last_report = Instant::now() - Duration::from_secs(60);
                 while !stop2.load(Ordering::SeqCst) {
+                    // Rounds start `interval` apart, busy or not: each reads the last few
+                    // seconds of record keys (the skew window) on the stream's regions, so
+                    // back-to-back rounds under load would cost the cluster a core.
+                    let next = Instant::now() + cfg.interval;
                     match round(&mut writer, source.as_mut()) {
                         Ok(n) => {
                             let mut s = status2.lock();
                             s.rounds += 1;
                             s.txns += n as u64;
                             drop(s);
-                            if n == 0 {
-                                std::thread::sleep(cfg.interval);
-                            }
+                            std::thread::sleep(next.saturating_duration_since(Instant::now()));
                         }
                         Err(e @ StreamError::Source { .. }) => {
                             let msg = e.to_string();

@@ -1,11 +1,13 @@
 //! `surgedb bench replica`: what the replica stream costs and how far a MariaDB replica
 //! lags, under sysbench `oltp_write_only` (issue 21's figures).
 //!
-//! Three runs of the same load, each on node 1's MySQL port of a fresh 3-node cluster:
+//! Four runs of the same load, each on node 1's MySQL port of a fresh 3-node cluster:
 //! 1. **no stream**: nodes started with `--no-stream` (no stream records, no follower): the
 //!    cluster as it was before the replica stream;
-//! 2. **stream**: the default (records written, every node following), no replica;
-//! 3. **stream + replica**: the same cluster with a private MariaDB 10.11 replica attached
+//! 2. **records only**: `--no-stream-follower` (records written, no node following them):
+//!    the records' own cost;
+//! 3. **stream**: the default (records written, every node following), no replica;
+//! 4. **stream + replica**: the same cluster with a private MariaDB 10.11 replica attached
 //!    (`surgedb cluster start --replica`'s), while a probe measures the lag: every
 //!    `probe_every` it updates one row through node 2 and times from the acknowledgement
 //!    to the new value being visible on the replica.
@@ -71,6 +73,9 @@ pub struct ReplicaBenchReport {
     pub threads: usize,
     /// Run 1's TPS (no stream).
     pub tps_no_stream: f64,
+    /// TPS with the stream records written but no node following them
+    /// (`--no-stream-follower`): the records' own cost.
+    pub tps_records_only: f64,
     /// Run 2's TPS (stream, no replica).
     pub tps_stream: f64,
     /// Run 3's TPS (stream and a replica attached).
@@ -95,10 +100,12 @@ impl ReplicaBenchReport {
         let pct = |x: f64| (1.0 - x) * 100.0;
         let r2 = self.tps_stream / self.tps_no_stream.max(f64::MIN_POSITIVE);
         let r3 = self.tps_replica / self.tps_no_stream.max(f64::MIN_POSITIVE);
+        let r1 = self.tps_records_only / self.tps_no_stream.max(f64::MIN_POSITIVE);
         format!(
             "oltp_write_only, {} threads, node 1's MySQL port:\n\
              | run | TPS | vs no stream |\n|---|---:|---:|\n\
              | no stream (`--no-stream`) | {:.1} | 1.00x |\n\
+             | records only (`--no-stream-follower`) | {:.1} | {r1:.2}x ({:+.1}% cost) |\n\
              | stream, no replica | {:.1} | {r2:.2}x ({:+.1}% cost) |\n\
              | stream + MariaDB replica | {:.1} | {r3:.2}x ({:+.1}% cost) |\n\n\
              replica lag (acknowledged on SurgeDB -> visible on the replica), {} probes: \
@@ -107,6 +114,8 @@ impl ReplicaBenchReport {
              caught up {} ms after the load stopped\n",
             self.threads,
             self.tps_no_stream,
+            self.tps_records_only,
+            pct(r1),
             self.tps_stream,
             pct(r2),
             self.tps_replica,
@@ -194,13 +203,17 @@ pub fn run_replica_bench(
     opts: &ReplicaBenchOptions,
     progress: &mut dyn Progress,
 ) -> Result<ReplicaBenchReport, SysbenchError> {
-    progress.message("run 1: a cluster without the stream");
-    let tps_no_stream = {
-        let (_g, manifest) = start_cluster(opts, "a", &["--no-stream"])?;
+    let alone = |name: &str, args: &[&str]| -> Result<f64, SysbenchError> {
+        let (_g, manifest) = start_cluster(opts, name, args)?;
         let ep = endpoint(&manifest, 1)?;
         prepare(opts, &ep)?;
-        ep.sysbench("sbtest", &sysbench_args(opts, "run"))?.tps
+        Ok(ep.sysbench("sbtest", &sysbench_args(opts, "run"))?.tps)
     };
+    progress.message("run 1: a cluster without the stream");
+    let tps_no_stream = alone("a", &["--no-stream"])?;
+    progress.step();
+    progress.message("run 1b: stream records written, no node following them");
+    let tps_records_only = alone("r", &["--no-stream-follower"])?;
     progress.step();
     progress.message("run 2: a cluster with the stream, no replica");
     let (_g, manifest) = start_cluster(opts, "b", &[])?;
@@ -244,6 +257,7 @@ pub fn run_replica_bench(
     Ok(ReplicaBenchReport {
         threads: opts.threads,
         tps_no_stream,
+        tps_records_only,
         tps_stream,
         tps_replica: run.tps,
         probes: lags.len(),
