@@ -157,7 +157,7 @@ impl StreamWriter {
     /// Appends `txns` (commit_ts rising, each above the stream's watermark), then records
     /// that every transaction committed at or below `done_ts` is in, and that the next read
     /// of the cluster may start at record timestamp `lower_record_ts`. Durable when it
-    /// returns (an idle round's watermark at most [`IDLE_CURSOR_EVERY`] later).
+    /// returns (an idle round's watermark at most a second later).
     ///
     /// # Errors
     /// [`StreamError::OutOfOrder`] for a transaction at or below the watermark (nothing is

@@ -12,8 +12,8 @@
 //!    `probe_every` it updates one row through node 2 and times from the acknowledgement
 //!    to the new value being visible on the replica.
 //!
-//! Reported: the three TPS and their ratios, the lag's p50/p99, the cluster's commit rate
-//! against the rate the replica applied GTIDs during run 3, and how long the replica took
+//! Reported: the four TPS and their ratios, the lag's p50/p99, the cluster's commit rate
+//! against the rate the replica applied GTIDs during run 4, and how long the replica took
 //! to reach the stream's end once the load stopped.
 
 mod probe;
@@ -71,26 +71,26 @@ impl ReplicaBenchOptions {
 pub struct ReplicaBenchReport {
     /// sysbench threads.
     pub threads: usize,
-    /// Run 1's TPS (no stream).
+    /// TPS without the stream (`--no-stream`).
     pub tps_no_stream: f64,
     /// TPS with the stream records written but no node following them
     /// (`--no-stream-follower`): the records' own cost.
     pub tps_records_only: f64,
-    /// Run 2's TPS (stream, no replica).
+    /// TPS with the stream, no replica.
     pub tps_stream: f64,
-    /// Run 3's TPS (stream and a replica attached).
+    /// TPS with the stream and a replica attached.
     pub tps_replica: f64,
-    /// Lag from a commit's acknowledgement to its row on the replica (run 3).
+    /// Lag from a commit's acknowledgement to its row on the replica (last run).
     pub lag: Latency,
     /// Probes measured.
     pub probes: usize,
     /// Probes that were not visible within 30 s (counted, not in `lag`).
     pub probes_lost: usize,
-    /// The cluster's commits per second in run 3 (sysbench's and the probe's).
+    /// The cluster's commits per second in the last run (sysbench's and the probe's).
     pub commits_per_s: f64,
-    /// GTIDs per second the replica applied during run 3.
+    /// GTIDs per second the replica applied during the last run.
     pub replica_gtids_per_s: f64,
-    /// After run 3's load stopped: milliseconds until the replica reached the stream's end.
+    /// After the last run's load stopped: milliseconds until the replica reached the stream's end.
     pub catch_up_ms: u64,
 }
 
