@@ -58,6 +58,9 @@ use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
 /// long after is most likely an abandoned commit.
 const SETTLE_CHECK_AFTER_MS: u64 = 1000;
 
+/// How many times one lock scan waits (1 ms each) for one-phase commits in flight.
+const IN_FLIGHT_WAITS: u32 = 2000;
+
 /// Puts per `ScanWrites` answer.
 const SCAN_WRITES_LIMIT: usize = 1024;
 /// Bytes of values per `ScanWrites` answer (a few record chunks).
@@ -297,6 +300,7 @@ impl TxnClient {
         let mut bo = Backoff::new(&core.config);
         let mut out = Vec::new();
         let mut cur = STREAM_PREFIX.to_vec();
+        let mut in_flight_waits = 0u32;
         while cur.as_slice() < STREAM_END {
             let region = core.locate(&cur, &mut bo)?;
             let scan_end = match region.info.end_key() {
@@ -315,6 +319,15 @@ impl TxnClient {
                 Some(KvResponse::Locks { locks }) => {
                     out.extend(locks);
                     cur = scan_end;
+                }
+                // A one-phase commit of a record in flight at or below `max_ts` (the scan
+                // raised the region's max_ts first, so later ones land above it): it applies
+                // within a Raft round; scan the region again.
+                Some(KvResponse::KeyError(KeyError::Mvcc(crate::MvccError::KeyIsLocked(_))))
+                    if in_flight_waits < IN_FLIGHT_WAITS =>
+                {
+                    in_flight_waits += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
                 }
                 Some(KvResponse::KeyError(KeyError::Mvcc(e))) => return Err(e.into()),
                 Some(KvResponse::KeyError(e)) => return Err(e.into()),

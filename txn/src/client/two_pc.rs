@@ -143,18 +143,18 @@ impl ClientCore {
         bo: &mut Backoff,
     ) -> Result<u64, TxnError> {
         if groups.len() == 1 && stop == StopAt::Never && matches!(stream, StreamStep::None) {
-            return self.one_pc(plan, props, step, bo);
+            return self.one_pc(plan, props, step, bo, None);
         }
-        // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
-        // secondary lock before the primary's is written treats the transaction as alive
-        // until the lock's TTL runs out, so nothing is decided without the primary.
-        let op = prewrite_op(self, props.clone());
-        self.heartbeats.register(plan.start_ts, &plan.primary);
         // A small transaction's inline record goes with its other keys, taken at a
         // record_ts from before the prewrite: one Raft round fewer per commit. The
         // watermark's argument only needs record_ts taken before the record's prewrite and
         // commit_ts after it returned; the skew bound then covers the whole prewrite,
-        // which is why a large transaction still prewrites its record last.
+        // which is why a large transaction still prewrites its record last. When the
+        // record's keys and the others lie in one region, the whole commit is one phase at
+        // the hint record_ts: the region keeps its commit_ts within a second of the hint
+        // (`ONE_PC_MAX_DRIFT_MS`, else it prewrites two-phase), and a stream reader's lock
+        // scan raises the region's `max_ts` to its T0, so a one-phase record committing
+        // after the scan lands above the watermark (`RegionPeer::read_locks_in`).
         let (mut groups, mut stream) = (groups, stream);
         let mut with_record = None;
         if let StreamStep::Append(values) = &stream
@@ -163,11 +163,24 @@ impl ClientCore {
         {
             let record_ts = self.get_ts()?;
             let (extended, chunk_groups) = record_plan(plan, values.clone(), record_ts);
+            if stop == StopAt::Never
+                && self
+                    .group_by_region(extended.mutations.clone(), mutation_key, bo)
+                    .is_ok_and(|g| g.len() == 1)
+            {
+                return self.one_pc(&extended, props, step, bo, Some(record_ts));
+            }
             groups.extend(chunk_groups);
             with_record = Some(extended);
             stream = StreamStep::InPlan(record_ts);
         }
         let rollback_plan = with_record.as_ref().unwrap_or(plan);
+        let op = prewrite_op(self, props.clone());
+        self.heartbeats.register(plan.start_ts, &plan.primary);
+        // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
+        // secondary lock before the primary's is written treats the transaction as alive
+        // until the lock's TTL runs out, so nothing is decided without the primary.
+
         let prewritten = if payload.is_empty() {
             self.run_groups_concurrently(&op, groups, self.config.max_backoff)
         } else {
@@ -223,14 +236,22 @@ impl ClientCore {
 
     /// One-phase commit: one prewrite that writes the commit records directly, at a commit
     /// timestamp the region picks at or above a fresh hint (and above every read it served).
+    ///
+    /// With `record_ts`, `plan` carries a stream record taken at it: it is the hint, and a
+    /// commit that ends two-phase is checked against it as any record's
+    /// ([`ClientCore::check_record_skew`]).
     fn one_pc(
         &self,
         plan: &CommitPlan,
         mut props: TxnProps,
         step: &mut BinlogStep,
         bo: &mut Backoff,
+        record_ts: Option<u64>,
     ) -> Result<u64, TxnError> {
-        let hint = self.get_ts()?;
+        let hint = match record_ts {
+            Some(ts) => ts,
+            None => self.get_ts()?,
+        };
         props.commit_kind = CommitKind::OnePc { commit_ts: hint };
         let mut op = Prewrite {
             core: self,
@@ -246,7 +267,7 @@ impl ClientCore {
                     step.committed(commit_ts)?;
                     Ok(commit_ts)
                 }
-                Settled::Prewritten => self.finish_two_phase(plan, step),
+                Settled::Prewritten => self.finish_two_phase(plan, step, record_ts),
             };
         }
         match result {
@@ -257,7 +278,7 @@ impl ClientCore {
             }
             // The region prewrote the keys as two-phase locks instead (or a split made the
             // prewrite two-phase): finish with 2PC.
-            Ok(()) => self.finish_two_phase(plan, step),
+            Ok(()) => self.finish_two_phase(plan, step, record_ts),
             Err(e) => {
                 self.rollback_keys(plan.start_ts, all_keys(plan));
                 Err(e)
@@ -268,9 +289,14 @@ impl ClientCore {
     /// The rest of a one-phase commit whose every key ended up prewritten as a two-phase
     /// lock: commit the primary (the commit point), write the binlog group, then the
     /// secondaries.
-    fn finish_two_phase(&self, plan: &CommitPlan, step: &mut BinlogStep) -> Result<u64, TxnError> {
+    fn finish_two_phase(
+        &self,
+        plan: &CommitPlan,
+        step: &mut BinlogStep,
+        record_ts: Option<u64>,
+    ) -> Result<u64, TxnError> {
         self.heartbeats.register(plan.start_ts, &plan.primary);
-        let commit_ts = self.commit_primary(plan, None)?;
+        let commit_ts = self.commit_primary(plan, record_ts)?;
         step.committed(commit_ts)?;
         self.commit_secondaries(plan, commit_ts);
         Ok(commit_ts)

@@ -48,6 +48,11 @@ impl From<MvccError> for CmdError {
 pub(crate) struct OnePc {
     /// The smallest commit_ts allowed (the client's hint, above start_ts and for_update_ts).
     pub(crate) floor: u64,
+    /// The largest commit_ts the client accepts: a commit_ts the region would choose above
+    /// it (its `max_ts` far past the client's hint: the request was delayed) prewrites the
+    /// keys two-phase instead, and the client finishes with 2PC. A stream record relies on
+    /// this: its one-phase commit_ts stays within a second of the record_ts in its key.
+    pub(crate) ceiling: u64,
     /// The transaction's primary key and lock TTL, for the lock a read that meets the
     /// commit's guards is told of.
     pub(crate) primary: Vec<u8>,
@@ -382,13 +387,27 @@ impl RegionPeer {
     /// still hold the whole range on a replica that still leads, as
     /// [`RegionPeer::read`] does, so a split or leader change that raced the request is
     /// refused instead of answered with a part of the locks.
+    ///
+    /// With `read_at`, it is also a read at that timestamp for one-phase commits (as
+    /// [`RegionPeer::read`]): `max_ts` is raised to it, so a one-phase commit that lands
+    /// after the scan takes a commit_ts above it, and one in flight in the range at or
+    /// below it makes the scan fail (the caller scans again). That is what lets the stream
+    /// watermark's lock scan cover one-phase commits, which leave no lock to see. (Only a
+    /// real oracle timestamp may be given: a lock scan "up to `u64::MAX`" must not raise
+    /// `max_ts` there.)
     pub(crate) fn read_locks_in<T>(
         &self,
+        read_at: Option<u64>,
         start: &[u8],
         end: Option<&[u8]>,
         f: impl FnOnce(&MvccReader<'_>) -> Result<T, MvccError>,
     ) -> Result<T, CmdError> {
         let term = self.leader_term();
+        if let Some(ts) = read_at {
+            self.concurrency
+                .read(ts, start, end, false)
+                .map_err(in_flight_commit)?;
+        }
         let answer = {
             let table = self.lock_table.read();
             let snap = self.engine.snapshot();
@@ -452,7 +471,7 @@ impl RegionPeer {
             }
             .into());
         }
-        let is_one_pc = one_pc.is_some();
+        let mut is_one_pc = one_pc.is_some();
         let commit_ts = match one_pc {
             None => None,
             Some(o) => {
@@ -462,7 +481,13 @@ impl RegionPeer {
                     ttl: o.ttl,
                 };
                 match self.concurrency.begin_one_pc(keys, txn, o.floor) {
-                    Some(ts) => Some(ts),
+                    Some(ts) if ts <= o.ceiling => Some(ts),
+                    Some(_) => {
+                        // Past the client's ceiling: two-phase locks instead.
+                        self.concurrency.end_one_pc(keys, start_ts);
+                        is_one_pc = false;
+                        None
+                    }
                     // Unsynced since the handler's sync (leadership or range changed while
                     // it fetched the timestamp): retryable; the retry syncs again.
                     None => {

@@ -14,6 +14,11 @@ use crate::region::{
 };
 use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
 
+/// How far above the client's hint a one-phase commit carrying a stream record may go
+/// (physical milliseconds) before the region prewrites two-phase instead (see
+/// `OnePc::ceiling`).
+const ONE_PC_MAX_DRIFT_MS: u64 = 1000;
+
 /// The longest one wait of a lock request lasts before the request announces its wait-for
 /// edge to the cluster's detector again: half the edge's lifetime.
 const WAIT_SLICE: Duration = Duration::from_millis(1500);
@@ -203,6 +208,19 @@ impl KvNode {
                             .max(props.min_commit_ts);
                         Some(OnePc {
                             floor,
+                            // Only a commit carrying a stream record needs the ceiling
+                            // (its record key holds the hint as its record_ts).
+                            ceiling: if mutations
+                                .iter()
+                                .any(|(m, _)| crate::stream::is_reserved_key(m.key()))
+                            {
+                                crate::compose_ts(
+                                    crate::physical_ms(commit_ts) + ONE_PC_MAX_DRIFT_MS,
+                                    0,
+                                )
+                            } else {
+                                u64::MAX
+                            },
                             primary: props.primary.clone(),
                             ttl: props.lock_ttl,
                         })
@@ -223,7 +241,11 @@ impl KvNode {
                                 commit_kind: CommitKind::OnePc { commit_ts: c },
                                 ..props.clone()
                             },
-                            None => props.clone(),
+                            // Two-phase: asked so, or the region declined one phase.
+                            None => TxnProps {
+                                commit_kind: CommitKind::TwoPc,
+                                ..props.clone()
+                            },
                         };
                         for (m, action) in &mutations {
                             // A check that the key does not exist is a read at start_ts
@@ -336,7 +358,11 @@ impl KvNode {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
                 let info = peer.info();
                 let end = clamp_end(end, info.end_key());
-                let locks = peer.read_locks_in(&start, end.as_deref(), |r| {
+                // The stream watermark's scan (of the reserved range, at its T0) is a read
+                // for one-phase commits; other lock scans (resolvers, tests, "every lock"
+                // up to u64::MAX) are not.
+                let read_at = crate::stream::is_reserved_key(&start).then_some(max_ts);
+                let locks = peer.read_locks_in(read_at, &start, end.as_deref(), |r| {
                     crate::scan_lock(r, max_ts, &start, end.as_deref(), limit)
                 })?;
                 Ok(KvResponse::Locks { locks })
