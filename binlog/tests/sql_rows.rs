@@ -509,11 +509,21 @@ mod props {
             if let Ok((row, used)) = table.decode_row(&bytes) {
                 prop_assert!(used <= bytes.len());
                 prop_assert_eq!(row.len(), table.columns().len());
-                // What decodes re-encodes to the same bytes, unless it is a value the
-                // encoder refuses (text padded past a CHAR's length, say).
+                // What decodes re-encodes (unless it is a value the encoder refuses: text
+                // padded past a CHAR's length, say), and that encoding is a fixed point: it
+                // decodes to a row that encodes to the same bytes. (Not always to the very
+                // row decoded first: the encoder pads a short BINARY value with zero bytes to
+                // its length, as MariaDB stores it, and the decoder returns what is stored.)
                 let mut again = Vec::new();
                 if table.encode_row(&row, &mut again).is_ok() {
-                    prop_assert_eq!(table.decode_row(&again).map(|(r, _)| r).ok(), Some(row));
+                    let decoded = table.decode_row(&again);
+                    prop_assert!(decoded.is_ok(), "{:?}", decoded);
+                    if let Ok((row2, used2)) = decoded {
+                        prop_assert_eq!(used2, again.len());
+                        let mut third = Vec::new();
+                        prop_assert!(table.encode_row(&row2, &mut third).is_ok());
+                        prop_assert_eq!(third, again);
+                    }
                 }
             }
         }
