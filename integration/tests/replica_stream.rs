@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use mysql::prelude::Queryable;
 use surgedb::local::{ClusterManifest, StartOptions};
 
-use common::{exe, wait_gone};
+use common::{exe, stream_file_bytes, wait_gone};
 
 const LARGE_GROUP: &str = "1048576";
 
@@ -252,14 +252,14 @@ fn replica_follows_the_cluster_through_kills() {
 
     // Every node's copy of the stream is the same bytes.
     let copies: Vec<Vec<(String, Vec<u8>)>> = (1..=3)
-        .map(|node| stream_files(&dir.join(format!("node-{node}")).join("stream")))
+        .map(|node| stream_file_bytes(&dir.join(format!("node-{node}")).join("stream")))
         .collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut copies = copies;
     while copies.windows(2).any(|w| w[0] != w[1]) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
         copies = (1..=3)
-            .map(|node| stream_files(&dir.join(format!("node-{node}")).join("stream")))
+            .map(|node| stream_file_bytes(&dir.join(format!("node-{node}")).join("stream")))
             .collect();
     }
     for (i, c) in copies.iter().enumerate().skip(1) {
@@ -307,20 +307,6 @@ fn gtids(bytes: &[u8]) -> usize {
         at += size;
     }
     n
-}
-
-fn stream_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let name = e.file_name().into_string().ok()?;
-            surgedb::stream::StreamConfig::file_number(&name)?;
-            Some((name, std::fs::read(e.path()).ok()?))
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 /// Stops the cluster and its replica when the test ends, passed or not.

@@ -2,6 +2,8 @@
 //! batching, the files have MariaDB's shape, and a writer killed at each crash point and
 //! reopened goes on to exactly the bytes of a run that was never stopped.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -9,6 +11,8 @@ use surgedb::binlog::{EventBody, EventType, QueryEvent, read_file_events};
 use surgedb::stream::{
     StreamConfig, StreamError, StreamWriter, StreamedGroup, StreamedTxn, crash_points,
 };
+
+use common::stream_file_bytes;
 
 const CHILD_DIR: &str = "SURGE_STREAM_TEST_DIR";
 
@@ -67,26 +71,11 @@ fn feed(w: &mut StreamWriter, txns: &[StreamedTxn], batch: usize) {
     }
 }
 
-/// Every stream file's bytes, by name.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<_> = std::fs::read_dir(dir)
-        .expect("read_dir")
-        .filter_map(|e| {
-            let e = e.expect("entry");
-            let name = e.file_name().into_string().expect("utf8");
-            StreamConfig::file_number(&name)?;
-            Some((name, std::fs::read(e.path()).expect("read")))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 fn reference(txns: &[StreamedTxn]) -> (tempfile::TempDir, Vec<(String, Vec<u8>)>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut w = StreamWriter::open(config(dir.path())).expect("open");
     feed(&mut w, txns, 1);
-    let snap = snapshot(dir.path());
+    let snap = stream_file_bytes(dir.path());
     (dir, snap)
 }
 
@@ -99,7 +88,15 @@ fn batching_does_not_change_a_byte() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut w = StreamWriter::open(config(dir.path())).expect("open");
         feed(&mut w, &txns, batch);
-        assert_eq!(snapshot(dir.path()), want, "batch {batch}");
+        assert_eq!(stream_file_bytes(dir.path()), want, "batch {batch}");
+        let files = w.files();
+        let groups: usize = txns.iter().map(|t| t.groups.len()).sum();
+        assert_eq!(files.last_seq(), groups as u64);
+        assert_eq!(files.done_ts(), txns.last().map_or(0, |t| t.commit_ts + 1));
+        assert_eq!(files.files().len(), want.len());
+        let (end_file, end_off) = files.end();
+        assert_eq!(Some(&end_file), want.last().map(|(n, _)| n));
+        assert_eq!(end_off, want.last().map_or(0, |(_, b)| b.len() as u64));
         // Reopened without a crash: same bytes, and it goes on from where it was.
         drop(w);
         let w = StreamWriter::open(config(dir.path())).expect("reopen");
@@ -107,7 +104,11 @@ fn batching_does_not_change_a_byte() {
             w.cursor().done_ts,
             txns.last().map_or(0, |t| t.commit_ts + 1)
         );
-        assert_eq!(snapshot(dir.path()), want, "batch {batch} after reopen");
+        assert_eq!(
+            stream_file_bytes(dir.path()),
+            want,
+            "batch {batch} after reopen"
+        );
     }
 }
 
@@ -242,7 +243,7 @@ fn killed_at_every_point_recovers_to_the_same_bytes() {
                 .cloned()
                 .collect();
             feed(&mut w, &rest, 5);
-            assert_eq!(snapshot(dir.path()), want, "{point}/{skip}");
+            assert_eq!(stream_file_bytes(dir.path()), want, "{point}/{skip}");
         }
     }
 }

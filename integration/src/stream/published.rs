@@ -107,19 +107,6 @@ impl StreamFiles {
     pub fn done_ts(&self) -> u64 {
         self.view.lock().done_ts
     }
-
-    /// Blocks until the files hold every transaction committed at or below `ts`, or
-    /// `timeout` passed; returns whether they do.
-    pub fn wait_done(&self, ts: u64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut v = self.view.lock();
-        while v.done_ts < ts {
-            if self.grew.wait_until(&mut v, deadline).timed_out() {
-                return v.done_ts >= ts;
-            }
-        }
-        true
-    }
 }
 
 impl crate::mysql::ReplicationSource for StreamFiles {

@@ -220,7 +220,6 @@ impl StreamWriter {
             // width and the GTID state, both as computed.
             debug_assert_eq!(at, cur.len);
             append(cur, &bytes)?;
-            self.cursor.seq = seq;
             crash_point(points::MID_BATCH);
             if self
                 .cur

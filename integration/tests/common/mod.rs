@@ -252,3 +252,18 @@ impl Drop for SoloNode {
         let _ = self.child.wait();
     }
 }
+
+/// Every replica-stream file of a stream directory, by name, with its bytes.
+pub fn stream_file_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            surgedb::stream::StreamConfig::file_number(&name)?;
+            Some((name, std::fs::read(e.path()).ok()?))
+        })
+        .collect();
+    out.sort();
+    out
+}
