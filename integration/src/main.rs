@@ -189,6 +189,11 @@ enum ClusterCommand {
         /// `SHOW SLAVE STATUS`.
         #[arg(long)]
         replica: bool,
+        /// One more argument for every node process (repeatable), after the ones above:
+        /// `--node-arg=--no-stream` starts the nodes without the replica stream (see
+        /// `surgedb node --help`).
+        #[arg(long = "node-arg", value_name = "ARG", allow_hyphen_values = true)]
+        node_args: Vec<String>,
     },
     /// Send SIGTERM to every node of DIR (or to one, with --node) and wait for them to exit.
     Stop {
@@ -613,16 +618,19 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             timeout,
             engine,
             replica,
+            node_args,
         } => {
             let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let mode: LockMode = lock_mode.into();
+            let mut args: Vec<String> = vec![
+                "--lock-mode".into(),
+                mode.as_str().into(),
+                "--engine".into(),
+                engine.as_str().into(),
+            ];
+            args.extend(node_args);
             let opts = StartOptions::new(exe)
-                .with_node_args(vec![
-                    "--lock-mode".into(),
-                    mode.as_str().into(),
-                    "--engine".into(),
-                    engine.as_str().into(),
-                ])
+                .with_node_args(args)
                 .with_ready_timeout(Duration::from_secs(timeout));
             let (manifest, outcome) =
                 surgedb::local::start(&data, nodes, &opts).map_err(|e| e.to_string())?;

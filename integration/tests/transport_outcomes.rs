@@ -11,13 +11,15 @@ use std::sync::{Arc, Mutex};
 use surgedb::txn::rpc::{KvRequest, KvResponse, KvService};
 use surgedb::txn::{RegionEpoch, RegionError, RegionInfo, TxnError, TxnMode};
 use surgedb::wire::{ClientFrame, ServerFrame, read_frame, write_frame};
-use surgedb::{Client, ClientOptions};
+use surgedb::{Client, ClientOptions, RemoteConfig};
 
 /// How a fake node answers a request it ran.
 enum Answer {
     Reply(KvResponse),
     /// A frame whose body does not decode as a `ServerFrame`.
     Undecodable,
+    /// The reply, one byte every 200 ms.
+    Trickle(KvResponse),
 }
 
 type Script = dyn Fn(u64, &KvRequest) -> Answer + Send + Sync;
@@ -97,6 +99,17 @@ fn serve(
         let ok = match script(node, &req) {
             Answer::Reply(resp) => send(&mut w, &ServerFrame::Response { id, resp }),
             Answer::Undecodable => write_frame(&mut w, &[0xff, 0xff, 0xff]).is_ok(),
+            Answer::Trickle(resp) => {
+                let mut framed = Vec::new();
+                let body =
+                    postcard::to_allocvec(&ServerFrame::Response { id, resp }).expect("encode");
+                write_frame(&mut framed, &body).expect("frame");
+                framed.iter().all(|byte| {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    std::io::Write::write_all(&mut w, &[*byte]).is_ok()
+                        && std::io::Write::flush(&mut w).is_ok()
+                })
+            }
         };
         if !ok {
             return;
@@ -205,4 +218,42 @@ fn client_call_does_not_try_another_node_after_a_sent_request_failed() {
         other => panic!("node 1's failure after it ran the commit must be returned, got {other:?}"),
     }
     assert_eq!(cluster.count("commit"), 1, "not sent to another node");
+}
+
+#[test]
+fn an_answer_trickled_byte_by_byte_ends_at_the_request_timeout() {
+    // Each byte arrives well within the timeout; the answer as a whole would take seconds.
+    let cluster = FakeCluster::start(1, |_, req| match req {
+        KvRequest::Commit { .. } => Answer::Trickle(KvResponse::Done),
+        _ => Answer::Reply(KvResponse::Done),
+    });
+    let remote = RemoteConfig::default().with_request_timeout(std::time::Duration::from_secs(1));
+    let client = Client::connect(
+        &cluster.addrs[..1],
+        ClientOptions::default().with_remote(remote),
+    )
+    .expect("connect");
+    let commit = KvRequest::Commit {
+        ctx: surgedb::txn::rpc::Context {
+            region_id: 2,
+            epoch: RegionEpoch {
+                version: 1,
+                conf_ver: 1,
+            },
+        },
+        keys: vec![b"a".to_vec()],
+        start_ts: 10,
+        commit_ts: 11,
+    };
+    let start = std::time::Instant::now();
+    let outcome = client.call(commit);
+    let took = start.elapsed();
+    assert!(
+        matches!(outcome, Err(surgedb::txn::ServiceError::Timeout { .. })),
+        "a trickled answer past its deadline is a timeout, got {outcome:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "the 1 s deadline held for the whole answer, took {took:?}"
+    );
 }

@@ -3,6 +3,7 @@
 //! process with the txn crate's transactional client).
 
 mod cluster_client;
+mod deadline_read;
 mod remote_service;
 mod remote_txn;
 mod tcp_router;

@@ -3,9 +3,11 @@
 use std::io::{BufReader, BufWriter};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+use super::deadline_read::DeadlineRead;
 use surge_raft_lite::NodeId;
 use surge_txn::{
     ServiceError,
@@ -114,6 +116,9 @@ pub struct Welcome {
 pub(crate) struct Conn {
     reader: BufReader<TcpStream>,
     writer: BufWriter<TcpStream>,
+    /// How long one answer may take in all, from the moment its reading starts
+    /// ([`DeadlineRead`]): the request timeout, longer for a lock wait or a session.
+    answer_budget: Duration,
 }
 
 /// One node's [`KvService`] over TCP. Connections are opened on demand, handshaken, and
@@ -239,6 +244,7 @@ impl RemoteService {
         let mut conn = Conn {
             reader: BufReader::new(stream.try_clone().map_err(setup)?),
             writer: BufWriter::new(stream),
+            answer_budget: self.config.request_timeout,
         };
         let hello = Hello {
             cluster_id: self.config.cluster_id.clone(),
@@ -284,7 +290,9 @@ impl RemoteService {
 
     fn read_answer(&self, conn: &mut Conn) -> Result<ServerFrame, ServiceError> {
         let mut buf = Vec::new();
-        read_frame(&mut conn.reader, &mut buf).map_err(|e| self.io_error(e))?;
+        let deadline = Instant::now() + conn.answer_budget;
+        read_frame(&mut DeadlineRead::new(&mut conn.reader, deadline), &mut buf)
+            .map_err(|e| self.io_error(e))?;
         postcard::from_bytes(&buf).map_err(|e| self.protocol(format!("undecodable answer: {e}")))
     }
 
@@ -316,27 +324,12 @@ impl RemoteService {
         // that long on top of the request timeout, or a long wait would end here as a
         // transport timeout, an unknown outcome, instead of the node's `LockWaitTimeout`.
         let wait = lock_wait(frame);
-        if !wait.is_zero() {
-            let timeout = self.config.request_timeout.saturating_add(wait);
-            conn.writer
-                .get_ref()
-                .set_read_timeout(Some(timeout))
-                .map_err(|e| {
-                    CallFailure::not_sent(self.unavailable(format!("socket setup: {e}")))
-                })?;
-        }
+        conn.answer_budget = self.config.request_timeout.saturating_add(wait);
         let answer = self.exchange_reporting(&mut conn, frame)?;
         // Only a connection that delivered its answer goes back to the pool, with the
-        // ordinary timeout again.
-        if wait.is_zero()
-            || conn
-                .writer
-                .get_ref()
-                .set_read_timeout(Some(self.config.request_timeout))
-                .is_ok()
-        {
-            self.checkin(conn);
-        }
+        // ordinary budget again.
+        conn.answer_budget = self.config.request_timeout;
+        self.checkin(conn);
         Ok(answer)
     }
 
@@ -389,25 +382,16 @@ impl RemoteService {
     /// # Errors
     /// [`ServiceError::Unavailable`] if the node cannot be reached.
     pub(crate) fn open_session(&self, timeout: Duration) -> Result<Conn, ServiceError> {
-        let conn = self.checkout()?;
-        conn.writer
-            .get_ref()
-            .set_read_timeout(Some(timeout))
-            .map_err(|e| self.unavailable(format!("socket setup: {e}")))?;
+        let mut conn = self.checkout()?;
+        conn.answer_budget = timeout;
         Ok(conn)
     }
 
     /// Hands a session's connection that holds no open transaction back to the pool (one
     /// that does is dropped instead, and the node rolls back what it held).
-    pub(crate) fn close_session(&self, conn: Conn) {
-        if conn
-            .writer
-            .get_ref()
-            .set_read_timeout(Some(self.config.request_timeout))
-            .is_ok()
-        {
-            self.checkin(conn);
-        }
+    pub(crate) fn close_session(&self, mut conn: Conn) {
+        conn.answer_budget = self.config.request_timeout;
+        self.checkin(conn);
     }
 
     /// One coordinator operation on a session's connection. The outer error is the

@@ -24,11 +24,10 @@ pub(crate) struct ClientCore {
     pub(crate) meta_leader: Mutex<Option<NodeId>>,
     pub(crate) counters: Counters,
     pub(crate) heartbeats: Heartbeats,
+    /// Threads that carry a transaction's requests to several regions at once.
+    pub(crate) pool: super::batch_pool::BatchPool,
     /// Where committed transactions' secondaries go to be committed in the background (set
     /// once the core is shared; unset: committed before `commit` returns).
-    /// Threads that carry a transaction's requests to several regions at once.
-    /// `None` if it could not be started (batches then run one after the other).
-    pub(crate) pool: Option<rayon::ThreadPool>,
     pub(crate) secondaries:
         std::sync::OnceLock<crossbeam_channel::Sender<super::secondaries::SecondaryJob>>,
     /// The coordinator's binlog (`binlog_writer.rs`), set at construction.

@@ -2,11 +2,13 @@
 //! batches, with the region-error retry rules of TiKV's client.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use surge_raft_lite::NodeId;
 
 use super::backoff::Backoff;
+use super::batch_pool::Task;
 use super::core::ClientCore;
 use super::counters::bump;
 use super::error::TxnError;
@@ -39,6 +41,7 @@ pub(crate) trait RegionBatch {
     /// Whatever ends the whole operation.
     fn on_reply(
         &mut self,
+        core: &ClientCore,
         batch: &[Self::Item],
         reply: KvResponse,
         bo: &mut Backoff,
@@ -48,7 +51,7 @@ pub(crate) trait RegionBatch {
     /// of), so they go out as several requests from now on. Called before any of the parts
     /// is sent (at most one request holding all the items went out before). An operation
     /// that must be one request (a one-phase commit) changes what it sends here.
-    fn on_split(&mut self) {}
+    fn on_split(&mut self, _core: &ClientCore) {}
 }
 
 /// The outcome of one attempt at a region request.
@@ -236,7 +239,7 @@ impl ClientCore {
             .map(|(_, batch)| batch)
             .collect();
         if queue.len() > 1 {
-            op.on_split();
+            op.on_split(self);
         }
         while let Some(batch) = queue.pop_front() {
             let Some(first) = batch.first() else { continue };
@@ -248,7 +251,7 @@ impl ClientCore {
                 // The region split or moved since grouping: regroup this batch.
                 let regrouped = self.group_by_region(batch, B::key_of, bo)?;
                 if regrouped.len() > 1 {
-                    op.on_split();
+                    op.on_split(self);
                 }
                 for (_, part) in regrouped.into_iter().rev() {
                     queue.push_front(part);
@@ -258,7 +261,7 @@ impl ClientCore {
             let req = op.request(context(&region), &batch);
             match self.send_once(&region, req, bo)? {
                 Attempt::Reply(resp) => {
-                    if op.on_reply(&batch, resp, bo)? == Reply::Retry {
+                    if op.on_reply(self, &batch, resp, bo)? == Reply::Retry {
                         queue.push_front(batch);
                     }
                 }
@@ -268,10 +271,11 @@ impl ClientCore {
         Ok(())
     }
 
-    /// Runs `op` over each of `groups` on its own scoped thread, each with a fresh backoff of
-    /// `budget`, so a transaction's regions are written concurrently (each region batch
-    /// still waits for its own Raft round). Returns the first error after every thread
-    /// finished; a group whose thread cannot be started runs on the caller's thread.
+    /// Runs `op` over each of `groups` at once, each with a fresh backoff of `budget`, so a
+    /// transaction's regions are written concurrently (each region batch still waits for
+    /// its own Raft round): the first group on the caller's thread, the others on the
+    /// client's [`BatchPool`](super::batch_pool::BatchPool) (taken back by the caller when
+    /// no worker started them). Returns the first error after every group finished.
     ///
     /// # Errors
     /// The first error of a group.
@@ -282,50 +286,45 @@ impl ClientCore {
         budget: Duration,
     ) -> Result<(), TxnError>
     where
-        B: RegionBatch + Clone + Send,
-        B::Item: Send,
+        B: RegionBatch + Clone + Send + 'static,
+        B::Item: Send + 'static,
     {
-        let run = |mut op: B, group: Vec<B::Item>| {
-            let mut bo = Backoff::with_budget(&self.config, budget);
-            self.run_batches(&mut op, group, &mut bo)
+        let mut groups = groups.into_iter();
+        let Some(first) = groups.next() else {
+            return Ok(());
         };
-        if groups.len() <= 1 {
-            return groups.into_iter().try_for_each(|g| run(op.clone(), g));
+        let (done, results) = crossbeam_channel::unbounded();
+        let tasks: Vec<_> = groups
+            .map(|group| {
+                let mut op = op.clone();
+                let done = done.clone();
+                let task = Task::new(Box::new(move |core: &ClientCore| {
+                    let mut bo = Backoff::with_budget(&core.config, budget);
+                    let _ = done.send(core.run_batches(&mut op, group, &mut bo));
+                }));
+                self.pool.offer(Arc::clone(&task));
+                task
+            })
+            .collect();
+        // Only the tasks' clones are left: once they all ran (or panicked), `recv` ends.
+        drop(done);
+        let mut bo = Backoff::with_budget(&self.config, budget);
+        let mine = self.run_batches(&mut op.clone(), first, &mut bo);
+        for task in &tasks {
+            task.run(self);
         }
-        // On the client's pool: a thread per batch costs more CPU (stack map and unmap)
-        // than the request it carries. Without a pool, one after the other.
-        let Some(pool) = &self.pool else {
-            return groups.into_iter().try_for_each(|g| run(op.clone(), g));
-        };
-        let mut results: Vec<Result<(), TxnError>> = Vec::with_capacity(groups.len());
-        let slots: Vec<parking_lot::Mutex<Option<Result<(), TxnError>>>> = groups
-            .iter()
-            .map(|_| parking_lot::Mutex::new(None))
-            .collect();
-        let jobs: Vec<_> = groups
-            .into_iter()
-            .zip(&slots)
-            .map(|(group, slot)| (op.clone(), group, slot))
-            .collect();
-        let run = &run;
-        pool.scope(move |scope| {
-            for (op, group, slot) in jobs {
-                scope.spawn(move |_| {
-                    *slot.lock() = Some(run(op, group));
-                });
-            }
-        });
-        for slot in slots {
-            results.push(slot.into_inner().unwrap_or_else(|| {
+        let mut outcome = mine;
+        for _ in &tasks {
+            let result = results.recv().unwrap_or_else(|_| {
                 Err(TxnError::Protocol {
-                    detail: "a region batch did not run".to_string(),
+                    detail: "a region batch did not run to its end".to_string(),
                 })
-            }));
+            });
+            if outcome.is_ok() {
+                outcome = result;
+            }
         }
-        results
-            .into_iter()
-            .collect::<Result<Vec<()>, TxnError>>()
-            .map(|_| ())
+        outcome
     }
 
     /// `items` grouped by the region of their keys, in key order of the regions.

@@ -4,6 +4,7 @@
 //! and heartbeats.
 
 mod backoff;
+mod batch_pool;
 mod binlog_config;
 mod binlog_crash;
 mod binlog_journal;

@@ -51,7 +51,6 @@ impl ClientCore {
         let _span = tracing::debug_span!("snapshot_batch_get", ts, keys = keys.len()).entered();
         let mut bo = Backoff::new(&self.config);
         let mut op = BatchGet {
-            core: self,
             ts,
             bypass: Vec::new(),
             pairs: Vec::new(),
@@ -129,14 +128,13 @@ impl ClientCore {
 }
 
 /// `BatchGet` in region batches, collecting the pairs found.
-struct BatchGet<'c> {
-    core: &'c ClientCore,
+struct BatchGet {
     ts: u64,
     bypass: Vec<u64>,
     pairs: Vec<KvPair>,
 }
 
-impl RegionBatch for BatchGet<'_> {
+impl RegionBatch for BatchGet {
     type Item = Vec<u8>;
 
     fn key_of(item: &Vec<u8>) -> &[u8] {
@@ -154,6 +152,7 @@ impl RegionBatch for BatchGet<'_> {
 
     fn on_reply(
         &mut self,
+        core: &ClientCore,
         _batch: &[Vec<u8>],
         reply: KvResponse,
         bo: &mut Backoff,
@@ -164,8 +163,7 @@ impl RegionBatch for BatchGet<'_> {
                 Ok(Reply::Done)
             }
             KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock))) => {
-                self.core
-                    .handle_read_lock(&lock, self.ts, &mut self.bypass, bo)?;
+                core.handle_read_lock(&lock, self.ts, &mut self.bypass, bo)?;
                 Ok(Reply::Retry)
             }
             KvResponse::KeyError(e) => Err(e.into()),

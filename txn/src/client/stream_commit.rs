@@ -194,7 +194,7 @@ impl ClientCore {
     /// The first batch's error.
     pub(crate) fn prewrite_payload(
         &self,
-        op: &super::two_pc::Prewrite<'_>,
+        op: &super::two_pc::Prewrite,
         payload: &[(Mutation, PessimisticAction)],
     ) -> Result<(), TxnError> {
         for batch in payload.chunks(RECORD_CHUNKS_PER_REQUEST) {
@@ -227,7 +227,7 @@ impl ClientCore {
         let (extended, groups) = record_plan(plan, values, record_ts);
         let mut props = props.clone();
         props.commit_kind = CommitKind::TwoPc;
-        let op = super::two_pc::prewrite_op(self, props);
+        let op = super::two_pc::prewrite_op(props);
         if let Err(e) = self.run_groups_concurrently(&op, groups, self.config.max_backoff) {
             self.rollback_keys(plan.start_ts, all_keys(&extended));
             return Err(e);

@@ -175,7 +175,7 @@ impl ClientCore {
             stream = StreamStep::InPlan(record_ts);
         }
         let rollback_plan = with_record.as_ref().unwrap_or(plan);
-        let op = prewrite_op(self, props.clone());
+        let op = prewrite_op(props.clone());
         self.heartbeats.register(plan.start_ts, &plan.primary);
         // Every region's batch at once (the primary's too, as TiDB): a reader that meets a
         // secondary lock before the primary's is written treats the transaction as alive
@@ -254,7 +254,6 @@ impl ClientCore {
         };
         props.commit_kind = CommitKind::OnePc { commit_ts: hint };
         let mut op = Prewrite {
-            core: self,
             props,
             one_pc_commit_ts: 0,
         };
@@ -518,9 +517,8 @@ enum Settled {
 }
 
 /// A [`Prewrite`] of `props` (two-phase unless `props` say one-phase).
-pub(crate) fn prewrite_op(core: &ClientCore, props: TxnProps) -> Prewrite<'_> {
+pub(crate) fn prewrite_op(props: TxnProps) -> Prewrite {
     Prewrite {
-        core,
         props,
         one_pc_commit_ts: 0,
     }
@@ -528,14 +526,13 @@ pub(crate) fn prewrite_op(core: &ClientCore, props: TxnProps) -> Prewrite<'_> {
 
 /// `Prewrite` in region batches.
 #[derive(Clone)]
-pub(crate) struct Prewrite<'c> {
-    core: &'c ClientCore,
+pub(crate) struct Prewrite {
     props: TxnProps,
     /// The commit timestamp a one-phase prewrite reported (0: none).
     one_pc_commit_ts: u64,
 }
 
-impl RegionBatch for Prewrite<'_> {
+impl RegionBatch for Prewrite {
     type Item = (Mutation, PessimisticAction);
 
     fn key_of(item: &Self::Item) -> &[u8] {
@@ -552,6 +549,7 @@ impl RegionBatch for Prewrite<'_> {
 
     fn on_reply(
         &mut self,
+        core: &ClientCore,
         _batch: &[Self::Item],
         reply: KvResponse,
         bo: &mut Backoff,
@@ -562,7 +560,7 @@ impl RegionBatch for Prewrite<'_> {
                 Ok(Reply::Done)
             }
             KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock))) => {
-                self.core.handle_write_lock(&lock, bo)?;
+                core.handle_write_lock(&lock, bo)?;
                 Ok(Reply::Retry)
             }
             KvResponse::KeyError(e) => Err(e.into()),
@@ -582,14 +580,13 @@ impl RegionBatch for Prewrite<'_> {
     /// sent as one-phase was refused whole by its region (or its answer was lost, which
     /// `one_pc` settles from the primary). `one_pc` then finishes with 2PC, as when a
     /// region declines one-phase commit.
-    fn on_split(&mut self) {
+    fn on_split(&mut self, core: &ClientCore) {
         if matches!(self.props.commit_kind, CommitKind::OnePc { .. }) {
             self.props.commit_kind = CommitKind::TwoPc;
             // Two-phase locks from now on, written region after region: heartbeat them
             // from the first (as `commit_plan` does for 2PC) so that none outlives its TTL
             // before the commit.
-            self.core
-                .heartbeats
+            core.heartbeats
                 .register(self.props.start_ts, &self.props.primary);
         }
     }
@@ -646,6 +643,7 @@ impl RegionBatch for KeysOp {
 
     fn on_reply(
         &mut self,
+        _core: &ClientCore,
         _batch: &[Vec<u8>],
         reply: KvResponse,
         _bo: &mut Backoff,

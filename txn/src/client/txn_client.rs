@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+use super::batch_pool::BatchPool;
 use super::config::ClientConfig;
 use super::core::ClientCore;
 use super::counters::{ClientCounters, Counters};
@@ -37,14 +38,14 @@ impl TxnClient {
         let interval = config.heartbeat_interval;
         // The binlog is opened first; its recovery needs the client, so it runs below.
         let (binlog, pending) = super::binlog_writer::open_slot(config.binlog.as_ref());
-        let core = Arc::new(ClientCore {
+        let core = Arc::new_cyclic(|me| ClientCore {
             router,
             config,
             cache: RwLock::new(RegionCache::default()),
             meta_leader: Mutex::new(None),
             counters: Counters::default(),
             heartbeats,
-            pool: batch_pool(),
+            pool: BatchPool::new(me.clone(), BATCH_THREADS),
             secondaries: std::sync::OnceLock::new(),
             binlog,
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
@@ -154,16 +155,9 @@ impl TxnClient {
     }
 }
 
-/// The pool that sends one transaction's requests to several regions at once. The requests
-/// block on their nodes, so the pool is larger than the core count.
-fn batch_pool() -> Option<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(64)
-        .thread_name(|i| format!("surge-txn-batch-{i}"))
-        .build()
-        .map_err(|e| tracing::warn!(error = %e, "no batch pool; region batches run one by one"))
-        .ok()
-}
+/// The most threads a client's [`BatchPool`] starts: a transaction's region batches block
+/// on their nodes, so this is well above the core count.
+const BATCH_THREADS: usize = 64;
 
 #[cfg(test)]
 mod tests {
