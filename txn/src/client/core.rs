@@ -35,6 +35,11 @@ pub(crate) struct ClientCore {
     /// The largest stream watermark this client returned (`stream_reader.rs`), so the ones
     /// it returns never go back.
     pub(crate) stream_resolved: std::sync::atomic::AtomicU64,
+    /// The largest `lower_record_ts` this client's watermarks returned: where the next
+    /// watermark's lock scan may start (`stream_reader.rs`).
+    pub(crate) stream_lock_floor: std::sync::atomic::AtomicU64,
+    /// Watermark calls so far (every few, one scans the locks from the prefix).
+    pub(crate) stream_calls: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for ClientCore {

@@ -49,6 +49,8 @@ impl TxnClient {
             secondaries: std::sync::OnceLock::new(),
             binlog,
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
+            stream_lock_floor: std::sync::atomic::AtomicU64::new(0),
+            stream_calls: std::sync::atomic::AtomicU64::new(0),
         });
         heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
         if core.config.async_secondaries {
