@@ -121,7 +121,7 @@ impl TxnClient {
         let core = self.core();
         let t0 = core.get_ts()?;
         let calls = core.stream_calls.fetch_add(1, Ordering::AcqRel);
-        let from = if calls % FULL_LOCK_SCAN_EVERY == 0 {
+        let from = if calls.is_multiple_of(FULL_LOCK_SCAN_EVERY) {
             STREAM_PREFIX.to_vec()
         } else {
             stream_lower_key(core.stream_lock_floor.load(Ordering::Acquire))
