@@ -8,6 +8,7 @@ mod hints;
 mod hot;
 mod insert;
 mod modify;
+mod parse_cache;
 mod rows;
 mod select;
 mod session;

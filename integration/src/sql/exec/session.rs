@@ -52,6 +52,8 @@ pub struct Session {
     /// Set by a statement once it buffered a write (a failure after it cannot be undone
     /// statement by statement: the transaction is rolled back).
     pub(crate) wrote: Cell<bool>,
+    /// Statements parsed recently, by text.
+    parsed: super::parse_cache::ParseCache,
 }
 
 impl std::fmt::Debug for Session {
@@ -220,6 +222,7 @@ impl Session {
             prepared: HashMap::new(),
             next_stmt: 1,
             wrote: Cell::new(false),
+            parsed: super::parse_cache::ParseCache::default(),
         };
         if let Some(db) = &conn.database {
             s.use_db(db)?;
@@ -785,7 +788,14 @@ impl Session {
         if let Some(out) = special::try_run(self, sql)? {
             return Ok(out);
         }
-        let stmt = parse_one(sql)?;
+        let stmt = match self.parsed.get(sql) {
+            Some(stmt) => stmt,
+            None => {
+                let stmt = Arc::new(parse_one(sql)?);
+                self.parsed.put(sql, Arc::clone(&stmt));
+                stmt
+            }
+        };
         self.run(&stmt)
     }
 
