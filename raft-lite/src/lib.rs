@@ -97,7 +97,8 @@ pub use codec::{
 };
 pub use config::Config;
 pub use driver::{
-    GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot, Proposal, StateMachine,
+    GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot, Proposal, SNAPSHOT_ENTRIES_CAP,
+    StateMachine,
 };
 pub use error::{Error, Result};
 pub use message::{MAX_TERM_OR_INDEX, Message, MessageKind};

@@ -177,3 +177,35 @@ fn a_snapshot_of_a_group_removed_meanwhile_is_discarded() {
     node.campaign(BIG).unwrap();
     wait_until("replayed", || back.len() == 12);
 }
+
+/// With `snapshot_log_percent`, a state machine whose snapshot is large next to its
+/// entries is not encoded again every `snapshot_every` entries: after the first snapshot,
+/// the next waits until the log holds that share of its bytes (or the entry cap). Without
+/// it, every `snapshot_every` entries re-encode the whole state.
+#[test]
+fn a_large_snapshot_waits_until_the_log_holds_its_share_of_bytes() {
+    for percent in [0, 75] {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = std_fs();
+        let big = Set::with_pad(1 << 20);
+        let wal = Wal::open_with(Arc::new(fs.clone()), dir.path(), WalOptions::default()).unwrap();
+        let opts = options(10).with_snapshot_log_percent(percent);
+        let node = Node::start(opts, Box::new(wal), MemNetwork::new(1)).unwrap();
+        node.add_group(BIG, ConfState::with_voters([1]), Box::new(big.clone()))
+            .unwrap();
+        node.campaign(BIG).unwrap();
+        for x in 0..120 {
+            put(&node, BIG, x);
+        }
+        if percent == 0 {
+            wait_until("a snapshot per few entries", || node.stats().snapshots >= 5);
+        } else {
+            wait_until("the first snapshot", || node.stats().snapshots >= 1);
+            // 110 small entries since are far below 3/4 of a 1 MiB snapshot, and far
+            // below the entry cap.
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(node.stats().snapshots, 1, "re-encoded before the log grew");
+        }
+        drop(node);
+    }
+}

@@ -344,6 +344,10 @@ impl NodeProcess {
         let mut opts = NodeOptions::new(config.id);
         opts.tick = config.tick;
         opts.snapshot_every = 2000;
+        // A region's snapshot encodes all its data: without a size bound, a large UPDATE
+        // (thousands of entries) re-encoded a large region every 2000 entries, which made
+        // its cost grow with the square of its size.
+        opts.snapshot_log_percent = 75;
         opts.raft.election_tick = config.election_tick;
         opts.raft.heartbeat_tick = config.heartbeat_tick;
         opts.raft.seed = config.id.wrapping_mul(0x9e37_79b9_7f4a_7c15);

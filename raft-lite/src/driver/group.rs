@@ -21,6 +21,12 @@ pub(crate) struct Group {
     /// The term the state machine was told it leads in, if it was.
     pub(crate) sm_leader_term: Option<u64>,
     pub(crate) snapshot_every: u64,
+    /// [`crate::NodeOptions::snapshot_log_percent`].
+    pub(crate) snapshot_log_percent: u64,
+    /// Bytes of the entries applied since the last snapshot was taken (or installed).
+    pub(crate) log_bytes: u64,
+    /// Bytes of the state machine's data in the last snapshot taken or installed.
+    pub(crate) last_snapshot_bytes: u64,
     /// No snapshot is taken before this applied index (set after one was too large).
     pub(crate) snapshot_retry_at: u64,
     /// The index of the snapshot the background writer is persisting, if any: at most
@@ -59,6 +65,8 @@ impl Group {
         }
         if let Some(s) = &rd.snapshot {
             self.sm.restore(s.meta.index, &s.data);
+            self.log_bytes = 0;
+            self.last_snapshot_bytes = s.data.len() as u64;
             // Proposals at or below the snapshot cannot be matched any more.
             let keep = self.waiting.split_off(&(s.meta.index + 1));
             for (_, (_, p)) in std::mem::replace(&mut self.waiting, keep) {
@@ -66,6 +74,7 @@ impl Group {
             }
         }
         for e in &rd.committed_entries {
+            self.log_bytes = self.log_bytes.saturating_add(e.data.len() as u64);
             let result = match e.kind {
                 EntryKind::Normal => self.sm.apply(e.index, &e.data),
                 EntryKind::ConfChange => {
@@ -175,11 +184,25 @@ impl Group {
             return None;
         }
         let applied = self.raw.applied();
-        if applied < self.raw.snapshot_index() + self.snapshot_every
-            || applied < self.snapshot_retry_at
-        {
+        let since = self.raw.snapshot_index();
+        if applied < since + self.snapshot_every || applied < self.snapshot_retry_at {
             return None;
         }
+        // Invariant (with a percentage set): a snapshot is encoded only once the log it
+        // replaces holds that share of the previous snapshot's bytes, or many entries.
+        let small_log = self.log_bytes.saturating_mul(100)
+            < self
+                .last_snapshot_bytes
+                .saturating_mul(self.snapshot_log_percent);
+        let capped = applied
+            >= since.saturating_add(
+                self.snapshot_every
+                    .saturating_mul(crate::driver::node::SNAPSHOT_ENTRIES_CAP),
+            );
+        if small_log && !capped {
+            return None;
+        }
+        self.log_bytes = 0;
         let term = self.raw.term_at(applied)?;
         let conf = self.raw.conf_state_at(applied)?;
         Some(PendingSnapshot {
@@ -190,6 +213,11 @@ impl Group {
             },
             encode: self.sm.snapshot_deferred(),
         })
+    }
+
+    /// A snapshot with `data_bytes` of state machine data was kept (the log compacted).
+    pub(crate) fn snapshot_kept(&mut self, data_bytes: usize) {
+        self.last_snapshot_bytes = data_bytes as u64;
     }
 
     /// The snapshot just built could not be kept: wait another `snapshot_every` entries.

@@ -7,6 +7,6 @@ mod snapshot_writer;
 mod state_machine;
 mod worker;
 
-pub use node::{GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot};
+pub use node::{GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot, SNAPSHOT_ENTRIES_CAP};
 pub use proposal::Proposal;
 pub use state_machine::StateMachine;

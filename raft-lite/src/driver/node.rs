@@ -33,6 +33,14 @@ pub struct NodeOptions {
     pub tick: Duration,
     /// Take a snapshot and compact the log after this many applied entries (0 = never).
     pub snapshot_every: u64,
+    /// When not 0, a group also waits until the entries applied since its last snapshot
+    /// hold at least this percentage of that snapshot's bytes (or until
+    /// [`SNAPSHOT_ENTRIES_CAP`] times `snapshot_every` entries), so that encoding a large
+    /// state machine costs a bounded share of what was written, not one full copy per
+    /// `snapshot_every` entries whatever their size. TiKV bounds its Raft log by size in
+    /// the same spirit (`raft-log-gc-size-limit`, 3/4 of a region's split size). 0 (the
+    /// default): entries alone decide.
+    pub snapshot_log_percent: u64,
     /// Inputs (messages, proposals) handled per loop iteration at most; everything handled
     /// in one iteration shares one log write and one fsync.
     pub max_batch: usize,
@@ -72,6 +80,13 @@ impl NodeOptions {
         self
     }
 
+    /// Sets [`NodeOptions::snapshot_log_percent`].
+    #[must_use]
+    pub fn with_snapshot_log_percent(mut self, percent: u64) -> Self {
+        self.snapshot_log_percent = percent;
+        self
+    }
+
     /// Sets [`NodeOptions::max_batch`].
     #[must_use]
     pub fn with_max_batch(mut self, inputs: usize) -> Self {
@@ -79,6 +94,10 @@ impl NodeOptions {
         self
     }
 }
+
+/// With [`NodeOptions::snapshot_log_percent`] set, a group snapshots after this many times
+/// [`NodeOptions::snapshot_every`] entries however few bytes they hold.
+pub const SNAPSHOT_ENTRIES_CAP: u64 = 50;
 
 impl Default for NodeOptions {
     /// The defaults with node id 0, which [`Node::start`] refuses: set the id with
@@ -88,6 +107,7 @@ impl Default for NodeOptions {
             raft: Config::default(),
             tick: Duration::from_millis(10),
             snapshot_every: 10_000,
+            snapshot_log_percent: 0,
             max_batch: 4096,
         }
     }

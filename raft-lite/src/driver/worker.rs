@@ -280,6 +280,7 @@ impl Worker {
             self.stats.lock().snapshots_discarded += 1;
             return false;
         }
+        g.snapshot_kept(snap.data.len());
         let r = self
             .store
             .write_snapshot_ref(group, snap.clone(), file)
@@ -339,6 +340,9 @@ impl Worker {
                 waiting: BTreeMap::new(),
                 sm_leader_term: None,
                 snapshot_every: self.opts.snapshot_every,
+                snapshot_log_percent: self.opts.snapshot_log_percent,
+                log_bytes: 0,
+                last_snapshot_bytes: 0,
                 snapshot_retry_at: 0,
                 snapshot_in_flight: None,
                 reads: HashMap::new(),
@@ -401,7 +405,10 @@ impl Worker {
                         }
                     }
                     None => match pending.encode() {
-                        Ok(s) => snaps.push((id, s)),
+                        Ok(s) => {
+                            g.snapshot_kept(s.data.len());
+                            snaps.push((id, s));
+                        }
                         Err(e) => {
                             // Too large for followers to decode or the store to read
                             // back (a refused write stops the node): keep the log
