@@ -124,3 +124,48 @@ impl ClientCore {
         }
     }
 }
+
+impl ClientCore {
+    /// One attempt at locking `keys`, all in `region`, in a single request that does not
+    /// wait on the node: the outcomes in `keys`' order, or `None` when anything but a clean
+    /// success came back (a conflicting lock, a write conflict, a region error...). The
+    /// caller then locks those keys one by one through
+    /// [`ClientCore::acquire_pessimistic_lock`], which waits, resolves and retries; keys
+    /// this request did lock are locked again there at no harm (same transaction).
+    ///
+    /// # Errors
+    /// Only a failure to reach any node for the region after retries.
+    pub(crate) fn try_lock_batch(
+        &self,
+        region: &super::region_cache::CachedRegion,
+        keys: &[Vec<u8>],
+        primary: &[u8],
+        start_ts: u64,
+        for_update_ts: u64,
+        bo: &mut Backoff,
+    ) -> Result<Option<Vec<PessimisticLockOutcome>>, TxnError> {
+        let req = KvRequest::AcquirePessimisticLock {
+            ctx: super::dispatch::context(region),
+            keys: keys
+                .iter()
+                .map(|key| LockKey {
+                    key: key.clone(),
+                    should_not_exist: false,
+                })
+                .collect(),
+            primary: primary.to_vec(),
+            start_ts,
+            lock_ttl: self.lock_ttl_for(start_ts),
+            for_update_ts,
+            wait_timeout_ms: None,
+            need_value: true,
+            min_commit_ts: for_update_ts.saturating_add(1),
+        };
+        Ok(match self.send_region(region, req, bo)? {
+            Some(KvResponse::PessimisticLock { results }) if results.len() == keys.len() => {
+                Some(results)
+            }
+            _ => None,
+        })
+    }
+}

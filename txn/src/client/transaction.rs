@@ -189,6 +189,80 @@ impl Transaction {
         Ok(value)
     }
 
+    /// [`Transaction::get_for_update`] of many keys, in key order of `keys`: the values,
+    /// `None` for a key without one.
+    ///
+    /// A pessimistic transaction locks the keys it does not hold yet with one request per
+    /// region (TiDB locks a statement's keys the same way), not one round trip per key: a
+    /// 100 000-row `UPDATE` otherwise paid 100 000 lock round trips. A region whose batch
+    /// meets anything but a clean success (a conflicting lock, a write conflict, a region
+    /// error) has its keys locked one by one, with all of
+    /// [`Transaction::get_for_update`]'s waiting and retries; the same for keys this
+    /// transaction holds or wrote already, and for the transaction's first lock (which
+    /// makes its primary).
+    ///
+    /// # Errors
+    /// As [`Transaction::get_for_update`].
+    pub fn batch_get_for_update(
+        &mut self,
+        keys: &[Vec<u8>],
+    ) -> Result<Vec<Option<Vec<u8>>>, TxnError> {
+        for key in keys {
+            check_user_key(key)?;
+        }
+        let mut values: Vec<Option<Option<Vec<u8>>>> = vec![None; keys.len()];
+        let batchable = self.mode == TxnMode::Pessimistic
+            && self.primary.is_some()
+            && self.binlog.as_ref().is_none_or(|b| b.is_sql());
+        if batchable {
+            let fresh: Vec<(usize, Vec<u8>)> = keys
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| {
+                    !self.locked.contains(k.as_slice())
+                        && matches!(self.buffer.read(k), BufferedRead::NotWritten)
+                })
+                .map(|(i, k)| (i, k.clone()))
+                .collect();
+            let primary = self.primary.clone().unwrap_or_default();
+            let for_update_ts = self.start_ts.max(self.max_for_update_ts);
+            let mut bo = Backoff::new(&self.core.config);
+            let groups = self
+                .core
+                .group_by_region(fresh, |(_, k)| k.as_slice(), &mut bo)?;
+            for (region, group) in groups {
+                let batch: Vec<Vec<u8>> = group.iter().map(|(_, k)| k.clone()).collect();
+                self.maybe_locked.extend(batch.iter().cloned());
+                let outcomes = self.core.try_lock_batch(
+                    &region,
+                    &batch,
+                    &primary,
+                    self.start_ts,
+                    for_update_ts,
+                    &mut bo,
+                )?;
+                let Some(outcomes) = outcomes else { continue };
+                for ((i, key), outcome) in group.into_iter().zip(outcomes) {
+                    if let Some(b) = &mut self.binlog {
+                        b.learn(&key, outcome.exists);
+                    }
+                    self.maybe_locked.remove(&key);
+                    self.locked.insert(key.clone());
+                    self.buffer.lock(key);
+                    values[i] = Some(outcome.value);
+                }
+            }
+        }
+        // Everything not locked above, one by one.
+        keys.iter()
+            .zip(values)
+            .map(|(key, done)| match done {
+                Some(value) => Ok(value),
+                None => self.get_for_update(key),
+            })
+            .collect()
+    }
+
     /// Buffers `key = value` (locking the key first in a pessimistic transaction).
     ///
     /// # Errors

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use sqlparser::ast::{BinaryOperator, Expr};
 use surge_txn::Transaction;
 
-use super::rows::{decode, handle_of_index_entry, handle_of_row_key, read_row};
+use super::rows::{decode, handle_of_index_entry, handle_of_row_key, read_row, read_rows_locked};
 use crate::sql::catalog::TableDef;
 use crate::sql::codec::{encode_datum, index_prefix, row_key, row_prefix};
 use crate::sql::expr::{Env, compare, eval};
@@ -285,14 +285,7 @@ pub(crate) fn for_each_row(
                 }
                 return Ok(());
             }
-            for h in hs {
-                if let Some(row) = read_row(txn, table, h, lock)?
-                    && !f(txn, h, row)?
-                {
-                    break;
-                }
-            }
-            Ok(())
+            visit_handles(txn, table, hs, lock, f)
         }
         Access::HandleRange(..) | Access::Full => {
             let prefix = row_prefix(table.id);
@@ -336,17 +329,25 @@ pub(crate) fn for_each_row(
                 };
                 from = last.clone();
                 from.push(0);
+                if lock {
+                    // The batch's rows locked and read again at once (current versions).
+                    let hs = pairs
+                        .iter()
+                        .map(|(k, _)| handle_of_row_key(k))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let rows = read_rows_locked(txn, table, &hs)?;
+                    for (h, row) in hs.into_iter().zip(rows) {
+                        if let Some(row) = row
+                            && !f(txn, h, row)?
+                        {
+                            return Ok(());
+                        }
+                    }
+                    continue;
+                }
                 for (k, v) in pairs {
                     let h = handle_of_row_key(&k)?;
-                    let row = if lock {
-                        match read_row(txn, table, h, true)? {
-                            Some(r) => r,
-                            None => continue,
-                        }
-                    } else {
-                        decode(table, &v)?
-                    };
-                    if !f(txn, h, row)? {
+                    if !f(txn, h, decode(table, &v)?)? {
                         return Ok(());
                     }
                 }
@@ -387,16 +388,41 @@ pub(crate) fn for_each_row(
                 }
             }
             // Index order is kept (ORDER BY on the index relies on it only through sorting).
-            for h in handles {
-                if let Some(row) = read_row(txn, table, h, lock)?
-                    && !f(txn, h, row)?
-                {
-                    break;
-                }
-            }
-            Ok(())
+            visit_handles(txn, table, handles, lock, f)
         }
     }
+}
+
+/// Calls `f` with the row of each handle that has one, in order, until it returns false;
+/// `lock`: locking current reads, [`SCAN_BATCH`] handles per round of lock requests.
+fn visit_handles(
+    txn: &mut Transaction,
+    table: &TableDef,
+    handles: Vec<i64>,
+    lock: bool,
+    f: &mut RowVisitor<'_>,
+) -> Result<(), SqlError> {
+    if !lock || handles.len() <= 1 {
+        for h in handles {
+            if let Some(row) = read_row(txn, table, h, lock)?
+                && !f(txn, h, row)?
+            {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    for chunk in handles.chunks(SCAN_BATCH) {
+        let rows = read_rows_locked(txn, table, chunk)?;
+        for (h, row) in chunk.iter().zip(rows) {
+            if let Some(row) = row
+                && !f(txn, *h, row)?
+            {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -145,6 +145,24 @@ pub(crate) fn read_row(
     v.map(|b| decode(table, &b)).transpose()
 }
 
+/// [`read_row`] with `lock` of many handles at once: the locking reads go out in one
+/// request per region ([`Transaction::batch_get_for_update`]), in `handles`' order.
+///
+/// # Errors
+/// Lock or read failures.
+pub(crate) fn read_rows_locked(
+    txn: &mut Transaction,
+    table: &TableDef,
+    handles: &[i64],
+) -> Result<Vec<Option<Vec<Value>>>, SqlError> {
+    let keys: Vec<Vec<u8>> = handles.iter().map(|h| row_key(table.id, *h)).collect();
+    txn.batch_get_for_update(&keys)
+        .map_err(|e| from_txn(&e))?
+        .into_iter()
+        .map(|v| v.map(|b| decode(table, &b)).transpose())
+        .collect()
+}
+
 /// Inserts a new row and its index entries.
 ///
 /// # Errors
