@@ -13,11 +13,12 @@ use super::access::{Access, for_each_row, plan};
 use super::binlog::RowLog;
 use super::hints::Hints;
 use super::insert::handle_for_update;
-use super::rows::{delete_row, read_row, update_row};
+use super::rows::{delete_row, index_entry, read_row, update_row};
 use super::session::Session;
 use crate::sql::catalog::TableDef;
 use crate::sql::expr::{Env, check_columns, compare, eval, truthy};
 use crate::sql::output::{Output, SqlError};
+use crate::sql::txn_error::from_txn;
 use crate::sql::value::Value;
 
 /// Called with each row to change (transaction, handle, locked current row).
@@ -211,6 +212,7 @@ pub(crate) fn update_with_hints(
         let mut log = RowLog::new(s, &t)?;
         let mut changed = 0u64;
         let mut rows = Vec::new();
+        let mut pending: Vec<(i64, Vec<Value>, Vec<Value>)> = Vec::new();
         let matched = visit(
             txn,
             s,
@@ -244,9 +246,20 @@ pub(crate) fn update_with_hints(
                 if new != old {
                     let nh = handle_for_update(&t, h, &new)?;
                     s.wrote.set(true);
+                    changed += 1;
+                    if nh == h {
+                        if want_rows {
+                            rows.push(new.clone());
+                        }
+                        pending.push((h, old, new));
+                        if pending.len() >= UPDATE_BATCH {
+                            apply_updates(txn, &t, &mut pending, &mut log)?;
+                        }
+                        return Ok(());
+                    }
+                    apply_updates(txn, &t, &mut pending, &mut log)?;
                     update_row(txn, &t, h, nh, &old, &new)?;
                     log.update(txn, &old, &new)?;
-                    changed += 1;
                 }
                 if want_rows {
                     rows.push(new);
@@ -254,6 +267,7 @@ pub(crate) fn update_with_hints(
                 Ok(())
             },
         )?;
+        apply_updates(txn, &t, &mut pending, &mut log)?;
         log.flush(txn)?;
         hints.check(changed)?;
         Ok((matched, changed, rows))
@@ -280,6 +294,49 @@ pub(crate) fn update_with_hints(
         Some(sel) => Ok((super::select::project_row(s, sel, &t, &rows)?, rows)),
         None => Ok((out, rows)),
     }
+}
+
+/// Rows an UPDATE changes in place, applied together ([`apply_updates`]).
+const UPDATE_BATCH: usize = 256;
+
+/// Applies `pending` in-place row updates (handle unchanged) in their order, after locking
+/// the index entries they delete or write in one request per region
+/// ([`Transaction::batch_get_for_update`]) rather than one round trip per entry. Unique
+/// entries are written with their own existence check ([`insert_index_entries`]), as
+/// before.
+///
+/// # Errors
+/// As the writes fail.
+fn apply_updates(
+    txn: &mut Transaction,
+    t: &TableDef,
+    pending: &mut Vec<(i64, Vec<Value>, Vec<Value>)>,
+    log: &mut RowLog,
+) -> Result<(), SqlError> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut keys = Vec::new();
+    for (h, old, new) in pending.iter() {
+        for index in &t.indexes {
+            if t.index_values(index, old) == t.index_values(index, new) {
+                continue;
+            }
+            keys.push(index_entry(t, index, *h, old).0);
+            let (key, _, unique) = index_entry(t, index, *h, new);
+            if !unique {
+                keys.push(key);
+            }
+        }
+    }
+    if keys.len() > 1 {
+        txn.batch_get_for_update(&keys).map_err(|e| from_txn(&e))?;
+    }
+    for (h, old, new) in pending.drain(..) {
+        update_row(txn, t, h, h, &old, &new)?;
+        log.update(txn, &old, &new)?;
+    }
+    Ok(())
 }
 
 /// Runs a DELETE.
