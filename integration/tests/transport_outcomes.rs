@@ -117,6 +117,22 @@ fn serve(
     }
 }
 
+/// A commit of key `a` in region 2 (start_ts 10, commit_ts 11).
+fn commit_of_a() -> KvRequest {
+    KvRequest::Commit {
+        ctx: surgedb::txn::rpc::Context {
+            region_id: 2,
+            epoch: RegionEpoch {
+                version: 1,
+                conf_ver: 1,
+            },
+        },
+        keys: vec![b"a".to_vec()],
+        start_ts: 10,
+        commit_ts: 11,
+    }
+}
+
 /// Regions `[, "m")` (id 2) and `["m", )` (id 3), led by node 1.
 fn regions() -> Vec<RegionInfo> {
     let epoch = RegionEpoch {
@@ -201,18 +217,7 @@ fn client_call_does_not_try_another_node_after_a_sent_request_failed() {
         _ => Answer::Reply(KvResponse::Done),
     });
     let client = Client::connect(&cluster.addrs[..1], ClientOptions::default()).expect("connect");
-    let commit = KvRequest::Commit {
-        ctx: surgedb::txn::rpc::Context {
-            region_id: 2,
-            epoch: RegionEpoch {
-                version: 1,
-                conf_ver: 1,
-            },
-        },
-        keys: vec![b"a".to_vec()],
-        start_ts: 10,
-        commit_ts: 11,
-    };
+    let commit = commit_of_a();
     match client.call(commit) {
         Err(surgedb::txn::ServiceError::Protocol { node: 1, .. }) => {}
         other => panic!("node 1's failure after it ran the commit must be returned, got {other:?}"),
@@ -233,18 +238,7 @@ fn an_answer_trickled_byte_by_byte_ends_at_the_request_timeout() {
         ClientOptions::default().with_remote(remote),
     )
     .expect("connect");
-    let commit = KvRequest::Commit {
-        ctx: surgedb::txn::rpc::Context {
-            region_id: 2,
-            epoch: RegionEpoch {
-                version: 1,
-                conf_ver: 1,
-            },
-        },
-        keys: vec![b"a".to_vec()],
-        start_ts: 10,
-        commit_ts: 11,
-    };
+    let commit = commit_of_a();
     let start = std::time::Instant::now();
     let outcome = client.call(commit);
     let took = start.elapsed();
