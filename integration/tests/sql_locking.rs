@@ -129,3 +129,41 @@ fn set_config_switches_the_lock_mode_on_every_node() {
         1235
     );
 }
+
+/// An `UPDATE ... LIMIT 1` locks the row it updates, not the rows of its scan batch past
+/// it: a row held by another transaction further on does not make it wait. Without a
+/// `LIMIT` the statement locks (in batches) every row it reads, and waits for the held one.
+#[test]
+fn an_update_with_limit_locks_nothing_past_where_it_stops() {
+    let db = Db::start_with(ClientConfig::default());
+    let mut a = db.session();
+    let mut b = db.session();
+    ok(
+        &mut a,
+        "create database lim; use lim; create table t (id int primary key, v int)",
+    );
+    let rows: Vec<String> = (1..=20).map(|i| format!("({i}, 0)")).collect();
+    ok(&mut a, &format!("insert into t values {}", rows.join(",")));
+    ok(&mut b, "use lim; set innodb_lock_wait_timeout = 1");
+    ok(&mut a, "begin; update t set v = 9 where id = 15");
+    let start = std::time::Instant::now();
+    ok(&mut b, "update t set v = 1 where v = 0 limit 1");
+    assert!(
+        start.elapsed() < Duration::from_millis(900),
+        "the LIMIT 1 update waited for row 15: {:?}",
+        start.elapsed()
+    );
+    assert_eq!(lines(&mut b, "select v from t where id = 1"), ["1"]);
+    assert_eq!(
+        err(&mut b, "update t set v = 2 where v = 0").code,
+        1205,
+        "without a LIMIT, row 15 is read and its lock waited for"
+    );
+    ok(&mut a, "commit");
+    ok(&mut b, "update t set v = 2 where v = 0");
+    assert_eq!(
+        lines(&mut b, "select count(*) from t where v = 2"),
+        ["18"],
+        "every row but 1 (v = 1) and 15 (v = 9)"
+    );
+}

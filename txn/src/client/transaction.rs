@@ -263,6 +263,28 @@ impl Transaction {
             .collect()
     }
 
+    /// Locks for writing the keys of `keys` this transaction does not hold yet, as
+    /// [`Transaction::batch_get_for_update`] does (one request per region), and does nothing
+    /// in an optimistic transaction. A later [`Transaction::put`] or
+    /// [`Transaction::delete`] of them then costs no round trip.
+    ///
+    /// # Errors
+    /// As [`Transaction::batch_get_for_update`].
+    pub fn lock_keys_for_write(&mut self, keys: &[Vec<u8>]) -> Result<(), TxnError> {
+        if self.mode != TxnMode::Pessimistic {
+            return Ok(());
+        }
+        let fresh: Vec<Vec<u8>> = keys
+            .iter()
+            .filter(|k| !self.locked.contains(k.as_slice()))
+            .cloned()
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        self.batch_get_for_update(&fresh).map(|_| ())
+    }
+
     /// Buffers `key = value` (locking the key first in a pessimistic transaction).
     ///
     /// # Errors

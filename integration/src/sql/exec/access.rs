@@ -257,8 +257,9 @@ fn after(mut k: Vec<u8>) -> Vec<u8> {
 }
 
 /// Calls `f(handle, row)` for each row `access` finds, in key order, until it returns
-/// `false`. `lock`: read each row with a locking current read. `collect_first`: find every
-/// handle before the first call (the caller changes what the path reads).
+/// `false`. `locks`: snapshot reads, or locking current reads one by one or in batches
+/// ([`RowLocks`]). `collect_first`: find every handle before the first call (the caller
+/// changes what the path reads).
 ///
 /// # Errors
 /// Read and lock failures, and `f`'s.
@@ -266,10 +267,11 @@ pub(crate) fn for_each_row(
     txn: &mut Transaction,
     table: &TableDef,
     access: &Access,
-    lock: bool,
+    locks: RowLocks,
     collect_first: bool,
     f: &mut RowVisitor<'_>,
 ) -> Result<(), SqlError> {
+    let lock = locks != RowLocks::None;
     match access {
         Access::Handles(hs) => {
             let mut hs = hs.clone();
@@ -285,7 +287,7 @@ pub(crate) fn for_each_row(
                 }
                 return Ok(());
             }
-            visit_handles(txn, table, hs, lock, f)
+            visit_handles(txn, table, hs, locks, f)
         }
         Access::HandleRange(..) | Access::Full => {
             let prefix = row_prefix(table.id);
@@ -318,7 +320,7 @@ pub(crate) fn for_each_row(
                         handles.push(handle_of_row_key(k)?);
                     }
                 }
-                return for_each_row(txn, table, &Access::Handles(handles), lock, false, f);
+                return for_each_row(txn, table, &Access::Handles(handles), locks, false, f);
             }
             loop {
                 let pairs = txn
@@ -329,7 +331,7 @@ pub(crate) fn for_each_row(
                 };
                 from = last.clone();
                 from.push(0);
-                if lock {
+                if locks == RowLocks::Batched {
                     // The batch's rows locked and read again at once (current versions).
                     let hs = pairs
                         .iter()
@@ -347,7 +349,15 @@ pub(crate) fn for_each_row(
                 }
                 for (k, v) in pairs {
                     let h = handle_of_row_key(&k)?;
-                    if !f(txn, h, decode(table, &v)?)? {
+                    let row = if lock {
+                        match read_row(txn, table, h, true)? {
+                            Some(r) => r,
+                            None => continue,
+                        }
+                    } else {
+                        decode(table, &v)?
+                    };
+                    if !f(txn, h, row)? {
                         return Ok(());
                     }
                 }
@@ -388,21 +398,36 @@ pub(crate) fn for_each_row(
                 }
             }
             // Index order is kept (ORDER BY on the index relies on it only through sorting).
-            visit_handles(txn, table, handles, lock, f)
+            visit_handles(txn, table, handles, locks, f)
         }
     }
 }
 
+/// How [`for_each_row`] reads the rows it visits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowLocks {
+    /// Snapshot reads.
+    None,
+    /// A locking current read of each row just before it is visited: a statement that
+    /// stops early (`LIMIT`) locks nothing past the row where it stopped.
+    OneByOne,
+    /// Locking current reads of [`SCAN_BATCH`] rows at once, one request per region
+    /// ([`read_rows_locked`]): for a statement that visits every row it reads (no `LIMIT`),
+    /// which then locks the same rows as `OneByOne`, with far fewer round trips.
+    Batched,
+}
+
 /// Calls `f` with the row of each handle that has one, in order, until it returns false;
-/// `lock`: locking current reads, [`SCAN_BATCH`] handles per round of lock requests.
+/// locking as `locks` says.
 fn visit_handles(
     txn: &mut Transaction,
     table: &TableDef,
     handles: Vec<i64>,
-    lock: bool,
+    locks: RowLocks,
     f: &mut RowVisitor<'_>,
 ) -> Result<(), SqlError> {
-    if !lock || handles.len() <= 1 {
+    let lock = locks != RowLocks::None;
+    if locks != RowLocks::Batched || handles.len() <= 1 {
         for h in handles {
             if let Some(row) = read_row(txn, table, h, lock)?
                 && !f(txn, h, row)?

@@ -9,7 +9,7 @@ use sqlparser::ast::{
 };
 use surge_txn::{Transaction, TxnMode};
 
-use super::access::{Access, for_each_row, plan};
+use super::access::{Access, RowLocks, for_each_row, plan};
 use super::binlog::RowLog;
 use super::hints::Hints;
 use super::insert::handle_for_update;
@@ -90,7 +90,13 @@ fn visit(
     };
     let mut matched = 0u64;
     if order_by.is_empty() {
-        for_each_row(txn, t, access, lock, collect_first, &mut |txn, h, row| {
+        // Rows are locked in batches only when the statement visits every row it reads.
+        let locks = match (lock, limit) {
+            (false, _) => RowLocks::None,
+            (true, Some(_)) => RowLocks::OneByOne,
+            (true, None) => RowLocks::Batched,
+        };
+        for_each_row(txn, t, access, locks, collect_first, &mut |txn, h, row| {
             if limit.is_some_and(|l| matched >= l) {
                 return Ok(false);
             }
@@ -105,7 +111,7 @@ fn visit(
     }
     // ORDER BY: find and sort the candidates first (a snapshot read), then lock each.
     let mut found: Vec<(Vec<Value>, i64)> = Vec::new();
-    for_each_row(txn, t, access, false, false, &mut |_, h, row| {
+    for_each_row(txn, t, access, RowLocks::None, false, &mut |_, h, row| {
         if matches(&row)? {
             let env = Env {
                 table: Some(t),
@@ -330,7 +336,7 @@ fn apply_updates(
         }
     }
     if keys.len() > 1 {
-        txn.batch_get_for_update(&keys).map_err(|e| from_txn(&e))?;
+        txn.lock_keys_for_write(&keys).map_err(|e| from_txn(&e))?;
     }
     for (h, old, new) in pending.drain(..) {
         update_row(txn, t, h, h, &old, &new)?;

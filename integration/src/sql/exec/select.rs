@@ -10,7 +10,7 @@ use sqlparser::ast::{
     Value as Lit,
 };
 
-use super::access::{for_each_row, plan};
+use super::access::{RowLocks, for_each_row, plan};
 use super::session::Session;
 use crate::sql::catalog::TableDef;
 use crate::sql::codec::encode_datum;
@@ -353,7 +353,12 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
                 let mut out = Vec::new();
                 let mut groups: Vec<(Vec<Value>, Vec<Accumulator>)> = Vec::new();
                 let mut group_index: HashMap<Vec<u8>, usize> = HashMap::new();
-                for_each_row(txn, t, &access, lock, false, &mut |_txn, _h, row| {
+                let locks = if lock {
+                    RowLocks::OneByOne
+                } else {
+                    RowLocks::None
+                };
+                for_each_row(txn, t, &access, locks, false, &mut |_txn, _h, row| {
                     let env = Env {
                         table: Some(t),
                         row: &row,
