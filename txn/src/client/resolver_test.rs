@@ -76,7 +76,8 @@ fn a_primary_mismatch_is_resolved_through_the_real_primary() {
     let client = TxnClient::new(Arc::new(router), config);
     assert_eq!(client.get(b"s"), Ok(Some(b"new".to_vec())));
     assert_eq!(*checked.lock(), vec![b"s".to_vec(), b"p".to_vec()]);
-    assert_eq!(*resolved.lock(), vec![(vec![b"s".to_vec()], 90)]);
+    // Every lock of the transaction in `s`'s region at once (no keys named), at 90.
+    assert_eq!(*resolved.lock(), vec![(Vec::<Vec<u8>>::new(), 90)]);
 }
 
 /// A pessimistic lock of transaction 77 on `key`, naming `primary`.
