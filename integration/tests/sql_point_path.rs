@@ -32,11 +32,11 @@ fn a_point_update_takes_one_lock_and_one_commit() {
         (1, 1),
         "one lock (the row key), one commit"
     );
-    // An indexed column also moves its (non-unique) index entry: two more keys locked, as
-    // the client locks every key a pessimistic transaction writes.
+    // An indexed column also moves its (non-unique) index entry: the old and the new entry
+    // are locked too, both in one lock request (`apply_updates` batches them).
     let (l0, c0) = (locks(), commits());
     assert_eq!(affected(&mut s, "update t set k = k + 1 where id = 50"), 1);
-    assert_eq!((locks() - l0, commits() - c0), (3, 1));
+    assert_eq!((locks() - l0, commits() - c0), (2, 1));
     // An absent row: the key is still locked (so a concurrent INSERT of it waits), nothing
     // written.
     let l0 = locks();
