@@ -61,19 +61,17 @@ impl ClientCore {
         loop {
             let wait_timeout_ms = if timed_out { None } else { configured_wait };
             let lock_ttl = self.lock_ttl_for(req.start_ts);
-            let reply = self.send_key(req.key, bo, |ctx| KvRequest::AcquirePessimisticLock {
-                ctx,
-                keys: vec![LockKey {
-                    key: req.key.to_vec(),
-                    should_not_exist: req.should_not_exist,
-                }],
-                primary: req.primary.to_vec(),
-                start_ts: req.start_ts,
-                lock_ttl,
-                for_update_ts: req.for_update_ts,
-                wait_timeout_ms,
-                need_value: req.need_value,
-                min_commit_ts: req.for_update_ts.saturating_add(1),
+            let reply = self.send_key(req.key, bo, |ctx| {
+                lock_request(
+                    ctx,
+                    vec![LockKey {
+                        key: req.key.to_vec(),
+                        should_not_exist: req.should_not_exist,
+                    }],
+                    &req,
+                    lock_ttl,
+                    wait_timeout_ms,
+                )
             })?;
             match reply {
                 KvResponse::PessimisticLock { results } => {
@@ -144,28 +142,57 @@ impl ClientCore {
         for_update_ts: u64,
         bo: &mut Backoff,
     ) -> Result<Option<Vec<PessimisticLockOutcome>>, TxnError> {
-        let req = KvRequest::AcquirePessimisticLock {
-            ctx: super::dispatch::context(region),
-            keys: keys
-                .iter()
-                .map(|key| LockKey {
-                    key: key.clone(),
-                    should_not_exist: false,
-                })
-                .collect(),
-            primary: primary.to_vec(),
+        let shape = LockRequest {
+            key: &[],
+            primary,
             start_ts,
-            lock_ttl: self.lock_ttl_for(start_ts),
             for_update_ts,
-            wait_timeout_ms: None,
             need_value: true,
-            min_commit_ts: for_update_ts.saturating_add(1),
+            should_not_exist: false,
+            wait_timeout: None,
         };
+        let lock_keys = keys
+            .iter()
+            .map(|key| LockKey {
+                key: key.clone(),
+                should_not_exist: false,
+            })
+            .collect();
+        let req = lock_request(
+            super::dispatch::context(region),
+            lock_keys,
+            &shape,
+            self.lock_ttl_for(start_ts),
+            None,
+        );
         Ok(match self.send_region(region, req, bo)? {
             Some(KvResponse::PessimisticLock { results }) if results.len() == keys.len() => {
                 Some(results)
             }
             _ => None,
         })
+    }
+}
+
+/// The `AcquirePessimisticLock` of `keys` for the transaction, statement and options of
+/// `req` (its `key` is not used: `keys` are locked), shared by the one-key and the batch
+/// paths so that both ask for the same TTL, `min_commit_ts` and value.
+fn lock_request(
+    ctx: crate::Context,
+    keys: Vec<LockKey>,
+    req: &LockRequest<'_>,
+    lock_ttl: u64,
+    wait_timeout_ms: Option<u64>,
+) -> KvRequest {
+    KvRequest::AcquirePessimisticLock {
+        ctx,
+        keys,
+        primary: req.primary.to_vec(),
+        start_ts: req.start_ts,
+        lock_ttl,
+        for_update_ts: req.for_update_ts,
+        wait_timeout_ms,
+        need_value: req.need_value,
+        min_commit_ts: req.for_update_ts.saturating_add(1),
     }
 }
