@@ -196,6 +196,20 @@ fn out_of_order_and_misplaced_events_are_refused() {
         .append(&[bad], txns[2].commit_ts, 0)
         .expect_err("xid inside");
     assert!(e.to_string().contains("Xid"), "{e}");
+    // One region's one-phase commits of disjoint keys may share a commit_ts: side by side
+    // in one batch they are taken; a batch that goes back is not, nor one at the watermark.
+    let more = history(6);
+    let mut back = vec![more[4].clone(), more[3].clone()];
+    let e = w
+        .append(&back, more[4].commit_ts, 0)
+        .expect_err("going back");
+    assert!(matches!(e, StreamError::OutOfOrder { .. }), "{e}");
+    back[1].commit_ts = back[0].commit_ts;
+    w.append(&back, back[0].commit_ts, 0).expect("a tie");
+    let e = w
+        .append(&more[4..5], more[4].commit_ts, 0)
+        .expect_err("at the watermark");
+    assert!(matches!(e, StreamError::OutOfOrder { .. }), "{e}");
 }
 
 /// Child side of the crash test: feed the whole history into `SURGE_STREAM_TEST_DIR`

@@ -23,17 +23,28 @@ use surge_txn::{
 /// Transaction `i` of a coordinator: moves a unit between two of 6 shared keys (in two
 /// regions), inserting a key that is absent; every third one is optimistic (it conflicts
 /// and rolls back now and then).
-fn transfer(client: &TxnClient, i: u64, seed: u64) -> Result<(u64, u64), (u64, TxnError)> {
+/// With `tables`, the keys are rows of two TiDB-style tables (`t{id}_r...`, both in one
+/// region) instead, so the records go to the tables' lanes and commit in one phase.
+fn transfer(
+    client: &TxnClient,
+    i: u64,
+    seed: u64,
+    tables: bool,
+) -> Result<(u64, u64), (u64, TxnError)> {
     let mode = if i.is_multiple_of(3) {
         TxnMode::Optimistic
     } else {
         TxnMode::Pessimistic
     };
-    let a = key((seed % 4) as u8, &format!("acct{}", (i + seed) % 3));
-    let b = key(
-        ((seed + 1) % 4) as u8,
-        &format!("acct{}", (i * 7 + seed) % 3),
-    );
+    let shaped = |r: u64, name: String| {
+        if tables {
+            table_row(1 + r % 2, &name)
+        } else {
+            key((r % 4) as u8, &name)
+        }
+    };
+    let a = shaped(seed, format!("acct{}", (i + seed) % 3));
+    let b = shaped(seed + 1, format!("acct{}", (i * 7 + seed) % 3));
     let mut t = client.begin(mode).map_err(|e| (0, e))?;
     let start_ts = t.start_ts();
     let run = |t: &mut surge_txn::Transaction| -> Result<(), TxnError> {
@@ -52,6 +63,15 @@ fn transfer(client: &TxnClient, i: u64, seed: u64) -> Result<(u64, u64), (u64, T
     }
 }
 
+/// The key of row `name` of table `id`, laid out as TiDB's: `t`, the 8-byte id, `_r`.
+fn table_row(id: u64, name: &str) -> Vec<u8> {
+    let mut k = vec![b't'];
+    k.extend_from_slice(&(id | 1 << 63).to_be_bytes());
+    k.extend_from_slice(b"_r");
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
 fn parse(v: &[u8]) -> i64 {
     std::str::from_utf8(v)
         .ok()
@@ -62,20 +82,28 @@ fn parse(v: &[u8]) -> i64 {
 /// Several coordinators commit conflicting transactions on the same keys while a follower
 /// consumes the stream watermark by watermark. Checked: every record it receives is above
 /// the last watermark it consumed; in the end it received every acknowledged transaction
-/// exactly once and no failed one, in strictly rising commit_ts, the same as a scan from
+/// exactly once and no failed one, in rising (commit_ts, start_ts), the same as a scan from
 /// the beginning; and the stream replayed with STRICT rules gives the store's table.
 #[test]
 fn coordinators_commit_into_one_stream_in_commit_ts_order() {
-    one_stream_of_coordinators(None);
+    one_stream_of_coordinators(None, false);
 }
 
 /// The same on the memory engine (the default is the disk engine).
 #[test]
 fn coordinators_commit_into_one_stream_on_the_memory_engine() {
-    one_stream_of_coordinators(Some(EngineKind::Memory));
+    one_stream_of_coordinators(Some(EngineKind::Memory), false);
 }
 
-fn one_stream_of_coordinators(engine: Option<EngineKind>) {
+/// The same with the rows in two tables: their records go to the tables' lanes (each in
+/// the table's region), registered by whichever coordinator comes first; the stream is
+/// still one, complete and in order, and those commits take one phase.
+#[test]
+fn table_lanes_merge_into_the_same_one_stream() {
+    one_stream_of_coordinators(None, true);
+}
+
+fn one_stream_of_coordinators(engine: Option<EngineKind>, tables: bool) {
     let dir = tempfile::tempdir().expect("dir");
     let c = match engine {
         None => cluster(&dir.path().join("cluster")),
@@ -108,7 +136,7 @@ fn one_stream_of_coordinators(engine: Option<EngineKind>) {
             let (acked, failed) = (&acked, &failed);
             s.spawn(move || {
                 for i in 0..per_coordinator {
-                    match transfer(client, i, n as u64) {
+                    match transfer(client, i, n as u64, tables) {
                         Ok((start, commit)) => {
                             acked.lock().insert(start, commit);
                         }
@@ -179,6 +207,30 @@ fn one_stream_of_coordinators(engine: Option<EngineKind>) {
         store_table(&reader),
         "stream replay differs from the store"
     );
+    let one_pc: u64 = coordinators
+        .iter()
+        .map(|c| c.counters().one_pc_commits)
+        .sum();
+    if tables {
+        // Both tables' rows and their lanes lie in one region: most commits are one
+        // phase (a few take two, e.g. past the drift bound).
+        assert!(
+            one_pc * 2 >= acked.len() as u64,
+            "{one_pc} one-phase commits of {}",
+            acked.len()
+        );
+        // A user scan over the tables returns rows only, never a lane's records.
+        let rows = reader
+            .scan(&table_row(1, ""), Some(&table_row(3, "")), 1000)
+            .expect("scan");
+        assert!(!rows.is_empty());
+        assert!(
+            rows.iter().all(|(k, _)| k[9..].starts_with(b"_r")),
+            "{rows:?}"
+        );
+    } else {
+        assert_eq!(one_pc, 0, "a record in the empty lane is in another region");
+    }
 }
 
 /// A record larger than the chunk size is stored in several keys and comes back whole.
@@ -361,12 +413,20 @@ fn the_stream_prefix_is_reserved() {
             "{r:?}"
         );
     }
-    // Payload keys of external records are reserved too.
-    let payload = b"\xff\xffstream:x".to_vec();
-    assert!(matches!(
-        t.put(&payload, b"v"),
-        Err(TxnError::ReservedKey { .. })
-    ));
+    // Payload keys of external records are reserved too, and so are a table lane's
+    // record keys and the lane registry.
+    let mut lane_key = table_row(7, "")[..9].to_vec();
+    lane_key.extend_from_slice(STREAM_PREFIX);
+    for k in [
+        b"\xff\xffstream:x".to_vec(),
+        lane_key,
+        b"\xff\xffstream.t".to_vec(),
+    ] {
+        assert!(
+            matches!(t.put(&k, b"v"), Err(TxnError::ReservedKey { .. })),
+            "{k:?}"
+        );
+    }
     // A key just after the reserved range is ordinary, and a scan crossing the range
     // returns it and the user keys below, not the records.
     let after = b"\xff\xffstream;x".to_vec();

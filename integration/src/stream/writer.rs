@@ -154,7 +154,8 @@ impl StreamWriter {
         &self.cursor
     }
 
-    /// Appends `txns` (commit_ts rising, each above the stream's watermark), then records
+    /// Appends `txns` (commit_ts rising, each above the stream's watermark; equal ones may
+    /// follow each other: one region's one-phase commits of disjoint keys), then records
     /// that every transaction committed at or below `done_ts` is in, and that the next read
     /// of the cluster may start at record timestamp `lower_record_ts`. Durable when it
     /// returns (an idle round's watermark at most a second later).
@@ -170,7 +171,7 @@ impl StreamWriter {
     ) -> Result<(), StreamError> {
         let mut prev = self.cursor.done_ts;
         for t in txns {
-            if t.commit_ts <= prev {
+            if t.commit_ts <= self.cursor.done_ts || t.commit_ts < prev {
                 return Err(StreamError::OutOfOrder {
                     commit_ts: t.commit_ts,
                     done_ts: prev,

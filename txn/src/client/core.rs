@@ -40,6 +40,8 @@ pub(crate) struct ClientCore {
     pub(crate) stream_lock_floor: std::sync::atomic::AtomicU64,
     /// Watermark calls so far (every few, one scans the locks from the prefix).
     pub(crate) stream_calls: std::sync::atomic::AtomicU64,
+    /// Stream lanes known to be in the lane registry (`stream_commit.rs`).
+    pub(crate) stream_lanes: Mutex<std::collections::HashSet<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for ClientCore {

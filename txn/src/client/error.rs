@@ -213,10 +213,11 @@ pub enum TxnError {
         /// The bound.
         max_skew_ms: u64,
     },
-    /// A write of a key under [`crate::STREAM_PREFIX`], which holds the replication
-    /// stream's records and is not for users. Nothing was written.
+    /// A write of a key under [`crate::STREAM_PREFIX`] (alone, or after a table's
+    /// `t{id}`), which holds the replication stream's records and is not for users.
+    /// Nothing was written.
     #[error(
-        "key {:?} is reserved: keys starting with the stream prefix hold stream records",
+        "key {:?} is reserved: keys under the stream prefix (alone or after a table's t{{id}}) hold stream records",
         String::from_utf8_lossy(key)
     )]
     ReservedKey {

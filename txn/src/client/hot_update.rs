@@ -150,8 +150,8 @@ impl TxnClient {
     /// Update_rows with full images), or else an update of the kv row.
     ///
     /// # Errors
-    /// As [`TxnClient::hot_update`]; [`TxnError::ReservedKey`] for a key under
-    /// [`crate::STREAM_PREFIX`]; [`TxnError::HotUpdateRejected`] carries the
+    /// As [`TxnClient::hot_update`]; [`TxnError::ReservedKey`] for a key reserved for
+    /// stream records (under [`crate::STREAM_PREFIX`], alone or after a table's `t{id}`); [`TxnError::HotUpdateRejected`] carries the
     /// [`HotReject`] this member's [`RowUpdate::apply`] returned, or
     /// [`HotReject::Refused`] when its binlog row event does not fit its table.
     pub fn hot_update_row(

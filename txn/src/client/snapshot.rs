@@ -5,7 +5,7 @@ use super::backoff::Backoff;
 use super::core::ClientCore;
 use super::dispatch::{RegionBatch, Reply, context};
 use super::error::TxnError;
-use crate::stream::{RESERVED_END, STREAM_PREFIX};
+use crate::stream::{LANES_PREFIX, RESERVED_END, is_reserved_key};
 use crate::{Context, KeyError, KvRequest, KvResponse, MvccError};
 
 /// A key and its value, as reads return them.
@@ -63,8 +63,8 @@ impl ClientCore {
     }
 
     /// At most `limit` committed pairs of `[start, end)` visible at `ts`, in key order, region
-    /// by region. Keys of the stream's reserved range (from [`crate::STREAM_PREFIX`] to
-    /// `0xFF 0xFF "stream;"`: records and their payloads) are never returned.
+    /// by region. Keys reserved for the stream (records of every lane, their payloads and
+    /// the lane registry: `stream/keys.rs`) are never returned.
     ///
     /// # Errors
     /// As [`ClientCore::snapshot_get`].
@@ -75,14 +75,42 @@ impl ClientCore {
         limit: usize,
         ts: u64,
     ) -> Result<Vec<KvPair>, TxnError> {
+        self.scan_at(start, end, limit, ts, true)
+    }
+
+    /// [`ClientCore::snapshot_scan`] of keys reserved for the stream (the lane registry):
+    /// nothing is skipped.
+    ///
+    /// # Errors
+    /// As [`ClientCore::snapshot_get`].
+    pub(crate) fn reserved_scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        ts: u64,
+    ) -> Result<Vec<KvPair>, TxnError> {
+        self.scan_at(start, Some(end), limit, ts, false)
+    }
+
+    /// The scan of [`ClientCore::snapshot_scan`]; with `user`, stepping over the stream's
+    /// reserved keys.
+    fn scan_at(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        ts: u64,
+        user: bool,
+    ) -> Result<Vec<KvPair>, TxnError> {
         let _span = tracing::debug_span!("snapshot_scan", ts, limit).entered();
         let mut bo = Backoff::new(&self.config);
         let mut bypass = Vec::new();
         let mut out: Vec<KvPair> = Vec::new();
         let mut cur = start.to_vec();
         while out.len() < limit && end.is_none_or(|e| cur.as_slice() < e) {
-            // Stream records are not user data: the scan steps over their range.
-            if cur.as_slice() >= STREAM_PREFIX && cur.as_slice() < RESERVED_END {
+            // The empty lane's reserved range is not user data: the scan steps over it.
+            if user && cur.as_slice() >= LANES_PREFIX && cur.as_slice() < RESERVED_END {
                 cur = RESERVED_END.to_vec();
                 continue;
             }
@@ -94,25 +122,37 @@ impl ClientCore {
             };
             // Where the next request starts (`None`: the key space is done).
             let mut next = region_end.map(<[u8]>::to_vec);
-            if cur.as_slice() < STREAM_PREFIX && scan_end.is_none_or(|e| e > STREAM_PREFIX) {
-                scan_end = Some(STREAM_PREFIX);
+            if user && cur.as_slice() < LANES_PREFIX && scan_end.is_none_or(|e| e > LANES_PREFIX) {
+                scan_end = Some(LANES_PREFIX);
                 next = Some(RESERVED_END.to_vec());
             }
+            let want = limit - out.len();
             let req = KvRequest::Scan {
                 ctx: context(&region),
                 start: cur.clone(),
                 end: scan_end.map(<[u8]>::to_vec),
-                limit: limit - out.len(),
+                limit: want,
                 version: ts,
                 bypass_locks: bypass.clone(),
             };
             match self.send_region(&region, req, &mut bo)? {
                 None => {}
                 Some(KvResponse::Pairs { pairs }) => {
-                    out.extend(pairs);
-                    match next {
-                        Some(n) => cur = n,
-                        None => break,
+                    // A full answer may stop short of the region's end; a table lane's
+                    // records (inside the table's range) are dropped from it, so the next
+                    // request starts right after its last key.
+                    let resume = (pairs.len() >= want)
+                        .then(|| pairs.last().map(|(k, _)| [k.as_slice(), &[0]].concat()))
+                        .flatten();
+                    out.extend(
+                        pairs
+                            .into_iter()
+                            .filter(|(k, _)| !(user && is_reserved_key(k))),
+                    );
+                    match (resume, next) {
+                        (Some(r), _) => cur = r,
+                        (None, Some(n)) => cur = n,
+                        (None, None) => break,
                     }
                 }
                 Some(KvResponse::KeyError(KeyError::Mvcc(MvccError::KeyIsLocked(lock)))) => {

@@ -7,8 +7,9 @@
 //! its record together with its other keys, which saves a Raft round; a larger one:
 //! 1. prewrite every other key (as before);
 //! 2. take `record_ts` from the oracle, then prewrite the record's chunks under
-//!    `STREAM_PREFIX ++ record_ts ++ start_ts ++ chunk_no`, as secondaries of the
-//!    transaction's primary (so they commit exactly when it does, by the coordinator or by a
+//!    `lane ++ STREAM_PREFIX ++ record_ts ++ start_ts ++ chunk_no` (the lane of the
+//!    primary, registered before `record_ts` is taken: `stream/keys.rs`), as secondaries
+//!    of the transaction's primary (so they commit exactly when it does, by the coordinator or by a
 //!    resolver reading the primary's status, and roll back with it);
 //! 3. take `commit_ts` (as before); if its physical part is more than
 //!    [`crate::StreamOptions::max_record_skew`] after `record_ts`'s, roll back (before the
@@ -27,8 +28,8 @@ use super::core::ClientCore;
 use super::error::TxnError;
 use super::two_pc::{CommitPlan, StopAt, all_keys};
 use crate::stream::{
-    StreamGroup, encode_stream_record, external_value, is_reserved_key, payload_key, record_key,
-    split_chunks,
+    StreamGroup, encode_stream_record, external_value, is_reserved_key, lane_of, lane_registry_key,
+    payload_key, record_key, split_chunks,
 };
 use crate::{CommitKind, Mutation, PessimisticAction, TxnProps};
 
@@ -109,10 +110,11 @@ pub(crate) fn build_record(
     Ok(Some(encode_stream_record(&groups)))
 }
 
-/// The mutations putting `values` under the record keys taken at `record_ts` for
+/// The mutations putting `values` under the record keys of `lane` taken at `record_ts` for
 /// transaction `start_ts`.
 fn record_mutations(
     values: Vec<Vec<u8>>,
+    lane: &[u8],
     record_ts: u64,
     start_ts: u64,
 ) -> Vec<(Mutation, PessimisticAction)> {
@@ -120,7 +122,7 @@ fn record_mutations(
         .into_iter()
         .enumerate()
         .map(|(i, value)| {
-            let key = record_key(record_ts, start_ts, i as u32);
+            let key = record_key(lane, record_ts, start_ts, i as u32);
             (
                 Mutation::Put { key, value },
                 PessimisticAction::SkipPessimisticCheck,
@@ -133,20 +135,23 @@ fn record_mutations(
 /// requests (sent concurrently), each a few MiB, rather than one of its whole size.
 pub(crate) const RECORD_CHUNKS_PER_REQUEST: usize = 8;
 
+/// Attempts to register a lane before the commit that needs it fails.
+const LANE_REGISTER_ATTEMPTS: u32 = 10;
+
 /// A transaction of at most this many keys (with an inline record) prewrites its record
 /// together with its other keys, at a `record_ts` taken before the prewrite (see
 /// `commit_prepared` in `two_pc.rs`); a larger one prewrites it last, so that the skew
 /// bound does not have to cover a long prewrite.
 pub(crate) const PARALLEL_RECORD_MAX_KEYS: usize = 256;
 
-/// `plan` with the record's chunks (taken at `record_ts`) added, and those chunks grouped
-/// into prewrite requests.
+/// `plan` with the record's chunks (taken at `record_ts`, in the lane of the plan's
+/// primary) added, and those chunks grouped into prewrite requests.
 pub(crate) fn record_plan(
     plan: &CommitPlan,
     values: Vec<Vec<u8>>,
     record_ts: u64,
 ) -> (CommitPlan, Vec<Vec<(Mutation, PessimisticAction)>>) {
-    let chunks = record_mutations(values, record_ts, plan.start_ts);
+    let chunks = record_mutations(values, lane_of(&plan.primary), record_ts, plan.start_ts);
     let mut extended = plan.clone();
     extended.mutations.extend(chunks.iter().cloned());
     let groups = chunks
@@ -268,6 +273,74 @@ impl ClientCore {
         })
     }
 
+    /// Makes sure the lane of a record whose transaction has `primary` as its primary key is
+    /// in the lane registry (`stream/keys.rs`), committed before the caller takes the
+    /// record's `record_ts`: a reader lists the registry at its own timestamp, and finds
+    /// every lane of a record committed at or below it. The empty lane is always read; a
+    /// lane this client registered or saw registered is remembered.
+    ///
+    /// # Errors
+    /// The registry read's or write's error after [`LANE_REGISTER_ATTEMPTS`] attempts.
+    pub(crate) fn ensure_stream_lane(&self, primary: &[u8]) -> Result<(), TxnError> {
+        let lane = lane_of(primary);
+        if lane.is_empty() || self.stream_lanes.lock().contains(lane) {
+            return Ok(());
+        }
+        let key = lane_registry_key(lane);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = self.register_lane(&key, lane);
+            match result {
+                Ok(()) => {
+                    self.stream_lanes.lock().insert(lane.to_vec());
+                    return Ok(());
+                }
+                // Another coordinator registering the same lane at once: read again.
+                Err(e) if attempt < LANE_REGISTER_ATTEMPTS => {
+                    tracing::debug!(error = %e, "stream lane registration retried");
+                    std::thread::sleep(std::time::Duration::from_millis(5 * attempt as u64));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One attempt of [`ClientCore::ensure_stream_lane`]: reads `key` at a fresh
+    /// timestamp and, when absent, commits a transaction of its own that puts it (no
+    /// binlog, no record).
+    fn register_lane(&self, key: &[u8], lane: &[u8]) -> Result<(), TxnError> {
+        let start_ts = self.get_ts()?;
+        if self
+            .snapshot_batch_get(vec![key.to_vec()], start_ts)?
+            .iter()
+            .any(|(k, _)| k == key)
+        {
+            return Ok(());
+        }
+        let plan = CommitPlan {
+            start_ts,
+            primary: key.to_vec(),
+            mutations: vec![(
+                Mutation::Put {
+                    key: key.to_vec(),
+                    value: lane.to_vec(),
+                },
+                PessimisticAction::SkipPessimisticCheck,
+            )],
+            for_update_ts: 0,
+        };
+        let result = self.commit_with_step(
+            &plan,
+            StopAt::Never,
+            BinlogStep::off(),
+            StreamStep::None,
+            Vec::new(),
+        );
+        self.heartbeats.unregister(start_ts);
+        result.map(|_| ())
+    }
+
     /// Whether this client writes stream records (it has a usable binlog and streaming is
     /// on).
     pub(crate) fn streams(&self) -> bool {
@@ -291,8 +364,8 @@ impl ClientCore {
         // all of it prewritten right after record_ts (statements alone are small).
         let values = split_chunks(&record, self.config.stream.chunk_bytes);
         let record_ts = self.get_ts()?;
-        let mutations = record_mutations(values, record_ts, start_ts);
-        let primary = record_key(record_ts, start_ts, 0);
+        let mutations = record_mutations(values, &[], record_ts, start_ts);
+        let primary = record_key(&[], record_ts, start_ts, 0);
         let plan = CommitPlan {
             start_ts,
             primary,

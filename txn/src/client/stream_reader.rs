@@ -4,8 +4,8 @@
 //!
 //! # Why the watermark is exact
 //!
-//! `stream_resolved_ts` takes `T0` from the oracle first, then scans the locks of every
-//! region under `STREAM_PREFIX`. A record (of transaction `s`, committing at `c`) that is
+//! `stream_resolved_ts` takes `T0` from the oracle first, then scans the record locks of
+//! every lane (`stream/keys.rs`) the lane registry lists at `T0`. A record (of transaction `s`, committing at `c`) that is
 //! not committed when its key's region is scanned is in one of two states:
 //! - its lock is there: the watermark is at most its `record_ts` `r`, and `c > r`: the
 //!   coordinator takes `r` from the oracle right before the record's prewrite and `c` only
@@ -25,6 +25,17 @@
 //! record_ts rather than start_ts keeps the watermark a commit's latency behind the
 //! oracle, not a whole transaction's duration.
 //!
+//! # Why the lanes listed are enough
+//!
+//! A coordinator commits the registration of a record's lane before it takes the record's
+//! `record_ts` (`ClientCore::ensure_stream_lane`), so a record in a lane the registry does
+//! not list at `T0` has `record_ts` above that registration's commit_ts, which is above
+//! `T0` (a registration committing at or below `T0` is either visible to the registry read
+//! at `T0`, or holds a lock that read waits for; a later one-phase commit lands above the
+//! `max_ts` the read raised): such a record commits above `T0`, as an unseen lock's does.
+//! [`TxnClient::stream_scan`] lists the registry at `upto_commit_ts` for the same reason:
+//! every record committed at or below it is in a lane listed there.
+//!
 //! # Why the next scan can start at `lower_record_ts`
 //!
 //! A coordinator rolls back (before its commit point) a transaction whose commit_ts is more
@@ -32,7 +43,7 @@
 //! to deliver, `c > resolved`. If its lock was seen live, `record_ts >= resolved`.
 //! Otherwise `record_ts >= c - skew > resolved - skew`. So every such record has
 //! `record_ts >= resolved - skew` (physical milliseconds, logical part 0), and the keys
-//! below `STREAM_PREFIX ++ (resolved - skew)` hold only records already delivered. (The
+//! below `lane ++ STREAM_PREFIX ++ (resolved - skew)` hold only records already delivered. (The
 //! bound is `resolved - skew`, not `T0 - skew`: a record that committed before the lock
 //! scan, with `resolved < c < T0`, may have `record_ts` down to `c - skew`.)
 //!
@@ -64,8 +75,8 @@ use super::resolver::Resolution;
 use super::two_pc::CLEANUP_BUDGET;
 use super::txn_client::TxnClient;
 use crate::stream::{
-    Assembled, ChunkAssembler, STREAM_END, STREAM_PREFIX, StreamTxn, StreamWatermark,
-    decode_stream_record, payload_key, record_key_parts, stream_lower_key,
+    Assembled, ChunkAssembler, LANES_PREFIX, STREAM_PREFIX, StreamTxn, StreamWatermark,
+    decode_stream_record, lane_end, lane_start, payload_key, record_key_parts, stream_lower_key,
 };
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
 
@@ -87,6 +98,9 @@ const SCAN_WRITES_LIMIT: usize = 1024;
 /// Bytes of values per `ScanWrites` answer (a few record chunks).
 const SCAN_WRITES_BYTES: usize = 8 << 20;
 
+/// The most lanes a reader lists (one per table that ever had a record).
+const MAX_LANES: usize = 1 << 20;
+
 impl TxnClient {
     /// How far the replication stream is complete: every transaction that commits a stream
     /// record with `commit_ts <= resolved_ts` has committed it, so
@@ -94,8 +108,8 @@ impl TxnClient {
     /// commit_ts appears later (the module docs of `client/stream_reader.rs` give the
     /// argument, and why `resolved_ts` itself, not one below, is safe).
     ///
-    /// Takes `T0` from the oracle, then lists the record locks of every region under
-    /// [`crate::STREAM_PREFIX`] (leaders only, in-memory and replicated locks; from the
+    /// Takes `T0` from the oracle, then lists the record locks of every lane registered at
+    /// `T0` (under [`crate::STREAM_PREFIX`], after the lane; leaders only, in-memory and replicated locks; from the
     /// previous call's `lower_record_ts` on, and from the prefix every few calls). A lock whose
     /// TTL ran out by `T0`, or whose record was taken more than a second before `T0`, is
     /// settled from its primary's status, as any reader does (the primary committed: the
@@ -121,12 +135,16 @@ impl TxnClient {
         let core = self.core();
         let t0 = core.get_ts()?;
         let calls = core.stream_calls.fetch_add(1, Ordering::AcqRel);
-        let from = if calls.is_multiple_of(FULL_LOCK_SCAN_EVERY) {
-            STREAM_PREFIX.to_vec()
-        } else {
-            stream_lower_key(core.stream_lock_floor.load(Ordering::Acquire))
-        };
-        let locks = self.stream_locks(t0, from)?;
+        let floor = core.stream_lock_floor.load(Ordering::Acquire);
+        let mut locks = Vec::new();
+        for lane in self.stream_lanes_at(t0)? {
+            let from = if calls.is_multiple_of(FULL_LOCK_SCAN_EVERY) {
+                lane_start(&lane)
+            } else {
+                stream_lower_key(&lane, floor)
+            };
+            locks.extend(self.stream_locks(t0, from, lane_end(&lane))?);
+        }
         let mut held_start = t0;
         let mut held_record = u64::MAX;
         let mut settled = 0;
@@ -171,7 +189,9 @@ impl TxnClient {
 
     /// Every committed stream record with `commit_ts` in `(after_commit_ts, upto_commit_ts]`
     /// whose `record_ts >= lower_record_ts`, reassembled from its chunks and decoded, in
-    /// commit_ts order (ties, which the oracle never gives, by start_ts).
+    /// commit_ts order, ties by start_ts. (Two one-phase commits in one region may share a
+    /// commit_ts: the region picks it, and only for transactions whose keys do not overlap.
+    /// Both are at or below a watermark or both above it, so a reader gets both at once.)
     ///
     /// Give `upto_commit_ts` a [`StreamWatermark::resolved_ts`] and `lower_record_ts` the
     /// [`StreamWatermark::lower_record_ts`] of the watermark that delivered
@@ -200,12 +220,60 @@ impl TxnClient {
             return Ok(Vec::new());
         }
         let mut bo = Backoff::new(&core.config);
-        let mut cur = stream_lower_key(lower_record_ts);
-        while cur.as_slice() < STREAM_END {
-            let region = core.locate(&cur, &mut bo)?;
+        for lane in self.stream_lanes_at(upto_commit_ts)? {
+            self.scan_lane_writes(
+                &lane,
+                (after_commit_ts, upto_commit_ts, lower_record_ts),
+                &mut records,
+                &mut bo,
+            )?;
+        }
+        let mut out = Vec::with_capacity(records.len());
+        for ((record_ts, start_ts), (commit_ts, chunks)) in records {
+            let bad = |detail: String| TxnError::StreamRecord {
+                start_ts,
+                record_ts,
+                detail,
+            };
+            let bytes = match chunks.finish().map_err(|e| bad(e.to_string()))? {
+                Assembled::Record(bytes) => bytes,
+                Assembled::External { chunks, bytes } => self
+                    .stream_payload(start_ts, commit_ts, chunks, bytes)
+                    .map_err(|e| match e {
+                        TxnError::StreamRecord { detail, .. } => bad(detail),
+                        other => other,
+                    })?,
+            };
+            let groups = decode_stream_record(&bytes).map_err(|e| bad(e.to_string()))?;
+            out.push(StreamTxn {
+                commit_ts,
+                start_ts,
+                record_ts,
+                groups,
+            });
+        }
+        out.sort_by_key(|t| (t.commit_ts, t.start_ts));
+        Ok(out)
+    }
+
+    /// The committed record chunks of `lane` with commit_ts in `(window.0, window.1]` and
+    /// `record_ts >= window.2`, added to `records` (by `(record_ts, start_ts)`).
+    fn scan_lane_writes(
+        &self,
+        lane: &[u8],
+        window: (u64, u64, u64),
+        records: &mut BTreeMap<(u64, u64), (u64, ChunkAssembler)>,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
+        let core = self.core();
+        let (after_commit_ts, upto_commit_ts, lower_record_ts) = window;
+        let end = lane_end(lane);
+        let mut cur = stream_lower_key(lane, lower_record_ts);
+        while cur < end {
+            let region = core.locate(&cur, bo)?;
             let scan_end = match region.info.end_key() {
-                Some(r) if r < STREAM_END => r.to_vec(),
-                _ => STREAM_END.to_vec(),
+                Some(r) if r < end.as_slice() => r.to_vec(),
+                _ => end.clone(),
             };
             let req = KvRequest::ScanWrites {
                 ctx: context(&region),
@@ -216,7 +284,7 @@ impl TxnClient {
                 limit: SCAN_WRITES_LIMIT,
                 limit_bytes: SCAN_WRITES_BYTES,
             };
-            let writes = match core.send_region(&region, req, &mut bo)? {
+            let writes = match core.send_region(&region, req, bo)? {
                 None => continue,
                 Some(KvResponse::Writes { writes }) => writes,
                 Some(KvResponse::KeyError(e)) => return Err(e.into()),
@@ -252,32 +320,28 @@ impl TxnClient {
                 None => scan_end,
             };
         }
-        let mut out = Vec::with_capacity(records.len());
-        for ((record_ts, start_ts), (commit_ts, chunks)) in records {
-            let bad = |detail: String| TxnError::StreamRecord {
-                start_ts,
-                record_ts,
-                detail,
-            };
-            let bytes = match chunks.finish().map_err(|e| bad(e.to_string()))? {
-                Assembled::Record(bytes) => bytes,
-                Assembled::External { chunks, bytes } => self
-                    .stream_payload(start_ts, commit_ts, chunks, bytes)
-                    .map_err(|e| match e {
-                        TxnError::StreamRecord { detail, .. } => bad(detail),
-                        other => other,
-                    })?,
-            };
-            let groups = decode_stream_record(&bytes).map_err(|e| bad(e.to_string()))?;
-            out.push(StreamTxn {
-                commit_ts,
-                start_ts,
-                record_ts,
-                groups,
-            });
-        }
-        out.sort_by_key(|t| (t.commit_ts, t.start_ts));
-        Ok(out)
+        Ok(())
+    }
+
+    /// Every lane that may hold a record committed at or below `ts`: the empty lane and
+    /// those registered by a transaction visible at `ts` (a coordinator commits a lane's
+    /// registration before it takes the `record_ts` of its first record there, so below
+    /// that record's commit_ts: `stream/keys.rs`).
+    ///
+    /// # Errors
+    /// The registry read's errors after retries.
+    fn stream_lanes_at(&self, ts: u64) -> Result<Vec<Vec<u8>>, TxnError> {
+        let registered = self
+            .core()
+            .reserved_scan(LANES_PREFIX, STREAM_PREFIX, MAX_LANES, ts)?;
+        let mut lanes = vec![Vec::new()];
+        lanes.extend(
+            registered
+                .into_iter()
+                .filter_map(|(k, _)| k.strip_prefix(LANES_PREFIX).map(<[u8]>::to_vec))
+                .filter(|lane| !lane.is_empty()),
+        );
+        Ok(lanes)
     }
 
     /// The encoded record of transaction `start_ts` stored external in `chunks` payload
@@ -326,19 +390,24 @@ impl TxnClient {
         }
     }
 
-    /// The record locks with `start_ts <= max_ts` of every region under the stream prefix,
-    /// from key `from` on (the module docs say why a scan may start above the prefix).
-    fn stream_locks(&self, max_ts: u64, from: Vec<u8>) -> Result<Vec<LockInfo>, TxnError> {
+    /// The record locks with `start_ts <= max_ts` of every region in `[from, end)` (one
+    /// lane's records; the module docs say why a scan may start above the lane's first key).
+    fn stream_locks(
+        &self,
+        max_ts: u64,
+        from: Vec<u8>,
+        end: Vec<u8>,
+    ) -> Result<Vec<LockInfo>, TxnError> {
         let core = self.core();
         let mut bo = Backoff::new(&core.config);
         let mut out = Vec::new();
         let mut cur = from;
         let mut in_flight_waits = 0u32;
-        while cur.as_slice() < STREAM_END {
+        while cur < end {
             let region = core.locate(&cur, &mut bo)?;
             let scan_end = match region.info.end_key() {
-                Some(r) if r < STREAM_END => r.to_vec(),
-                _ => STREAM_END.to_vec(),
+                Some(r) if r < end.as_slice() => r.to_vec(),
+                _ => end.clone(),
             };
             let req = KvRequest::ScanLock {
                 ctx: context(&region),

@@ -288,8 +288,8 @@ impl Transaction {
     /// Buffers `key = value` (locking the key first in a pessimistic transaction).
     ///
     /// # Errors
-    /// [`TxnError::ReservedKey`] for a key under [`crate::STREAM_PREFIX`] (the same for
-    /// every write and `get_for_update`). Pessimistic: [`TxnError::LockWaitTimeout`],
+    /// [`TxnError::ReservedKey`] for a key reserved for stream records (under
+    /// [`crate::STREAM_PREFIX`], alone or after a table's `t{id}`; the same for every write and `get_for_update`). Pessimistic: [`TxnError::LockWaitTimeout`],
     /// [`TxnError::Deadlock`], [`TxnError::PessimisticLockRolledBack`], region errors after
     /// retries. A failed lock leaves the transaction usable (as a failed statement in TiDB).
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TxnError> {

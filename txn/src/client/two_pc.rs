@@ -96,6 +96,12 @@ impl ClientCore {
         stream: StreamStep,
         payload: Payload,
     ) -> Result<u64, TxnError> {
+        // A record's lane is registered before its record_ts is taken (`stream_commit.rs`).
+        if !matches!(stream, StreamStep::None)
+            && let Err(e) = self.ensure_stream_lane(&plan.primary)
+        {
+            return step.finish(Err(e), stop);
+        }
         let mut bo = Backoff::new(&self.config);
         let groups = match self.group_by_region(plan.mutations.clone(), mutation_key, &mut bo) {
             Ok(groups) => groups,

@@ -51,6 +51,7 @@ impl TxnClient {
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
             stream_lock_floor: std::sync::atomic::AtomicU64::new(0),
             stream_calls: std::sync::atomic::AtomicU64::new(0),
+            stream_lanes: parking_lot::Mutex::new(std::collections::HashSet::new()),
         });
         heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
         if core.config.async_secondaries {
