@@ -141,9 +141,24 @@ impl HotExecutor {
     /// request for `changes.len()` timestamps: the oracle hands every timestamp out once,
     /// so no xid equals another member's or any transaction's `start_ts` (the xid of an
     /// ordinary transaction's group), which recovery relies on to find what is logged.
-    fn member_rows(&self, changes: &[MemberChange]) -> Result<Vec<MemberRow>, TxnError> {
+    /// A group of one member takes the group's own `start_ts` instead, saving the
+    /// oracle's round trip (a lone writer's every update): no other group has that xid,
+    /// as no other transaction has that start_ts and reserved xids are never a start_ts.
+    fn member_rows(
+        &self,
+        start_ts: u64,
+        changes: &[MemberChange],
+    ) -> Result<Vec<MemberRow>, TxnError> {
         if changes.is_empty() || !matches!(self.core.binlog, BinlogSlot::On(_)) {
             return Ok(Vec::new());
+        }
+        if let [c] = changes {
+            return Ok(vec![MemberRow {
+                xid: start_ts,
+                before: c.before.clone(),
+                after: c.after.clone(),
+                events: c.events.clone(),
+            }]);
         }
         let count = u32::try_from(changes.len()).map_err(|_| TxnError::Binlog {
             detail: format!("{} members in one hot-row group", changes.len()),
@@ -287,7 +302,7 @@ impl GroupExecutor for HotExecutor {
         };
         txn.put(key, &value)?;
         let start_ts = txn.start_ts();
-        let members = self.member_rows(&changes)?;
+        let members = self.member_rows(start_ts, &changes)?;
         let commit_ts = with_hot_members(start_ts, members, || txn.commit())?;
         fate.writes.store(changes.len(), Ordering::Release);
         fate.commit_ts.store(commit_ts, Ordering::Release);

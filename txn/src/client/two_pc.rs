@@ -167,7 +167,7 @@ impl ClientCore {
             && payload.is_empty()
             && plan.mutations.len() <= PARALLEL_RECORD_MAX_KEYS
         {
-            let record_ts = self.get_ts()?;
+            let record_ts = self.parallel_record_ts(plan)?;
             let (extended, chunk_groups) = record_plan(plan, values.clone(), record_ts);
             if stop == StopAt::Never
                 && self

@@ -184,9 +184,13 @@ pub(crate) fn try_hot_update(
     u: &Update,
     hints: Hints,
 ) -> Result<Option<HotResult>, SqlError> {
-    let globals = s.shared.globals.lock().clone();
-    let hotspot = is_on(globals.get("hotspot"));
-    let for_autocommit = is_on(globals.get("hotspot_for_autocommit"));
+    let (hotspot, for_autocommit) = {
+        let g = s.shared.globals.lock();
+        (
+            is_on(g.get("hotspot")),
+            is_on(g.get("hotspot_for_autocommit")),
+        )
+    };
     if !hotspot || !(hints.commit_on_success || for_autocommit) {
         return Ok(None);
     }
@@ -228,6 +232,7 @@ pub(crate) fn try_hot_update(
         return Ok(None);
     };
     let vars = if assigns.iter().any(|(_, e)| e.to_string().contains('@')) {
+        let globals = s.shared.globals.lock().clone();
         let mut v: Vec<(String, Value)> = globals.into_iter().collect();
         v.extend(s.user_vars_snapshot());
         v
