@@ -294,3 +294,47 @@ fn mariadb_binlog_reads_the_stream() {
     );
     assert!(text.matches("GTID 0-1000-").count() >= groups);
 }
+
+/// Every node's copy must be the same bytes, so the cluster keeps the stream settings the
+/// first follower claimed: a follower started with other settings stops with an error that
+/// names both, and writes nothing; one with the same settings follows.
+#[test]
+fn a_follower_with_other_settings_than_the_cluster_stops() {
+    use surge_txn::{ClusterConfig, LocalCluster, TxnClient};
+    use surgedb::stream::{FollowerConfig, StreamFollower, TxnRecordSource};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cluster = LocalCluster::start(ClusterConfig::new(dir.path().join("store")).with_regions(2))
+        .expect("cluster");
+    let follow = |name: &str, cfg: StreamConfig| {
+        let writer = StreamWriter::open(cfg.clone()).expect("open");
+        let source = TxnRecordSource::new(TxnClient::new(
+            cluster.router(),
+            surge_txn::ClientConfig::default(),
+        ));
+        let f = StreamFollower::start(writer, Box::new(source), FollowerConfig::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while f.status().rounds == 0
+            && f.status().stopped.is_none()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        f.status()
+    };
+    let first = follow("first", config(&dir.path().join("a")));
+    assert!(first.stopped.is_none() && first.rounds > 0, "{first:?}");
+    let same = follow("same", config(&dir.path().join("b")));
+    assert!(same.stopped.is_none() && same.rounds > 0, "{same:?}");
+    let other_cfg = config(&dir.path().join("c")).with_max_file_size(1 << 30);
+    let other = follow("other", other_cfg);
+    let stopped = other
+        .stopped
+        .expect("the follower with other settings stopped");
+    assert!(
+        stopped.contains("max_file_size=1073741824") && stopped.contains("differ"),
+        "{stopped}"
+    );
+    assert_eq!(other.rounds, 0);
+}

@@ -649,3 +649,42 @@ fn an_external_record_reads_back_whole_even_with_its_payload_locked() {
     assert_eq!(table, want);
     assert_eq!(store_table(&reader), want, "payload keys are not user data");
 }
+
+/// The stream's settings are kept once for the cluster: the first claim wins and later
+/// ones (another coordinator's) get it back; they are not a lane and not user data.
+#[test]
+fn stream_settings_are_claimed_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let a = coordinator(
+        &c,
+        &dir.path().join("binlog-a"),
+        1,
+        config(3000, StreamOptions::default()),
+    );
+    let b = TxnClient::new(c.router(), ClientConfig::default());
+    assert_eq!(
+        a.stream_claim_settings(b"size=1").expect("claim"),
+        b"size=1"
+    );
+    assert_eq!(
+        b.stream_claim_settings(b"size=2").expect("claim"),
+        b"size=1"
+    );
+    assert_eq!(
+        a.stream_claim_settings(b"size=1").expect("claim"),
+        b"size=1"
+    );
+    // A record in a table lane still streams, and user scans see neither.
+    let mut t = a.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&table_row(4, "r"), b"1").expect("put");
+    let commit_ts = t.commit().expect("commit");
+    let wm = b.stream_resolved_ts().expect("watermark");
+    let txns = b.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert_eq!(
+        txns.iter().map(|t| t.commit_ts).collect::<Vec<_>>(),
+        vec![commit_ts]
+    );
+    let all = b.scan(b"", None, 100).expect("scan");
+    assert_eq!(all.len(), 1, "{all:?}");
+}

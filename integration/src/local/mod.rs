@@ -10,7 +10,7 @@ pub use local_cluster::{
     LocalClusterError, NodeStart, StartOptions, log_tail, restart_node, start, stop, stop_node,
 };
 pub use manifest::{ClusterManifest, MANIFEST_FILE, ManifestError, ManifestNode};
-pub use process::{is_alive, is_node_process, signal};
+pub use process::{cpu_seconds, is_alive, is_node_process, signal};
 pub use replica::{
     KV_TABLE_DDL, REPLICA_FILE, REPLICA_SERVER_ID, ReplicaError, ReplicaInfo,
     connect as connect_replica, replica_dir, running_replica, slave_status, start_replica,

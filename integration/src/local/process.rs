@@ -19,6 +19,19 @@ pub fn is_alive(pid: u32) -> bool {
     signal(pid, "0")
 }
 
+/// Seconds of CPU (user and system) process `pid` has used so far, from `/proc/PID/stat`
+/// (`utime` and `stime`, counted in Linux's `USER_HZ` of 100 ticks a second); `None`
+/// without a `/proc` or for a process that is gone.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name start at field 3 (state); utime and
+    // stime are fields 14 and 15.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some((ticks(11)? + ticks(12)?) as f64 / 100.0)
+}
+
 /// Whether process `pid` was started as `surgedb node` with `data` among its arguments:
 /// guards against signalling an unrelated process that reused a recorded pid.
 pub fn is_node_process(pid: u32, data: &std::path::Path) -> bool {
@@ -46,4 +59,31 @@ pub fn signal(pid: u32, sig: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_seconds_counts_this_process_and_not_a_missing_one() {
+        if !std::path::Path::new("/proc/self").exists() {
+            return;
+        }
+        let me = std::process::id();
+        let before = cpu_seconds(me).expect("this process's stat");
+        // Burn CPU until the count (in 10 ms ticks) moved by 50 ms, for at most 10 s of wall
+        // time (other tests share the cores).
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        let mut after = before;
+        while after - before < 0.05 && t.elapsed() < std::time::Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            after = cpu_seconds(me).expect("this process's stat");
+        }
+        assert!(after - before >= 0.05, "{before} -> {after}");
+        assert_eq!(cpu_seconds(u32::MAX), None);
+    }
 }

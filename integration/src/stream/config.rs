@@ -68,6 +68,15 @@ impl StreamConfig {
         self
     }
 
+    /// The settings every node of a cluster must share, as the text kept in the store
+    /// (`TxnClient::stream_claim_settings`): all fields but `dir`.
+    pub fn shared_settings(&self) -> String {
+        format!(
+            "server_id={} domain_id={} max_file_size={} large_group={}",
+            self.server_id, self.domain_id, self.max_file_size, self.large_group
+        )
+    }
+
     /// The name of file number `n` (`surge-stream-bin.000001` for 1).
     pub fn file_name(n: u32) -> String {
         format!("{STREAM_BASE_NAME}.{n:06}")

@@ -45,6 +45,18 @@ pub enum StreamError {
         /// Why.
         detail: String,
     },
+    /// This node's stream settings differ from those the cluster's first node claimed:
+    /// its copy would not be the same bytes, so it does not write one.
+    #[error(
+        "replica stream: this node's settings ({node}) differ from the cluster's ({cluster}); \
+         start every node with the same --stream-file-size and --stream-large-group"
+    )]
+    SettingsDiffer {
+        /// This node's settings.
+        node: String,
+        /// The cluster's (the first claimed).
+        cluster: String,
+    },
     /// Reading the cluster's stream records failed (retried by the follower).
     #[error("replica stream: reading the cluster's records: {detail}")]
     Source {

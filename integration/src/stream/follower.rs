@@ -44,6 +44,48 @@ pub trait RecordSource: Send {
         upto: u64,
         lower_record_ts: u64,
     ) -> Result<Vec<StreamedTxn>, StreamError>;
+
+    /// The stream settings in force for the cluster, claiming `mine` when there are none
+    /// yet. The default keeps nothing and answers `mine` (a source of one writer).
+    ///
+    /// # Errors
+    /// [`StreamError::Source`]: retried.
+    fn claim_settings(&mut self, mine: &str) -> Result<String, StreamError> {
+        Ok(mine.to_owned())
+    }
+}
+
+/// Before the first round: the cluster's stream settings must be this writer's (the first
+/// node to ask claims its own), since every node's copy must be the same bytes. Retries a
+/// source that cannot answer yet (a cluster still starting) until stopped.
+fn agree_settings(
+    writer: &StreamWriter,
+    source: &mut dyn RecordSource,
+    stop: &AtomicBool,
+    status: &Mutex<FollowerStatus>,
+    cfg: FollowerConfig,
+) -> Result<(), StreamError> {
+    let mine = writer.config().shared_settings();
+    while !stop.load(Ordering::SeqCst) {
+        match source.claim_settings(&mine) {
+            Ok(cluster) if cluster == mine => return Ok(()),
+            Ok(cluster) => {
+                return Err(StreamError::SettingsDiffer {
+                    node: mine,
+                    cluster,
+                });
+            }
+            Err(e @ StreamError::Source { .. }) => {
+                let mut s = status.lock();
+                s.failed_rounds += 1;
+                s.last_error = Some(e.to_string());
+                drop(s);
+                std::thread::sleep(cfg.retry);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// How the follower paces itself.
@@ -111,6 +153,12 @@ impl StreamFollower {
             .spawn(move || {
                 let _finished = SetOnDrop(finished2);
                 let mut last_report = Instant::now() - Duration::from_secs(60);
+                if let Err(e) = agree_settings(&writer, source.as_mut(), &stop2, &status2, cfg) {
+                    let msg = e.to_string();
+                    eprintln!("{msg}: the replica stream stopped on this node");
+                    status2.lock().stopped = Some(msg);
+                    return;
+                }
                 while !stop2.load(Ordering::SeqCst) {
                     // Rounds start `interval` apart, busy or not: each reads the last few
                     // seconds of record keys (the skew window) on the stream's regions, so

@@ -28,6 +28,14 @@ fn source_err(e: impl std::fmt::Display) -> StreamError {
 }
 
 impl RecordSource for TxnRecordSource {
+    fn claim_settings(&mut self, mine: &str) -> Result<String, StreamError> {
+        let bytes = self
+            .client
+            .stream_claim_settings(mine.as_bytes())
+            .map_err(source_err)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     fn watermark(&mut self) -> Result<Watermark, StreamError> {
         let w = self.client.stream_resolved_ts().map_err(source_err)?;
         Ok(Watermark {

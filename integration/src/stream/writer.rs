@@ -149,6 +149,11 @@ impl StreamWriter {
         self.files.clone()
     }
 
+    /// The settings it writes with.
+    pub fn config(&self) -> &StreamConfig {
+        &self.cfg
+    }
+
     /// The durable progress.
     pub fn cursor(&self) -> &Cursor {
         &self.cursor

@@ -139,8 +139,8 @@ pub(crate) const RECORD_CHUNKS_PER_REQUEST: usize = 8;
 /// timestamp may be to serve as its record's `record_ts` (`parallel_record_ts`).
 const RECENT_RECORD_TS_MS: u64 = 200;
 
-/// Attempts to register a lane before the commit that needs it fails.
-const LANE_REGISTER_ATTEMPTS: u32 = 10;
+/// Attempts to read or write a registry entry (a lane, the settings) before giving up.
+const REGISTRY_ATTEMPTS: u32 = 10;
 
 /// A transaction of at most this many keys (with an inline record) prewrites its record
 /// together with its other keys, at a `record_ts` taken before the prewrite (see
@@ -304,43 +304,48 @@ impl ClientCore {
     /// lane this client registered or saw registered is remembered.
     ///
     /// # Errors
-    /// The registry read's or write's error after [`LANE_REGISTER_ATTEMPTS`] attempts.
+    /// The registry read's or write's error after [`REGISTRY_ATTEMPTS`] attempts.
     pub(crate) fn ensure_stream_lane(&self, primary: &[u8]) -> Result<(), TxnError> {
         let lane = lane_of(primary);
         if lane.is_empty() || self.stream_lanes.lock().contains(lane) {
             return Ok(());
         }
-        let key = lane_registry_key(lane);
+        self.put_reserved_if_absent(&lane_registry_key(lane), lane)?;
+        self.stream_lanes.lock().insert(lane.to_vec());
+        Ok(())
+    }
+
+    /// The value of the reserved `key` (a registry entry), putting `value` there first if it
+    /// has none, in a transaction of its own (no binlog, no record). Returns the value in
+    /// force: `value`, or what another client put first.
+    ///
+    /// # Errors
+    /// The read's or the commit's error after [`REGISTRY_ATTEMPTS`] attempts (a commit
+    /// racing another client's for the same key fails and is read again).
+    pub(crate) fn put_reserved_if_absent(
+        &self,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Vec<u8>, TxnError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = self.register_lane(&key, lane);
-            match result {
-                Ok(()) => {
-                    self.stream_lanes.lock().insert(lane.to_vec());
-                    return Ok(());
-                }
-                // Another coordinator registering the same lane at once: read again.
-                Err(e) if attempt < LANE_REGISTER_ATTEMPTS => {
-                    tracing::debug!(error = %e, "stream lane registration retried");
-                    std::thread::sleep(std::time::Duration::from_millis(5 * attempt as u64));
+            match self.put_reserved_once(key, value) {
+                Ok(v) => return Ok(v),
+                Err(e) if attempt < REGISTRY_ATTEMPTS => {
+                    tracing::debug!(error = %e, "stream registry write retried");
+                    std::thread::sleep(std::time::Duration::from_millis(5 * u64::from(attempt)));
                 }
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// One attempt of [`ClientCore::ensure_stream_lane`]: reads `key` at a fresh
-    /// timestamp and, when absent, commits a transaction of its own that puts it (no
-    /// binlog, no record).
-    fn register_lane(&self, key: &[u8], lane: &[u8]) -> Result<(), TxnError> {
+    /// One attempt of [`ClientCore::put_reserved_if_absent`].
+    fn put_reserved_once(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, TxnError> {
         let start_ts = self.get_ts()?;
-        if self
-            .snapshot_batch_get(vec![key.to_vec()], start_ts)?
-            .iter()
-            .any(|(k, _)| k == key)
-        {
-            return Ok(());
+        if let Some(v) = self.snapshot_get(key, start_ts)? {
+            return Ok(v);
         }
         let plan = CommitPlan {
             start_ts,
@@ -348,7 +353,7 @@ impl ClientCore {
             mutations: vec![(
                 Mutation::Put {
                     key: key.to_vec(),
-                    value: lane.to_vec(),
+                    value: value.to_vec(),
                 },
                 PessimisticAction::SkipPessimisticCheck,
             )],
@@ -362,7 +367,7 @@ impl ClientCore {
             Vec::new(),
         );
         self.heartbeats.unregister(start_ts);
-        result.map(|_| ())
+        result.map(|_| value.to_vec())
     }
 
     /// Whether this client writes stream records (it has a usable binlog and streaming is

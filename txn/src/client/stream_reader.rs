@@ -76,7 +76,8 @@ use super::two_pc::CLEANUP_BUDGET;
 use super::txn_client::TxnClient;
 use crate::stream::{
     Assembled, ChunkAssembler, LANES_PREFIX, STREAM_PREFIX, StreamTxn, StreamWatermark,
-    decode_stream_record, lane_end, lane_start, payload_key, record_key_parts, stream_lower_key,
+    decode_stream_record, is_table_lane, lane_end, lane_start, payload_key, record_key_parts,
+    stream_lower_key,
 };
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
 
@@ -185,6 +186,19 @@ impl TxnClient {
             locks_seen: locks.len(),
             locks_settled: settled,
         })
+    }
+
+    /// The stream settings in force for the cluster: the first `settings` any client
+    /// claimed (kept in the store beside the lane registry), which this call claims when
+    /// none are there yet. A reader that writes the stream out (each node's copy must be
+    /// the same bytes) compares them with its own and refuses to go on when they differ.
+    /// The bytes are the caller's; this crate only keeps them.
+    ///
+    /// # Errors
+    /// The store's errors after a few attempts.
+    pub fn stream_claim_settings(&self, settings: &[u8]) -> Result<Vec<u8>, TxnError> {
+        self.core()
+            .put_reserved_if_absent(crate::stream::SETTINGS_KEY, settings)
     }
 
     /// Every committed stream record with `commit_ts` in `(after_commit_ts, upto_commit_ts]`
@@ -339,7 +353,7 @@ impl TxnClient {
             registered
                 .into_iter()
                 .filter_map(|(k, _)| k.strip_prefix(LANES_PREFIX).map(<[u8]>::to_vec))
-                .filter(|lane| !lane.is_empty()),
+                .filter(|lane| is_table_lane(lane)),
         );
         Ok(lanes)
     }

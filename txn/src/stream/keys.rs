@@ -59,8 +59,16 @@ pub(crate) const LANES_PREFIX: &[u8] = b"\xff\xffstream.";
 /// registry, both prefixes and the keys between them.
 pub(crate) const RESERVED_END: &[u8] = b"\xff\xffstream;";
 
+/// The registry's entry for the stream's settings (not a lane: lanes start with `t`).
+pub(crate) const SETTINGS_KEY: &[u8] = b"\xff\xffstream.!settings";
+
 /// Bytes of a table lane: `t` and the 8-byte table id.
 const TABLE_LANE_LEN: usize = 9;
+
+/// Whether `lane` (a registry entry's key after [`LANES_PREFIX`]) has a lane's shape.
+pub(crate) fn is_table_lane(lane: &[u8]) -> bool {
+    lane.len() == TABLE_LANE_LEN && lane[0] == b't'
+}
 
 /// Bytes of a record key after its lane.
 const KEY_LEN: usize = STREAM_PREFIX.len() + 8 + 8 + 4;
@@ -221,5 +229,7 @@ mod tests {
         let reg = lane_registry_key(table);
         assert!(is_reserved_key(&reg) && reg.as_slice() < STREAM_PREFIX);
         assert!(LANES_PREFIX < STREAM_PREFIX);
+        assert!(is_table_lane(table) && !is_table_lane(b"") && !is_table_lane(b"!settings"));
+        assert!(is_reserved_key(SETTINGS_KEY) && SETTINGS_KEY < STREAM_PREFIX);
     }
 }

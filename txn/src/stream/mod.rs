@@ -19,8 +19,8 @@ pub use config::StreamOptions;
 pub use error::StreamDecodeError;
 pub use keys::STREAM_PREFIX;
 pub(crate) use keys::{
-    LANES_PREFIX, RESERVED_END, is_reserved_key, lane_end, lane_of, lane_registry_key, lane_start,
-    payload_key, record_key, record_key_parts, stream_lower_key,
+    LANES_PREFIX, RESERVED_END, SETTINGS_KEY, is_reserved_key, is_table_lane, lane_end, lane_of,
+    lane_registry_key, lane_start, payload_key, record_key, record_key_parts, stream_lower_key,
 };
 pub use record::{
     STREAM_RECORD_VERSION, StreamGroup, StreamGroupKind, decode_stream_record,

@@ -92,6 +92,9 @@ pub struct ReplicaBenchReport {
     pub replica_gtids_per_s: f64,
     /// After the last run's load stopped: milliseconds until the replica reached the stream's end.
     pub catch_up_ms: u64,
+    /// Cores the replica's `mariadbd` kept busy during the last run (CPU seconds over wall
+    /// seconds; `None` without `/proc`): what it took from the cluster on a shared machine.
+    pub replica_cores: Option<f64>,
 }
 
 impl ReplicaBenchReport {
@@ -111,7 +114,7 @@ impl ReplicaBenchReport {
              replica lag (acknowledged on SurgeDB -> visible on the replica), {} probes: \
              p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms{}\n\
              cluster commits {:.1}/s, replica applied {:.1} GTIDs/s ({:.2}x); \
-             caught up {} ms after the load stopped\n",
+             caught up {} ms after the load stopped{}\n",
             self.threads,
             self.tps_no_stream,
             self.tps_records_only,
@@ -133,6 +136,9 @@ impl ReplicaBenchReport {
             self.replica_gtids_per_s,
             self.replica_gtids_per_s / self.commits_per_s.max(f64::MIN_POSITIVE),
             self.catch_up_ms,
+            self.replica_cores
+                .map(|c| format!("; the replica's mariadbd kept {c:.2} cores busy meanwhile"))
+                .unwrap_or_default(),
         )
     }
 }
@@ -232,6 +238,7 @@ pub fn run_replica_bench(
     probe.wait_replica_at(&probe_ep, Duration::from_secs(600))?;
     let stop = Arc::new(AtomicBool::new(false));
     let gtid_before = probe.replica_seq()?;
+    let cpu_before = crate::local::cpu_seconds(replica.pid);
     let t0 = Instant::now();
     let stop2 = stop.clone();
     let every = opts.probe_every;
@@ -242,6 +249,9 @@ pub fn run_replica_bench(
     let run = ep.sysbench("sbtest", &sysbench_args(opts, "run"));
     stop.store(true, Ordering::SeqCst);
     let elapsed = t0.elapsed().as_secs_f64();
+    let replica_cores = cpu_before
+        .zip(crate::local::cpu_seconds(replica.pid))
+        .map(|(a, b)| (b - a) / elapsed.max(f64::MIN_POSITIVE));
     let (mut probe, samples) = prober
         .join()
         .map_err(|_| setup("the lag probe", "its thread panicked"))?;
@@ -267,5 +277,6 @@ pub fn run_replica_bench(
         replica_gtids_per_s: gtid_after.saturating_sub(gtid_before) as f64
             / elapsed.max(f64::MIN_POSITIVE),
         catch_up_ms,
+        replica_cores,
     })
 }
