@@ -125,6 +125,15 @@ struct NodeArgs {
     /// renamed into place (every node must agree).
     #[arg(long, default_value_t = surgedb::stream::DEFAULT_LARGE_GROUP)]
     stream_large_group: u64,
+    /// This node's binlog commits a transaction whose cache reaches this many bytes by
+    /// renaming the cache file into the next binlog file (MariaDB 11.7's
+    /// `binlog_large_commit_threshold`).
+    #[arg(long, default_value_t = surge_binlog::DEFAULT_LARGE_COMMIT_THRESHOLD)]
+    binlog_large_commit_threshold: u64,
+    /// This node's binlog copies every transaction's cache into the binlog, however large
+    /// (MariaDB before 11.7): commit by rename off, for comparisons.
+    #[arg(long)]
+    binlog_copy: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -457,6 +466,14 @@ enum BenchCommand {
         /// 003's seconds between big transactions.
         #[arg(long, default_value_t = 5)]
         big_every: u64,
+        /// 003 also on a second cluster whose nodes copy large transactions into the
+        /// binlog (`node --binlog-copy`), beside commit by rename.
+        #[arg(long)]
+        big_copy: bool,
+        /// An argument for every node (repeatable), e.g.
+        /// `--node-arg=--binlog-large-commit-threshold=8388608`.
+        #[arg(long = "node-arg", value_name = "ARG", allow_hyphen_values = true)]
+        node_args: Vec<String>,
         /// Print one JSON document instead of the tables.
         #[arg(long)]
         json: bool,
@@ -580,6 +597,14 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         let off = config.coordinator.stream.clone().with_enabled(false);
         config.coordinator = config.coordinator.clone().with_stream(off);
     }
+    let binlog = config
+        .coordinator
+        .binlog
+        .clone()
+        .unwrap_or_else(|| surge_txn::BinlogOptions::new(std::path::PathBuf::new()))
+        .with_large_commit_threshold(args.binlog_large_commit_threshold)
+        .with_commit_by_rename(!args.binlog_copy);
+    config.coordinator = config.coordinator.clone().with_binlog(Some(binlog));
     config.stream = (!args.no_stream && !args.no_stream_follower).then(|| {
         surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
             .with_max_file_size(args.stream_file_size)
@@ -807,6 +832,8 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             big_mib,
             big_seconds,
             big_every,
+            big_copy,
+            node_args,
             json,
             plot_dir,
         } => {
@@ -839,6 +866,8 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             opts.big_mib = big_mib;
             opts.big_seconds = big_seconds;
             opts.big_every = Duration::from_secs(big_every);
+            opts.big_copy = big_copy;
+            opts.node_args = node_args;
             if !json {
                 let _ = writeln!(out, "bench sysbench: scratch directory {}", dir.display());
             }

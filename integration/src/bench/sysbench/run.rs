@@ -66,6 +66,9 @@ pub struct SysbenchOptions {
     pub big_every: Duration,
     /// Extra `surgedb node` arguments for every node.
     pub node_args: Vec<String>,
+    /// 003 also runs on a second cluster whose nodes copy every transaction into the
+    /// binlog (`surgedb node --binlog-copy`), beside the first one's commit by rename.
+    pub big_copy: bool,
 }
 
 impl SysbenchOptions {
@@ -89,6 +92,7 @@ impl SysbenchOptions {
             big_seconds: 30,
             big_every: Duration::from_secs(5),
             node_args: Vec::new(),
+            big_copy: false,
         }
     }
 
@@ -98,7 +102,9 @@ impl SysbenchOptions {
         let per = |e: &Experiment| match e {
             Experiment::Locks => self.lock_threads.len() * servers(LOCK_MODES.len()),
             Experiment::HotRow => self.hot_threads.len() * servers(2),
-            Experiment::BigTxn => (self.big_mib.len() + 1) * servers(1),
+            Experiment::BigTxn => {
+                (self.big_mib.len() + 1) * servers(1 + usize::from(self.big_copy))
+            }
         };
         (self.experiments.iter().map(per).sum::<usize>() * self.rounds) as u64
     }
@@ -241,15 +247,38 @@ pub fn run_sysbench(
                 )?;
             }
             Experiment::BigTxn => {
+                let binlog_dirs = |m: &ClusterManifest| -> Vec<PathBuf> {
+                    m.nodes.iter().map(|n| n.data.join("binlog")).collect()
+                };
                 let mut servers = vec![BigServer {
                     ep: &surgedb,
                     variant: "surgedb (rename)",
-                    binlog_dirs: manifest
-                        .nodes
-                        .iter()
-                        .map(|n| n.data.join("binlog"))
-                        .collect(),
+                    binlog_dirs: binlog_dirs(&manifest),
                 }];
+                // The copy variant: a second cluster, the same but for `--binlog-copy`.
+                let copy_dir = dir.join("cluster-copy");
+                let copy = if opts.big_copy {
+                    progress.message("starting the SurgeDB cluster that copies");
+                    let mut args = opts.node_args.clone();
+                    args.push("--binlog-copy".into());
+                    let start = StartOptions::new(&opts.surgedb_exe)
+                        .with_node_args(args)
+                        .with_ready_timeout(Duration::from_secs(120));
+                    let guard = ClusterGuard(copy_dir.clone());
+                    let (m, _) = crate::local::start(&copy_dir, 3, &start)
+                        .map_err(|e| setup(e.to_string()))?;
+                    let ep = surgedb_endpoint(&m)?;
+                    Some((guard, m, ep))
+                } else {
+                    None
+                };
+                if let Some((_, m, ep)) = &copy {
+                    servers.push(BigServer {
+                        ep,
+                        variant: "surgedb (copy)",
+                        binlog_dirs: binlog_dirs(m),
+                    });
+                }
                 if let Some(m) = &mariadb {
                     servers.push(BigServer {
                         ep: m.endpoint(),
@@ -265,6 +294,18 @@ pub fn run_sysbench(
                     rounds: opts.rounds,
                 };
                 report.big = run_big_update(&servers, tables, &plan, progress)?;
+                drop(servers);
+                if let Some((guard, _, _)) = copy {
+                    drop(guard);
+                    let verified = crate::cli::verify(&copy_dir, crate::cli::MariadbCheck::Require)
+                        .map_err(|e| SysbenchError::Binlog {
+                            path: copy_dir.clone(),
+                            detail: e.to_string(),
+                        })?;
+                    report
+                        .verified_binlogs
+                        .extend(verified.files.iter().map(|f| f.path.display().to_string()));
+                }
             }
         }
     }
