@@ -74,6 +74,25 @@ impl MetaPeer {
         self.state.lock().scan(start, limit)
     }
 
+    /// Of `reports`, those that would change this replica's map if applied: a region it
+    /// does not know, or a strictly newer epoch (version, then conf_ver) of one it knows;
+    /// never one merged away. A report that changes nothing needs no proposal (region
+    /// heartbeats repeat what the map already holds).
+    pub(crate) fn news(&self, reports: Vec<RegionInfo>) -> Vec<RegionInfo> {
+        let state = self.state.lock();
+        let epoch = |r: &RegionInfo| (r.epoch.version, r.epoch.conf_ver);
+        reports
+            .into_iter()
+            .filter(|r| {
+                !state.removed.contains(&r.id)
+                    && state
+                        .regions
+                        .get(&r.id)
+                        .is_none_or(|old| epoch(old) < epoch(r))
+            })
+            .collect()
+    }
+
     /// `count` timestamps; returns the last. Strictly greater than every timestamp any
     /// leader of this group handed out before, across restarts and leader changes: each is
     /// below a limit made durable through Raft before it was handed out, and a new leader
@@ -217,5 +236,34 @@ impl StateMachine for MetaStateMachine {
             Ok(s) => *self.peer.state.lock() = s,
             Err(e) => tracing::error!(index, error = %e, "meta snapshot refused"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::meta_state::initial_regions;
+
+    #[test]
+    fn only_reports_that_change_the_map_are_news() {
+        let regions = initial_regions(&[b"m".to_vec()], &[1, 2, 3]);
+        let peer = MetaPeer::new(regions.clone(), 1000, Duration::from_secs(1));
+        // What the map holds already: nothing to propose.
+        assert!(peer.news(regions.clone()).is_empty());
+        // A region it never heard of (a split child whose report was lost), and a newer
+        // epoch of a known one, are news; an older epoch is not.
+        let mut child = regions[1].clone();
+        child.id = 9;
+        let mut newer = regions[0].clone();
+        newer.epoch.version += 1;
+        let mut older = regions[1].clone();
+        older.epoch.version = 0;
+        let news = peer.news(vec![child.clone(), newer.clone(), older]);
+        assert_eq!(news, vec![child, newer]);
+        // A region merged away never comes back.
+        peer.state.lock().apply(MetaCommand::RemoveRegion(9));
+        let mut again = regions[1].clone();
+        again.id = 9;
+        assert!(peer.news(vec![again]).is_empty());
     }
 }

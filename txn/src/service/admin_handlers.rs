@@ -145,9 +145,9 @@ impl KvNode {
     /// Tells the meta group about changed regions (best effort: a client that finds a stale
     /// map gets epoch errors carrying the current regions).
     pub(super) fn report(&self, put: Vec<RegionInfo>, remove: Vec<u64>) {
-        // Nothing else repairs the meta group's map (there are no region heartbeats), so a
-        // change it never hears of leaves clients routed to a region that is gone for good.
-        // Retried until the meta group has applied it: replaying a report is harmless (a
+        // Until the next region heartbeat (`region_heartbeat.rs`, every second) nothing else
+        // repairs the meta group's map, and a change it never hears of routes clients to a
+        // region that is gone. Retried until the meta group has applied it: replaying a report is harmless (a
         // put older than the map's entry is ignored, a removed id stays removed), so a retry
         // that races a later change of the same region cannot undo it.
         let deadline = Instant::now() + REPORT_RETRY_FOR;

@@ -108,6 +108,11 @@ impl KvNode {
                         leader: None,
                     });
                 };
+                // Heartbeats repeat what the map holds: propose only what changes it.
+                let put = self.meta.news(put);
+                if put.is_empty() && remove.is_empty() {
+                    return KvResponse::Done;
+                }
                 let cmds = put
                     .into_iter()
                     .map(MetaCommand::PutRegion)

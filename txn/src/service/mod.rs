@@ -7,6 +7,7 @@ mod merge_driver;
 mod meta_handlers;
 mod node;
 mod region_handlers;
+mod region_heartbeat;
 mod request;
 mod response;
 mod split_checker;

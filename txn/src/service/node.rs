@@ -338,6 +338,7 @@ impl KvNode {
         if let Some(size) = node.config.split_size {
             super::split_checker::spawn(Arc::downgrade(&node), size);
         }
+        super::region_heartbeat::spawn(Arc::downgrade(&node));
         Ok(node)
     }
 
@@ -409,6 +410,15 @@ impl KvNode {
             .read()
             .get(&region_id)
             .is_some_and(|p| p.leader_term() != 0)
+    }
+
+    /// The range and epoch of every data region this node leads.
+    pub(super) fn led_regions(&self) -> Vec<RegionInfo> {
+        self.hosted_peers()
+            .into_iter()
+            .filter(|p| p.leader_term() != 0)
+            .map(|p| p.info())
+            .collect()
     }
 
     /// The regions this node leads whose data passed `size` bytes.
