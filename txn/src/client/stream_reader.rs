@@ -378,7 +378,14 @@ impl TxnClient {
             detail,
         };
         let keys: Vec<Vec<u8>> = (0..chunks).map(|i| payload_key(start_ts, i)).collect();
-        let pairs = self.core().snapshot_batch_get(keys.clone(), commit_ts)?;
+        // A few chunks per request: one request for a whole payload answers with all of it
+        // at once, and a node's answer is refused past the transport's frame limit (64 MiB),
+        // so a 64 MiB transaction's record could never be read back.
+        let mut pairs = Vec::with_capacity(keys.len());
+        for batch in keys.chunks(super::stream_commit::RECORD_CHUNKS_PER_REQUEST) {
+            pairs.extend(self.core().snapshot_batch_get(batch.to_vec(), commit_ts)?);
+        }
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
         let mut assembler = ChunkAssembler::default();
         for (i, key) in keys.iter().enumerate() {
             let value = pairs
