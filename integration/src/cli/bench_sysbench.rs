@@ -26,6 +26,12 @@ pub fn bench_sysbench(
     plot_dir: Option<&Path>,
     out: &mut impl Write,
 ) -> Result<(), String> {
+    // Before the run, so that a directory that cannot be made fails in a second, not after
+    // the whole benchmark.
+    if let Some(dir) = plot_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the plot directory {}: {e}", dir.display()))?;
+    }
     let mut bar = Bar::new(opts.steps());
     let report = run_sysbench(opts, &mut bar).map_err(|e| e.to_string())?;
     drop(bar);
