@@ -450,7 +450,17 @@ impl ClientCore {
                 bo.retry_now()
             }
             RegionError::RegionNotFound { .. } => {
-                self.cache.write().invalidate(id);
+                // This node holds no replica of the region (it missed the split or merge
+                // that made it, and may never catch up while a peer leads): try the next
+                // peer. Reloading from the meta group alone sent every retry back to the
+                // first peer, the same node (the final read of
+                // `workload_snapshot_isolation` failed for 30 s so). Reload once every
+                // peer said so.
+                let mut cache = self.cache.write();
+                if cache.switch_peer(id, target) {
+                    cache.invalidate(id);
+                }
+                drop(cache);
                 bo.note(TxnError::Region(e));
                 bo.sleep()
             }

@@ -64,6 +64,26 @@ fn a_down_node_makes_the_client_try_the_next_peer() {
     assert_eq!(get_nodes(&router), vec![1, 2]);
 }
 
+/// A node that holds no replica of the region (it missed the split that made it) sends
+/// the client on to the next peer, not back to itself after a reload from the meta group.
+#[test]
+fn a_node_without_the_region_makes_the_client_try_the_next_peer() {
+    let router = FakeRouter::new(|node, req| match (node, req) {
+        (1, KvRequest::Get { ctx, .. }) => {
+            Ok(KvResponse::RegionError(RegionError::RegionNotFound {
+                region_id: ctx.region_id,
+            }))
+        }
+        (_, KvRequest::Get { .. }) => Ok(KvResponse::Get {
+            value: Some(b"v".to_vec()),
+        }),
+        _ => Ok(KvResponse::Done),
+    });
+    let c = client(&router);
+    assert_eq!(c.get(b"k").expect("get"), Some(b"v".to_vec()));
+    assert_eq!(get_nodes(&router), vec![1, 2]);
+}
+
 #[test]
 fn an_epoch_change_reloads_the_region_and_retries_with_the_new_epoch() {
     let router = FakeRouter::new(|_, req| match req {
