@@ -42,6 +42,10 @@ pub(crate) struct ClientCore {
     pub(crate) stream_calls: std::sync::atomic::AtomicU64,
     /// Stream lanes known to be in the lane registry (`stream_commit.rs`).
     pub(crate) stream_lanes: Mutex<std::collections::HashSet<Vec<u8>>>,
+    /// The last lane list a reader read from the registry, and the timestamp it was read at
+    /// (`stream_reader.rs`): lanes are never removed, so it holds every lane of a record
+    /// committed at or below that timestamp.
+    pub(crate) stream_lanes_read: Mutex<(u64, Vec<Vec<u8>>)>,
 }
 
 impl std::fmt::Debug for ClientCore {

@@ -345,6 +345,14 @@ impl TxnClient {
     /// # Errors
     /// The registry read's errors after retries.
     fn stream_lanes_at(&self, ts: u64) -> Result<Vec<Vec<u8>>, TxnError> {
+        // A list read at or above `ts` (the watermark's own, when a scan follows it up to
+        // that watermark) holds every lane needed at `ts`; a lane more is only a scan more.
+        {
+            let read = self.core().stream_lanes_read.lock();
+            if read.0 >= ts && !read.1.is_empty() {
+                return Ok(read.1.clone());
+            }
+        }
         let registered = self
             .core()
             .reserved_scan(LANES_PREFIX, STREAM_PREFIX, MAX_LANES, ts)?;
@@ -355,6 +363,10 @@ impl TxnClient {
                 .filter_map(|(k, _)| k.strip_prefix(LANES_PREFIX).map(<[u8]>::to_vec))
                 .filter(|lane| is_table_lane(lane)),
         );
+        let mut read = self.core().stream_lanes_read.lock();
+        if ts >= read.0 {
+            *read = (ts, lanes.clone());
+        }
         Ok(lanes)
     }
 

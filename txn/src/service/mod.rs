@@ -6,6 +6,7 @@ mod kv_service;
 mod merge_driver;
 mod meta_handlers;
 mod node;
+mod node_loop;
 mod region_handlers;
 mod region_heartbeat;
 mod request;

@@ -14,6 +14,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use super::node::KvNode;
+use super::node_loop::spawn_every;
 use super::request::KvRequest;
 
 /// How often a node reports the regions it leads.
@@ -21,29 +22,23 @@ pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts the heartbeat of `node`; it ends when the node stops or is dropped.
 pub(super) fn spawn(node: Weak<KvNode>) {
-    let spawned = std::thread::Builder::new()
-        .name("surge-txn-region-heartbeat".to_string())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(HEARTBEAT_EVERY);
-                let Some(node) = node.upgrade() else { return };
-                if node.is_stopped() {
-                    return;
-                }
-                let led = node.led_regions();
-                if led.is_empty() {
-                    continue;
-                }
-                // Best effort: the next beat sends it again.
-                if let Err(e) = node.call_meta(KvRequest::ReportRegions {
-                    put: led,
-                    remove: Vec::new(),
-                }) {
-                    tracing::debug!(error = %e, "region heartbeat not delivered");
-                }
+    spawn_every(
+        "surge-txn-region-heartbeat",
+        HEARTBEAT_EVERY,
+        node,
+        "reports led regions to the meta group",
+        |node| {
+            let led = node.led_regions();
+            if led.is_empty() {
+                return;
             }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(error = %e, "could not start the region heartbeat");
-    }
+            // Best effort: the next beat sends it again.
+            if let Err(e) = node.call_meta(KvRequest::ReportRegions {
+                put: led,
+                remove: Vec::new(),
+            }) {
+                tracing::debug!(error = %e, "region heartbeat not delivered");
+            }
+        },
+    );
 }

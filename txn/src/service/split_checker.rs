@@ -5,6 +5,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use super::node::KvNode;
+use super::node_loop::spawn_every;
 use super::request::KvRequest;
 
 /// How often the regions' sizes are looked at.
@@ -12,25 +13,19 @@ const CHECK_EVERY: Duration = Duration::from_millis(200);
 
 /// Starts the checker for `node`; it ends when the node stops or is dropped.
 pub(super) fn spawn(node: Weak<KvNode>, split_size: u64) {
-    let spawned = std::thread::Builder::new()
-        .name("surge-txn-split-check".to_string())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(CHECK_EVERY);
-                let Some(node) = node.upgrade() else { return };
-                if node.is_stopped() {
-                    return;
-                }
-                for region_id in node.regions_over(split_size) {
-                    let r = node.handle(KvRequest::SplitRegion {
-                        region_id,
-                        split_key: None,
-                    });
-                    tracing::info!(region_id, result = ?r, "split by size");
-                }
+    spawn_every(
+        "surge-txn-split-check",
+        CHECK_EVERY,
+        node,
+        "splits regions by size",
+        move |node| {
+            for region_id in node.regions_over(split_size) {
+                let r = node.handle(KvRequest::SplitRegion {
+                    region_id,
+                    split_key: None,
+                });
+                tracing::info!(region_id, result = ?r, "split by size");
             }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(error = %e, "could not start the split checker; regions will not split by size");
-    }
+        },
+    );
 }
