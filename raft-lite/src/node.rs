@@ -79,8 +79,15 @@ pub struct RawNode {
     pub(crate) dropped_reads: Vec<u64>,
     /// A snapshot received from the leader, not yet handed out.
     pub(crate) incoming_snapshot: Option<Snapshot>,
-    /// The latest snapshot, sent to followers that are behind the log's start.
+    /// The latest snapshot, sent to followers that are behind the log's start (unless
+    /// `snapshots_on_demand`).
     pub(crate) snapshot: Option<Snapshot>,
+    /// The application builds a snapshot for each follower behind the log's start
+    /// ([`RawNode::take_snapshot_requests`], [`RawNode::send_snapshot`]): the stored one
+    /// only marks where the log starts.
+    pub(crate) snapshots_on_demand: bool,
+    /// Followers that need a snapshot built for them, not yet taken by the application.
+    pub(crate) snapshot_requests: std::collections::BTreeSet<NodeId>,
     pub(crate) prev_hs: HardState,
     pub(crate) prev_soft: SoftState,
     pub(crate) handed: Option<Handed>,
@@ -176,6 +183,8 @@ impl RawNode {
             dropped_reads: Vec::new(),
             incoming_snapshot: None,
             snapshot: state.snapshot,
+            snapshots_on_demand: false,
+            snapshot_requests: std::collections::BTreeSet::new(),
             prev_hs: hs,
             prev_soft: soft,
             handed: None,

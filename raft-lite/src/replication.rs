@@ -289,6 +289,15 @@ impl RawNode {
                     },
                 );
             }
+            None if self.snapshots_on_demand => {
+                // The application builds one from its state (see
+                // `RawNode::take_snapshot_requests`); no appends meanwhile.
+                let at = self.log.snap_index;
+                if let Some(pr) = self.progress.get_mut(&to) {
+                    pr.become_snapshot(at);
+                }
+                self.snapshot_requests.insert(to);
+            }
             None => {
                 let Some(snap) = self.snapshot.clone() else {
                     return;

@@ -193,4 +193,45 @@ impl RawNode {
         self.snapshot = Some(snapshot);
         Ok(())
     }
+
+    /// Makes this node ask the application for a snapshot whenever a follower is behind
+    /// the log's start, instead of sending the latest snapshot it recorded: for a state
+    /// machine that keeps its state durably itself, whose log is compacted with a snapshot
+    /// that holds no data (it only marks the log's start).
+    pub fn set_snapshots_on_demand(&mut self, on: bool) {
+        self.snapshots_on_demand = on;
+    }
+
+    /// The followers that need a snapshot built for them since the last call (with
+    /// [`RawNode::set_snapshots_on_demand`]); each waits in the snapshot state (no
+    /// appends) until [`RawNode::send_snapshot`] or its next heartbeat answer, which asks
+    /// again if it is still behind.
+    pub fn take_snapshot_requests(&mut self) -> Vec<NodeId> {
+        std::mem::take(&mut self.snapshot_requests)
+            .into_iter()
+            .collect()
+    }
+
+    /// Sends `to` a snapshot the application built (at an index at most `applied`, whose
+    /// term and membership it took from [`RawNode::term_at`] and
+    /// [`RawNode::conf_state_at`]); false if nothing was sent: not leader, `to` is not a
+    /// member, or it already holds the snapshot's index.
+    ///
+    /// # Errors
+    /// [`Error::ReadyOutstanding`].
+    pub fn send_snapshot(&mut self, to: NodeId, snapshot: Snapshot) -> Result<bool> {
+        self.check_idle()?;
+        if self.role != Role::Leader || snapshot.meta.index > self.log.applied {
+            return Ok(false);
+        }
+        let Some(pr) = self.progress.get_mut(&to) else {
+            return Ok(false);
+        };
+        if pr.matched >= snapshot.meta.index {
+            return Ok(false);
+        }
+        pr.become_snapshot(snapshot.meta.index);
+        self.send(to, MessageKind::Snapshot { snapshot });
+        Ok(true)
+    }
 }

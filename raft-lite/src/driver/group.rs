@@ -40,6 +40,17 @@ pub(crate) struct Group {
     pub(crate) next_read_ctx: u64,
     /// Waiters up to this index were told their entry committed.
     pub(crate) commit_marked: u64,
+    /// The state machine keeps its state durably ([`StateMachine::durable_state`]): the
+    /// log is compacted with markers, and followers behind it get snapshots built for
+    /// them.
+    pub(crate) durable: bool,
+    /// [`crate::NodeOptions::compact_log_bytes`].
+    pub(crate) compact_log_bytes: u64,
+    /// A durable group installed a full snapshot from its leader: compact with a marker
+    /// at the next applied entry, so the snapshot's data is not kept in memory.
+    pub(crate) compact_soon: bool,
+    /// Followers whose snapshot the background writer is building.
+    pub(crate) snapshot_builds: std::collections::BTreeSet<crate::NodeId>,
 }
 
 impl std::fmt::Debug for Group {
@@ -65,6 +76,7 @@ impl Group {
         }
         if let Some(s) = &rd.snapshot {
             self.sm.restore(s.meta.index, &s.data);
+            self.compact_soon = self.durable;
             self.log_bytes = 0;
             self.last_snapshot_bytes = s.data.len() as u64;
             // Proposals at or below the snapshot cannot be matched any more.
@@ -185,6 +197,9 @@ impl Group {
         }
         let applied = self.raw.applied();
         let since = self.raw.snapshot_index();
+        if self.durable {
+            return self.maybe_compact(applied, since);
+        }
         if applied < since + self.snapshot_every || applied < self.snapshot_retry_at {
             return None;
         }
@@ -211,7 +226,52 @@ impl Group {
                 term,
                 conf,
             },
-            encode: self.sm.snapshot_deferred(),
+            encode: infallible(self.sm.snapshot_deferred()),
+        })
+    }
+
+    /// A durable group's compaction: a marker at the applied index once the log since the
+    /// last one holds `snapshot_every` entries or `compact_log_bytes` bytes (or at once
+    /// after a full snapshot was installed). Its closure makes the state machine's state
+    /// durable before the marker is written, so the log is never compacted past it.
+    fn maybe_compact(&mut self, applied: u64, since: u64) -> Option<PendingSnapshot> {
+        let due = applied >= since + self.snapshot_every
+            || (self.compact_log_bytes > 0 && self.log_bytes >= self.compact_log_bytes)
+            || (self.compact_soon && applied > since);
+        if !due || applied <= since || applied < self.snapshot_retry_at {
+            return None;
+        }
+        self.compact_soon = false;
+        self.log_bytes = 0;
+        let term = self.raw.term_at(applied)?;
+        let conf = self.raw.conf_state_at(applied)?;
+        Some(PendingSnapshot {
+            meta: SnapshotMeta {
+                index: applied,
+                term,
+                conf,
+            },
+            encode: {
+                let marker = self.sm.compaction_marker();
+                Box::new(move || marker().map_err(|message| Error::StateMachine { message }))
+            },
+        })
+    }
+
+    /// A snapshot of the state at the applied index for a follower behind the log's start
+    /// (a durable group), encoded later; `None` if the applied entry's term or membership
+    /// is unknown (it always is known: the applied entry is never compacted away).
+    pub(crate) fn snapshot_for_follower(&mut self) -> Option<PendingSnapshot> {
+        let applied = self.raw.applied();
+        let term = self.raw.term_at(applied)?;
+        let conf = self.raw.conf_state_at(applied)?;
+        Some(PendingSnapshot {
+            meta: SnapshotMeta {
+                index: applied,
+                term,
+                conf,
+            },
+            encode: infallible(self.sm.snapshot_deferred()),
         })
     }
 
@@ -236,4 +296,11 @@ impl Group {
             let _ = tx.send(Err(e.duplicate()));
         }
     }
+}
+
+/// A state machine's encoding as a [`PendingSnapshot`]'s (which may fail).
+fn infallible(
+    encode: Box<dyn FnOnce() -> Bytes + Send>,
+) -> Box<dyn FnOnce() -> crate::Result<Bytes> + Send> {
+    Box::new(move || Ok(encode()))
 }

@@ -44,6 +44,12 @@ pub struct NodeOptions {
     /// Inputs (messages, proposals) handled per loop iteration at most; everything handled
     /// in one iteration shares one log write and one fsync.
     pub max_batch: usize,
+    /// For a group whose state machine keeps its state durably
+    /// ([`StateMachine::durable_state`]): its log is also compacted once the entries
+    /// applied since the last compaction hold this many bytes, whatever their number, so
+    /// the log a node keeps in memory stays bounded (a few large entries never reach
+    /// `snapshot_every`). 0: entries alone decide.
+    pub compact_log_bytes: u64,
 }
 
 impl NodeOptions {
@@ -80,6 +86,13 @@ impl NodeOptions {
         self
     }
 
+    /// Sets [`NodeOptions::compact_log_bytes`].
+    #[must_use]
+    pub fn with_compact_log_bytes(mut self, bytes: u64) -> Self {
+        self.compact_log_bytes = bytes;
+        self
+    }
+
     /// Sets [`NodeOptions::snapshot_log_percent`].
     #[must_use]
     pub fn with_snapshot_log_percent(mut self, percent: u64) -> Self {
@@ -109,6 +122,7 @@ impl Default for NodeOptions {
             snapshot_every: 10_000,
             snapshot_log_percent: 0,
             max_batch: 4096,
+            compact_log_bytes: 32 << 20,
         }
     }
 }
@@ -152,6 +166,9 @@ pub struct NodeStatsSnapshot {
     /// Snapshots the background writer failed to write (retried after another
     /// `snapshot_every` entries).
     pub snapshot_failures: u64,
+    /// Snapshots built on demand for a follower behind the log's start (groups of a
+    /// durable state machine, [`StateMachine::durable_state`]) and sent.
+    pub snapshots_built: u64,
 }
 
 pub(crate) enum Input {
@@ -173,6 +190,9 @@ pub(crate) enum Input {
     RemoveGroup(u64, Sender<Result<()>>),
     /// The background writer finished a group's snapshot: its file, or why not.
     SnapshotPersisted(u64, Snapshot, Result<SnapshotFile>),
+    /// The background writer built a snapshot of a group (a durable state machine's) for
+    /// one follower: the snapshot, or why not.
+    SnapshotBuilt(u64, NodeId, Result<Snapshot>),
     Stop,
 }
 

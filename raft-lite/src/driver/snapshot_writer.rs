@@ -18,8 +18,9 @@ use crate::{Error, NodeId, Result, Snapshot, SnapshotMeta, SnapshotPersister};
 /// A snapshot taken at `meta.index` whose data is not encoded yet.
 pub(crate) struct PendingSnapshot {
     pub(crate) meta: SnapshotMeta,
-    /// Encodes the state machine's view captured at `meta.index`.
-    pub(crate) encode: Box<dyn FnOnce() -> Bytes + Send>,
+    /// Encodes the state machine's view captured at `meta.index` (or fails: a marker
+    /// whose state could not be made durable).
+    pub(crate) encode: Box<dyn FnOnce() -> Result<Bytes> + Send>,
 }
 
 impl PendingSnapshot {
@@ -28,12 +29,12 @@ impl PendingSnapshot {
     /// # Errors
     /// [`Error::WriteTooLarge`] if the data exceeds [`crate::MAX_BYTES_LEN`] (followers
     /// could not decode it, nor the store read it back), [`Error::StateMachine`] if the
-    /// encoding panicked. Either way nothing was written: the log stays as it is.
+    /// encoding panicked or failed. Either way nothing was written: the log stays as it is.
     pub(crate) fn encode(self) -> Result<Snapshot> {
         let data =
             catch_unwind(AssertUnwindSafe(self.encode)).map_err(|_| Error::StateMachine {
                 message: "snapshot encoding panicked".to_owned(),
-            })?;
+            })??;
         if data.len() > crate::MAX_BYTES_LEN {
             return Err(Error::WriteTooLarge {
                 what: "snapshot data",
@@ -48,10 +49,12 @@ impl PendingSnapshot {
     }
 }
 
-/// A snapshot to encode and persist.
+/// A snapshot to encode and persist (`for_follower: None`), or to encode only and hand
+/// back for one follower.
 struct Job {
     group: u64,
     pending: PendingSnapshot,
+    for_follower: Option<NodeId>,
 }
 
 /// One thread per node. Each finished job comes back to the driver as
@@ -83,6 +86,15 @@ impl SnapshotWriter {
             .spawn(move || {
                 for job in rx {
                     if stop.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    if let Some(to) = job.for_follower {
+                        // Built for one follower: nothing to persist.
+                        let built = job.pending.encode();
+                        if stop.load(Ordering::Acquire) {
+                            continue;
+                        }
+                        let _ = done.send(Input::SnapshotBuilt(job.group, to, built));
                         continue;
                     }
                     let meta = job.pending.meta.clone();
@@ -128,9 +140,27 @@ impl SnapshotWriter {
 
     /// Queues `pending` of `group`; false if the writer is gone (stopped).
     pub(crate) fn submit(&self, group: u64, pending: PendingSnapshot) -> bool {
-        self.jobs
-            .as_ref()
-            .is_some_and(|j| j.send(Job { group, pending }).is_ok())
+        self.jobs.as_ref().is_some_and(|j| {
+            j.send(Job {
+                group,
+                pending,
+                for_follower: None,
+            })
+            .is_ok()
+        })
+    }
+
+    /// Queues `pending` of `group` to be encoded for follower `to` (and handed back as
+    /// [`Input::SnapshotBuilt`]); false if the writer is gone (stopped).
+    pub(crate) fn submit_build(&self, group: u64, to: NodeId, pending: PendingSnapshot) -> bool {
+        self.jobs.as_ref().is_some_and(|j| {
+            j.send(Job {
+                group,
+                pending,
+                for_follower: Some(to),
+            })
+            .is_ok()
+        })
     }
 
     /// Stops the thread after the job it is writing, if any (so no file is written once

@@ -64,4 +64,31 @@ pub trait StateMachine: Send + 'static {
     fn durable_applied(&self) -> u64 {
         0
     }
+
+    /// True if the state machine keeps its state durably itself (a storage engine that
+    /// survives a restart). Its group's log is then compacted without encoding the state:
+    /// the driver calls [`StateMachine::compaction_marker`] and records what it returns as
+    /// the snapshot that marks the log's start, and a follower behind that start gets a
+    /// snapshot built for it then ([`StateMachine::snapshot_deferred`]), not the marker.
+    /// Read once, when the group is added. The default is false: the driver takes full
+    /// snapshots.
+    fn durable_state(&self) -> bool {
+        false
+    }
+
+    /// With [`StateMachine::durable_state`]: a closure, run on the node's background
+    /// snapshot thread, that makes every entry applied so far durable in the state
+    /// machine's own storage and then returns a small marker (the log is compacted up to
+    /// the applied index of this call only after it returns). At a restart the marker is
+    /// handed to [`StateMachine::restore`] with its index, where the state machine holds
+    /// that index or later durably. Rule: the log is never compacted past what the state
+    /// machine holds durably, and the state machine never holds an entry the durable log
+    /// lacks (entries are applied only once durable in the log). An error (the state
+    /// could not be made durable) leaves the log as it is; compaction is tried again after
+    /// another `snapshot_every` entries. The default encodes a full snapshot, as
+    /// [`StateMachine::snapshot_deferred`].
+    fn compaction_marker(&mut self) -> Box<dyn FnOnce() -> Result<Bytes, String> + Send> {
+        let encode = self.snapshot_deferred();
+        Box::new(move || Ok(encode()))
+    }
 }

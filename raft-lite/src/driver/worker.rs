@@ -13,8 +13,8 @@ use super::snapshot_writer::SnapshotWriter;
 use super::state_machine::StateMachine;
 use crate::transport::Transport;
 use crate::{
-    ConfState, Error, GroupWrite, HardState, LogStore, RaftState, RawNode, Ready, Result, Snapshot,
-    SnapshotFile, SnapshotPersister,
+    ConfState, Error, GroupWrite, HardState, LogStore, NodeId, RaftState, RawNode, Ready, Result,
+    Snapshot, SnapshotFile, SnapshotPersister,
 };
 
 /// Owns every group of the node; runs on the driver thread.
@@ -131,6 +131,7 @@ impl Worker {
                         p.discard(&f);
                     }
                 }
+                Input::SnapshotBuilt(..) => {}
                 Input::Msg(..) | Input::Stop => {}
             }
         }
@@ -239,6 +240,7 @@ impl Worker {
             Input::SnapshotPersisted(group, snap, r) => {
                 return self.snapshot_persisted(group, snap, r);
             }
+            Input::SnapshotBuilt(group, to, r) => self.snapshot_built(group, to, r),
             Input::Stop => return true,
         }
         false
@@ -294,6 +296,51 @@ impl Worker {
         false
     }
 
+    /// The background writer built a snapshot of `group` for follower `to`: send it (it
+    /// is dropped once sent; a follower that needs another asks again).
+    fn snapshot_built(&mut self, group: u64, to: NodeId, r: Result<Snapshot>) {
+        let Some(g) = self.groups.get_mut(&group) else {
+            return;
+        };
+        g.snapshot_builds.remove(&to);
+        match r.and_then(|snap| g.raw.send_snapshot(to, snap)) {
+            Ok(true) => self.stats.lock().snapshots_built += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(group, to, error = %e, "raft: snapshot for a follower not built");
+                self.stats.lock().snapshot_failures += 1;
+            }
+        }
+    }
+
+    /// Starts building a snapshot for each follower of a durable group that asked for one
+    /// and has none in the making (on the background writer, or here without one).
+    fn build_requested_snapshots(&mut self) {
+        let mut inline = Vec::new();
+        for (&id, g) in self.groups.iter_mut() {
+            for to in g.raw.take_snapshot_requests() {
+                if !g.snapshot_builds.insert(to) {
+                    continue;
+                }
+                let Some(pending) = g.snapshot_for_follower() else {
+                    g.snapshot_builds.remove(&to);
+                    continue;
+                };
+                match &self.snapshots {
+                    Some(w) => {
+                        if !w.submit_build(id, to, pending) {
+                            g.snapshot_builds.remove(&to);
+                        }
+                    }
+                    None => inline.push((id, to, pending.encode())),
+                }
+            }
+        }
+        for (group, to, r) in inline {
+            self.snapshot_built(group, to, r);
+        }
+    }
+
     fn add_group(
         &mut self,
         group: u64,
@@ -330,7 +377,9 @@ impl Worker {
             sm.restore(s.meta.index, &s.data);
         }
         cfg.applied = sm.durable_applied();
-        let raw = RawNode::new(cfg, RaftState { ..st })?;
+        let durable = sm.durable_state();
+        let mut raw = RawNode::new(cfg, RaftState { ..st })?;
+        raw.set_snapshots_on_demand(durable);
         self.groups.insert(
             group,
             Group {
@@ -349,6 +398,10 @@ impl Worker {
                 reads_confirmed: Vec::new(),
                 next_read_ctx: 0,
                 commit_marked: 0,
+                durable,
+                compact_log_bytes: self.opts.compact_log_bytes,
+                compact_soon: false,
+                snapshot_builds: std::collections::BTreeSet::new(),
             },
         );
         Ok(())
@@ -357,6 +410,8 @@ impl Worker {
     /// One Ready round over every group: send, one durable write, send what depended on
     /// it, apply, advance, and snapshot groups whose log grew long.
     fn process_ready(&mut self) -> Result<()> {
+        // Before any Ready is taken: an inline build sends at once.
+        self.build_requested_snapshots();
         let mut readies: Vec<(u64, Ready)> = Vec::new();
         let mut batch: Vec<GroupWrite> = Vec::new();
         for (&id, g) in self.groups.iter_mut() {

@@ -347,11 +347,9 @@ impl Engine for FjallRegion {
         }
     }
 
-    /// Takes a fjall snapshot now (cheap: a sequence number) and, when called, syncs the
-    /// engine's journal and encodes the range from the snapshot. A Raft snapshot is taken
-    /// this way before the log is compacted to its index, so the sync makes the engine
-    /// durable at least up to that index first (the log is never truncated past what the
-    /// engine holds durably, even across a power loss).
+    /// Takes a fjall snapshot now (cheap: a sequence number) and, when called, encodes the
+    /// range from it: the Raft snapshot built for a follower behind the log's start. The
+    /// log itself is compacted with a marker after [`Engine::persist`], not with this.
     fn export_view(&self) -> Box<dyn FnOnce() -> Vec<u8> + Send> {
         let snap = self.engine.db.snapshot();
         let applied = self.meta.lock().applied_index;
@@ -359,11 +357,6 @@ impl Engine for FjallRegion {
         let engine = self.engine.clone();
         let id = self.id;
         Box::new(move || {
-            crash_point(points::BEFORE_PERSIST);
-            if let Err(e) = engine.persist() {
-                tracing::error!(region = id, error = %e, "engine persist before a snapshot failed");
-            }
-            crash_point(points::AFTER_PERSIST);
             let mut out: [Vec<(fjall::Slice, fjall::Slice)>; 3] = Default::default();
             for (slot, cf) in out.iter_mut().zip(Cf::ALL) {
                 for guard in snap.range::<&[u8], _>(engine.cf(cf), range_of(&start, end.as_deref()))
@@ -605,7 +598,10 @@ impl Engine for FjallRegion {
     }
 
     fn persist(&self) -> Result<(), EngineError> {
-        self.engine.persist()
+        crash_point(points::BEFORE_PERSIST);
+        self.engine.persist()?;
+        crash_point(points::AFTER_PERSIST);
+        Ok(())
     }
 }
 

@@ -878,6 +878,30 @@ impl RegionPeer {
         }
     }
 
+    /// Whether the engine keeps the region across a restart (a disk engine).
+    pub(crate) fn is_durable(&self) -> bool {
+        self.engine.is_durable()
+    }
+
+    /// The marker that compacts a disk engine's log (see `StateMachine::compaction_marker`
+    /// in `raft-lite`): the split seed's encoding (range, epoch and merge state, no data)
+    /// of now, returned by a closure that first makes the engine durable. Restored at a
+    /// restart like a split seed: the engine holds the marker's index or later.
+    pub(crate) fn compaction_marker(
+        &self,
+    ) -> Box<dyn FnOnce() -> Result<bytes::Bytes, String> + Send> {
+        let marker = self.split_seed();
+        let engine = self.engine.clone();
+        let id = self.id();
+        Box::new(move || {
+            engine.persist().map_err(|e| {
+                tracing::error!(region = id, error = %e, "engine persist failed; log not compacted");
+                format!("region {id}: engine persist failed: {e}")
+            })?;
+            Ok(marker)
+        })
+    }
+
     /// The region as of now (its range, epoch, merge state and a view of its data),
     /// serialized when called, into exactly the bytes [`RegionPeer::snapshot`] gives now.
     /// Called on the node's Raft thread between two applied entries, so the three parts

@@ -47,6 +47,16 @@ impl StateMachine for RegionStateMachine {
         self.peer.restore(index, data);
     }
 
+    /// A disk engine keeps the region durably: its log is compacted up to what the engine
+    /// made durable, with a marker instead of a copy of the region's data.
+    fn durable_state(&self) -> bool {
+        self.peer.is_durable()
+    }
+
+    fn compaction_marker(&mut self) -> Box<dyn FnOnce() -> Result<Bytes, String> + Send> {
+        self.peer.compaction_marker()
+    }
+
     /// The engine's durable applied index (0 for a `MemEngine`): a restart replays only
     /// the log after it.
     fn durable_applied(&self) -> u64 {

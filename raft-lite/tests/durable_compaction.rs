@@ -1,0 +1,311 @@
+//! Groups of a state machine that keeps its state durably itself
+//! (`StateMachine::durable_state`): the log is compacted with a small marker once the state
+//! machine made its state durable (never a copy of the state), by entry count or by bytes;
+//! a restart replays only the log after the durable index; a follower behind the log's
+//! start gets a full snapshot built for it on demand.
+#![allow(clippy::unwrap_used)] // Tests: a failure is a test failure.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use surge_raft_lite::*;
+
+const MARKER: &[u8] = b"durable-marker";
+
+/// An applied index and the map as of it.
+type State = (u64, BTreeMap<u64, Vec<u8>>);
+
+/// A map of `u64 -> bytes` with a "disk" copy written only when the driver asks for a
+/// compaction marker; what a restart finds is the disk copy.
+#[derive(Clone, Default)]
+struct DurableMap {
+    live: Arc<Mutex<State>>,
+    disk: Arc<Mutex<State>>,
+    events: Arc<Mutex<Vec<String>>>,
+}
+
+impl DurableMap {
+    /// A state machine restarted from this one's disk copy.
+    fn restarted(&self) -> DurableMap {
+        let disk = self.disk.lock().clone();
+        DurableMap {
+            live: Arc::new(Mutex::new(disk.clone())),
+            disk: Arc::new(Mutex::new(disk)),
+            events: Arc::default(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.live.lock().1.len()
+    }
+
+    fn applied(&self) -> u64 {
+        self.live.lock().0
+    }
+
+    fn events(&self) -> Vec<String> {
+        self.events.lock().clone()
+    }
+}
+
+fn encode(map: &BTreeMap<u64, Vec<u8>>) -> Bytes {
+    let mut v = Vec::new();
+    for (k, x) in map {
+        v.extend_from_slice(&k.to_le_bytes());
+        v.extend_from_slice(&(x.len() as u32).to_le_bytes());
+        v.extend_from_slice(x);
+    }
+    Bytes::from(v)
+}
+
+fn decode(mut data: &[u8]) -> BTreeMap<u64, Vec<u8>> {
+    let mut map = BTreeMap::new();
+    while !data.is_empty() {
+        let k = u64::from_le_bytes(data[..8].try_into().unwrap());
+        let n = u32::from_le_bytes(data[8..12].try_into().unwrap()) as usize;
+        map.insert(k, data[12..12 + n].to_vec());
+        data = &data[12 + n..];
+    }
+    map
+}
+
+impl StateMachine for DurableMap {
+    fn apply(&mut self, index: u64, data: &[u8]) -> Bytes {
+        let mut s = self.live.lock();
+        s.0 = index;
+        if data.len() >= 8 {
+            let k = u64::from_le_bytes(data[..8].try_into().unwrap());
+            s.1.insert(k, data[8..].to_vec());
+        }
+        Bytes::new()
+    }
+    fn snapshot(&mut self) -> Bytes {
+        encode(&self.live.lock().1)
+    }
+    fn restore(&mut self, index: u64, data: &[u8]) {
+        if data == MARKER {
+            let held = self.disk.lock().0;
+            self.events
+                .lock()
+                .push(format!("marker {index} held {held}"));
+            assert!(
+                held >= index,
+                "marker at {index} but the state machine holds only {held} durably"
+            );
+            return;
+        }
+        self.events.lock().push(format!("full {index}"));
+        let map = decode(data);
+        *self.live.lock() = (index, map.clone());
+        *self.disk.lock() = (index, map);
+    }
+    fn durable_state(&self) -> bool {
+        true
+    }
+    fn compaction_marker(&mut self) -> Box<dyn FnOnce() -> Result<Bytes, String> + Send> {
+        let (live, disk) = (self.live.clone(), self.disk.clone());
+        Box::new(move || {
+            // Everything applied so far (at least up to the marker's index) made durable.
+            let now = live.lock().clone();
+            *disk.lock() = now;
+            Ok(Bytes::from_static(MARKER))
+        })
+    }
+    fn durable_applied(&self) -> u64 {
+        self.disk.lock().0
+    }
+}
+
+fn opts(id: u64, every: u64, bytes: u64) -> NodeOptions {
+    let mut o = NodeOptions::new(id).with_compact_log_bytes(bytes);
+    o.tick = Duration::from_millis(5);
+    o.raft.election_tick = 30;
+    o.snapshot_every = every;
+    o
+}
+
+fn start(
+    dir: &Path,
+    id: u64,
+    net: &Arc<MemNetwork>,
+    sm: &DurableMap,
+    every: u64,
+    bytes: u64,
+) -> Node {
+    let wal = Wal::open(dir, WalOptions::default()).unwrap();
+    let node = Node::start(opts(id, every, bytes), Box::new(wal), net.clone()).unwrap();
+    net.register(id, node.mailbox());
+    node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(sm.clone()))
+        .unwrap();
+    node
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn leader(nodes: &[Node]) -> usize {
+    let mut found = None;
+    wait_until("a leader", || {
+        found = nodes.iter().position(|n| {
+            n.status(1).is_ok_and(|s| {
+                s.role == Role::Leader && s.committed > 0 && s.applied >= s.committed
+            })
+        });
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+fn put(nodes: &[Node], k: u64, value: &[u8]) {
+    let mut data = k.to_le_bytes().to_vec();
+    data.extend_from_slice(value);
+    let t0 = Instant::now();
+    loop {
+        let l = leader(nodes);
+        match nodes[l]
+            .propose(1, Bytes::from(data.clone()))
+            .wait_applied(Duration::from_secs(2))
+        {
+            Ok(_) => return,
+            Err(e) => assert!(t0.elapsed() < Duration::from_secs(30), "put {k}: {e}"),
+        }
+    }
+}
+
+/// The sizes of the snapshot files in `dir/snap`.
+fn snapshot_file_sizes(dir: &Path) -> Vec<u64> {
+    std::fs::read_dir(dir.join("snap"))
+        .map(|d| d.map(|e| e.unwrap().metadata().unwrap().len()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_log_is_compacted_with_markers_and_a_lagging_follower_gets_a_snapshot_built_for_it() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(11);
+    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let i = id as usize - 1;
+            start(dirs[i].path(), id, &net, &sms[i], 20, 0)
+        })
+        .collect();
+    let l = leader(&nodes);
+    let lag = (l + 1) % 3;
+    net.unregister(lag as u64 + 1);
+    let value = vec![7u8; 4096];
+    for k in 0..100 {
+        put(&nodes, k, &value);
+    }
+    wait_until("compactions on the leader", || {
+        nodes[l].stats().snapshots >= 3
+    });
+    // Markers, not copies of ~400 KiB of state.
+    let sizes = snapshot_file_sizes(dirs[l].path());
+    assert!(
+        !sizes.is_empty() && sizes.iter().all(|&n| n < 1024),
+        "snapshot files {sizes:?}"
+    );
+    assert!(
+        sms[l].disk.lock().0 >= 60,
+        "the marker made the state durable first"
+    );
+
+    net.register(lag as u64 + 1, nodes[lag].mailbox());
+    put(&nodes, 1000, b"after");
+    let target = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("the follower caught up", || sms[lag].applied() >= target);
+    assert_eq!(sms[lag].len(), 101);
+    assert!(
+        sms[lag].events().iter().any(|e| e.starts_with("full ")),
+        "{:?}",
+        sms[lag].events()
+    );
+    let built: u64 = nodes.iter().map(|n| n.stats().snapshots_built).sum();
+    assert!(built >= 1, "a snapshot was built on demand");
+}
+
+#[test]
+fn a_few_large_entries_compact_the_log_by_bytes() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(12);
+    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let i = id as usize - 1;
+            start(dirs[i].path(), id, &net, &sms[i], 1_000_000, 256 << 10)
+        })
+        .collect();
+    let big = vec![1u8; 100 << 10];
+    for k in 0..8 {
+        put(&nodes, k, &big);
+    }
+    // 800 KiB in 8 entries: three compactions by bytes on every node, none by count.
+    wait_until("compactions by bytes everywhere", || {
+        nodes.iter().all(|n| n.stats().snapshots >= 2)
+    });
+}
+
+#[test]
+fn a_restart_replays_only_the_log_after_the_durable_index() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(13);
+    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
+    let mut nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let i = id as usize - 1;
+            start(dirs[i].path(), id, &net, &sms[i], 25, 0)
+        })
+        .collect();
+    for k in 0..110 {
+        put(&nodes, k, b"v");
+    }
+    let applied = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("applied everywhere", || {
+        sms.iter().all(|s| s.applied() >= applied)
+    });
+    wait_until("compacted everywhere", || {
+        nodes.iter().all(|n| n.stats().snapshots >= 3)
+    });
+    for n in nodes.iter_mut() {
+        n.stop();
+    }
+    drop(nodes);
+
+    let again: Vec<DurableMap> = sms.iter().map(DurableMap::restarted).collect();
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let i = id as usize - 1;
+            start(dirs[i].path(), id, &net, &again[i], 25, 0)
+        })
+        .collect();
+    put(&nodes, 500, b"after restart");
+    let target = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("replayed everywhere", || {
+        again.iter().all(|s| s.applied() >= target)
+    });
+    for (i, (sm, node)) in again.iter().zip(&nodes).enumerate() {
+        assert_eq!(sm.len(), 111, "node {}", i + 1);
+        let events = sm.events();
+        assert!(
+            events.iter().all(|e| e.starts_with("marker ")),
+            "node {}: {events:?}",
+            i + 1
+        );
+        let replayed = node.stats().applied;
+        assert!(
+            replayed < 60,
+            "node {} replayed {replayed} entries of about {target}",
+            i + 1
+        );
+    }
+}
