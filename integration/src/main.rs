@@ -17,6 +17,11 @@ use surgedb::local::{ClusterManifest, NodeStart, StartOptions};
 use surgedb::server::{NodeConfig, NodeProcess, parse_peers};
 use surgedb::{Client, ClientOptions, cli};
 
+/// mimalloc, not glibc malloc: a node that ran a few large transactions kept about as much
+/// freed memory in glibc's per-thread arenas as it used (see `integration/README.md`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// SurgeDB's command-line tool: node processes, a local cluster, a client, a demo and binlog
 /// tools.
 #[derive(Debug, Parser)]

@@ -394,3 +394,15 @@ pub fn decode_message(buf: &[u8]) -> Result<(u64, Message)> {
         },
     ))
 }
+
+/// Scratch buffers (a WAL record, a transport frame) keep at most this much capacity
+/// between uses: one large entry must not pin its size for the life of the node.
+pub(crate) const SCRATCH_KEEP: usize = 1 << 20;
+
+/// Gives back the memory of a scratch buffer grown past [`SCRATCH_KEEP`] (after its
+/// contents were written out; it is emptied).
+pub(crate) fn release_scratch(buf: &mut Vec<u8>) {
+    if buf.capacity() > SCRATCH_KEEP {
+        *buf = Vec::new();
+    }
+}

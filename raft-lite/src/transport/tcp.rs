@@ -282,7 +282,9 @@ impl TcpTransport {
                     self.counters.dropped.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                if w.write_all(&frame).is_err() {
+                let written = w.write_all(&frame);
+                crate::codec::release_scratch(&mut frame);
+                if written.is_err() {
                     ok = false;
                     break;
                 }

@@ -520,6 +520,8 @@ impl Wal {
         self.stats.syncs += 1;
         self.grew(self.buf.len() as u64);
         self.dirty = false;
+        codec::release_scratch(&mut self.buf);
+        codec::release_scratch(&mut self.payload);
         Ok(())
     }
 
@@ -531,6 +533,8 @@ impl Wal {
         }
         self.grew(self.buf.len() as u64);
         self.dirty = true;
+        codec::release_scratch(&mut self.buf);
+        codec::release_scratch(&mut self.payload);
         Ok(())
     }
 
