@@ -105,17 +105,41 @@ enum Record {
     },
 }
 
-impl Record {
+/// [`Record`]'s prepares as they are written: borrowed, so journaling a large
+/// transaction's prepare does not copy its keys and events first. Serializes exactly as the
+/// [`Record`] variant of the same name and index (serde serializes a reference as its
+/// referent), which is how it is read back.
+#[derive(Serialize)]
+enum RecordRef<'a> {
+    Prepare(&'a Prepared),
+    #[allow(dead_code)] // Only here to keep the variant indexes of `Record`.
+    Settled {
+        start_ts: u64,
+    },
+    PrepareWithEvents {
+        prepared: &'a Prepared,
+        events: CallerEventsRef<'a>,
+    },
+}
+
+/// [`CallerEvents`] borrowed.
+#[derive(Serialize)]
+struct CallerEventsRef<'a> {
+    group: Option<&'a Vec<u8>>,
+    members: Vec<Option<&'a Vec<u8>>>,
+}
+
+impl RecordRef<'_> {
     /// The record that journals `p` (with its caller-given events, if any).
-    fn prepare(p: &Prepared) -> Record {
-        let members: Vec<Option<Vec<u8>>> = p.members.iter().map(|m| m.events.clone()).collect();
+    fn prepare(p: &Prepared) -> RecordRef<'_> {
+        let members: Vec<Option<&Vec<u8>>> = p.members.iter().map(|m| m.events.as_ref()).collect();
         if p.events.is_none() && members.iter().all(Option::is_none) {
-            return Record::Prepare(p.clone());
+            return RecordRef::Prepare(p);
         }
-        Record::PrepareWithEvents {
-            prepared: p.clone(),
-            events: CallerEvents {
-                group: p.events.clone(),
+        RecordRef::PrepareWithEvents {
+            prepared: p,
+            events: CallerEventsRef {
+                group: p.events.as_ref(),
                 members,
             },
         }
@@ -127,8 +151,11 @@ struct Writer {
     len: u64,
     /// Records appended so far (a logical sequence number).
     appended: u64,
-    /// Prepares without a settled record, encoded, by start_ts (what compaction keeps).
-    open: BTreeMap<u64, Vec<u8>>,
+    /// Prepares without a settled record, by start_ts: where their framed record lies in
+    /// the file (offset, length), which compaction copies. Not the bytes: a large
+    /// transaction's prepare holds all its events, and memory would hold them again until
+    /// it settles.
+    open: BTreeMap<u64, (u64, u64)>,
 }
 
 /// The journal of one coordinator. Appends are serialized; fsyncs are shared by the
@@ -162,24 +189,24 @@ fn fnv64(bytes: &[u8]) -> u64 {
     })
 }
 
-fn frame(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 12);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&fnv64(payload).to_le_bytes());
-    out.extend_from_slice(payload);
-    out
+/// `rec` framed: length (u32), FNV-1a of the payload (u64), payload; encoded in place
+/// behind the header's room (one buffer, not an encoding and a framed copy of it).
+fn encode<R: Serialize>(rec: &R) -> Result<Vec<u8>, TxnError> {
+    let mut out = postcard::to_extend(rec, vec![0u8; 12]).map_err(|e| TxnError::Binlog {
+        detail: format!("encode a journal record: {e}"),
+    })?;
+    let len = u32::try_from(out.len() - 12).map_err(|_| TxnError::Binlog {
+        detail: format!("journal record of {} bytes exceeds 4 GiB", out.len() - 12),
+    })?;
+    let sum = fnv64(&out[12..]);
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    out[4..12].copy_from_slice(&sum.to_le_bytes());
+    Ok(out)
 }
 
-fn encode(rec: &Record) -> Result<Vec<u8>, TxnError> {
-    postcard::to_allocvec(rec)
-        .map(|p| frame(&p))
-        .map_err(|e| TxnError::Binlog {
-            detail: format!("encode a journal record: {e}"),
-        })
-}
-
-/// The records of `bytes` up to the first torn or damaged one, and the length they cover.
-fn decode_all(bytes: &[u8]) -> (Vec<Record>, u64) {
+/// The records of `bytes` up to the first torn or damaged one, each with its framed
+/// extent (offset, length), and the length they cover.
+fn decode_all(bytes: &[u8]) -> (Vec<(Record, (u64, u64))>, u64) {
     let mut out = Vec::new();
     let mut at = 0usize;
     while bytes.len() - at >= 12 {
@@ -197,7 +224,7 @@ fn decode_all(bytes: &[u8]) -> (Vec<Record>, u64) {
         let Ok(rec) = postcard::from_bytes::<Record>(payload) else {
             break;
         };
-        out.push(rec);
+        out.push((rec, (at as u64, 12 + len as u64)));
         at += 12 + len;
     }
     (out, at as u64)
@@ -217,11 +244,11 @@ impl Journal {
             Err(e) => return Err(io_err("read", &path, e)),
         };
         let (records, good) = decode_all(&bytes);
-        let mut open: BTreeMap<u64, Prepared> = BTreeMap::new();
-        for rec in records {
+        let mut open: BTreeMap<u64, (Prepared, (u64, u64))> = BTreeMap::new();
+        for (rec, extent) in records {
             match rec {
                 Record::Prepare(p) => {
-                    open.insert(p.start_ts, p);
+                    open.insert(p.start_ts, (p, extent));
                 }
                 Record::PrepareWithEvents {
                     mut prepared,
@@ -231,7 +258,7 @@ impl Journal {
                     for (m, e) in prepared.members.iter_mut().zip(events.members) {
                         m.events = e;
                     }
-                    open.insert(prepared.start_ts, prepared);
+                    open.insert(prepared.start_ts, (prepared, extent));
                 }
                 Record::Settled { start_ts } => {
                     open.remove(&start_ts);
@@ -255,21 +282,18 @@ impl Journal {
                 .map_err(|e| io_err("truncate", &path, e))?;
             file.sync_all().map_err(|e| io_err("fsync", &path, e))?;
         }
-        let mut encoded = BTreeMap::new();
-        for (ts, p) in &open {
-            encoded.insert(*ts, encode(&Record::prepare(p))?);
-        }
+        let extents = open.iter().map(|(ts, (_, e))| (*ts, *e)).collect();
         let journal = Journal {
             path,
             writer: Mutex::new(Writer {
                 file,
                 len: good,
                 appended: 0,
-                open: encoded,
+                open: extents,
             }),
             synced: Mutex::new(0),
         };
-        Ok((journal, open.into_values().collect()))
+        Ok((journal, open.into_values().map(|(p, _)| p).collect()))
     }
 
     /// Appends `p` and returns once it is durable (fsynced, possibly by another caller's
@@ -278,13 +302,15 @@ impl Journal {
     /// # Errors
     /// [`TxnError::Binlog`] if the write or the fsync fails.
     pub(crate) fn prepare(&self, p: &Prepared) -> Result<(), TxnError> {
-        let bytes = encode(&Record::prepare(p))?;
+        let bytes = encode(&RecordRef::prepare(p))?;
         let seq = {
             let mut w = self.writer.lock();
+            let at = w.len;
             w.append(&self.path, &bytes)?;
-            w.open.insert(p.start_ts, bytes);
+            w.open.insert(p.start_ts, (at, bytes.len() as u64));
             w.appended
         };
+        drop(bytes);
         self.sync_to(seq)
     }
 
@@ -334,12 +360,21 @@ impl Journal {
         let mut synced = self.synced.lock();
         let mut w = self.writer.lock();
         let tmp = self.path.with_extension("prepare.tmp");
-        let mut all = Vec::new();
-        for bytes in w.open.values() {
-            all.extend_from_slice(bytes);
-        }
         let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
-        f.write_all(&all).map_err(|e| io_err("write", &tmp, e))?;
+        // The open prepares copied one at a time from the current file (which stays whole
+        // until the rename), with their extents in the new one.
+        let mut moved = BTreeMap::new();
+        let mut len = 0u64;
+        for (ts, (at, n)) in &w.open {
+            use std::os::unix::fs::FileExt as _;
+            let mut buf = vec![0u8; *n as usize];
+            w.file
+                .read_exact_at(&mut buf, *at)
+                .map_err(|e| io_err("read", &self.path, e))?;
+            f.write_all(&buf).map_err(|e| io_err("write", &tmp, e))?;
+            moved.insert(*ts, (len, *n));
+            len += n;
+        }
         f.sync_all().map_err(|e| io_err("fsync", &tmp, e))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| io_err("rename", &tmp, e))?;
         if let Some(dir) = self.path.parent() {
@@ -353,7 +388,8 @@ impl Journal {
             .open(&self.path)
             .map_err(|e| io_err("open", &self.path, e))?;
         w.file = file;
-        w.len = all.len() as u64;
+        w.len = len;
+        w.open = moved;
         *synced = w.appended;
         Ok(())
     }
@@ -428,7 +464,7 @@ mod tests {
     fn a_plain_prepare_keeps_its_earlier_encoding() -> Result<(), TxnError> {
         // Variant 0 followed by the fields: what journals written before caller events
         // existed hold, so they still read.
-        let bytes = postcard::to_allocvec(&Record::prepare(&prepared(7))).map_err(|e| {
+        let bytes = postcard::to_allocvec(&RecordRef::prepare(&prepared(7))).map_err(|e| {
             TxnError::Binlog {
                 detail: e.to_string(),
             }
@@ -436,6 +472,48 @@ mod tests {
         assert_eq!(bytes[0], 0);
         assert_eq!(bytes[1], 7);
         Ok(())
+    }
+
+    /// The borrowed record written and the owned one read have one encoding, with caller
+    /// events and members' events too.
+    #[test]
+    fn a_borrowed_prepare_encodes_as_the_owned_record() {
+        let mut p = prepared(9);
+        p.events = Some(vec![1, 2, 3]);
+        p.members = vec![
+            MemberRow {
+                xid: 1,
+                before: b"a".to_vec(),
+                after: b"b".to_vec(),
+                events: Some(vec![4; 300]),
+            },
+            MemberRow {
+                xid: 2,
+                before: b"b".to_vec(),
+                after: b"c".to_vec(),
+                events: None,
+            },
+        ];
+        let owned = Record::PrepareWithEvents {
+            prepared: p.clone(),
+            events: CallerEvents {
+                group: p.events.clone(),
+                members: p.members.iter().map(|m| m.events.clone()).collect(),
+            },
+        };
+        let written = postcard::to_allocvec(&RecordRef::prepare(&p)).expect("encode");
+        assert_eq!(written, postcard::to_allocvec(&owned).expect("encode"));
+        // (Read back, the prepare's own copies of the events are empty: they are skipped
+        // fields, restored from `events` by `Journal::open`.)
+        assert!(matches!(
+            postcard::from_bytes::<Record>(&written),
+            Ok(Record::PrepareWithEvents { .. })
+        ));
+        let plain = prepared(10);
+        assert_eq!(
+            postcard::to_allocvec(&RecordRef::prepare(&plain)).expect("encode"),
+            postcard::to_allocvec(&Record::Prepare(plain.clone())).expect("encode")
+        );
     }
 
     #[test]

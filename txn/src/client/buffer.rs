@@ -73,26 +73,23 @@ impl WriteBuffer {
         self.ops.keys().next().map(Vec::as_slice)
     }
 
-    /// The prewrite mutations in key order: keys in `pessimistic` are checked for their
-    /// pessimistic lock at prewrite, others are not.
-    pub(crate) fn mutations(
-        &self,
+    /// The prewrite mutations in key order, the buffer consumed (its keys and values move
+    /// into them: a large transaction's write set is not copied): keys in `pessimistic` are
+    /// checked for their pessimistic lock at prewrite, others are not.
+    pub(crate) fn into_mutations(
+        self,
         pessimistic: &BTreeSet<Vec<u8>>,
     ) -> Vec<(Mutation, PessimisticAction)> {
         self.ops
-            .iter()
+            .into_iter()
             .map(|(key, op)| {
-                let key = key.clone();
                 let action = if pessimistic.contains(&key) {
                     PessimisticAction::DoPessimisticCheck
                 } else {
                     PessimisticAction::SkipPessimisticCheck
                 };
                 let mutation = match op {
-                    BufferedOp::Put(value) => Mutation::Put {
-                        key,
-                        value: value.clone(),
-                    },
+                    BufferedOp::Put(value) => Mutation::Put { key, value },
                     BufferedOp::Delete => Mutation::Delete { key },
                     BufferedOp::Lock => Mutation::Lock { key },
                 };
@@ -189,7 +186,7 @@ mod tests {
         b.delete(b"a".to_vec());
         b.lock(b"c".to_vec());
         let locked: BTreeSet<Vec<u8>> = [b"b".to_vec(), b"c".to_vec()].into();
-        let got = b.mutations(&locked);
+        let got = b.into_mutations(&locked);
         assert_eq!(
             got,
             vec![

@@ -82,14 +82,20 @@ pub(crate) fn build_record(
 ) -> Result<Option<Vec<u8>>, TxnError> {
     let mut groups = Vec::new();
     if members.is_empty() {
-        let bytes = match caller_events {
-            Some(b) => b.to_vec(),
-            None => txn.encoded_events()?,
+        // The caller's events are borrowed, not copied (a large transaction's are tens of
+        // MiB); only a kv transaction's are encoded here.
+        let encoded;
+        let bytes: &[u8] = match caller_events {
+            Some(b) => b,
+            None => {
+                encoded = txn.encoded_events()?;
+                &encoded
+            }
         };
         if bytes.is_empty() {
             return Ok(None);
         }
-        groups.push(StreamGroup::from_cache_bytes(&bytes).map_err(stream_err)?);
+        groups.push(StreamGroup::from_cache_bytes(bytes).map_err(stream_err)?);
     } else {
         for m in members {
             let bytes = match &m.events {
@@ -360,7 +366,7 @@ impl ClientCore {
             for_update_ts: 0,
         };
         let result = self.commit_with_step(
-            &plan,
+            plan,
             StopAt::Never,
             BinlogStep::off(),
             StreamStep::None,
@@ -402,7 +408,7 @@ impl ClientCore {
             for_update_ts: 0,
         };
         let result = self.commit_with_step(
-            &plan,
+            plan,
             StopAt::Never,
             BinlogStep::off(),
             StreamStep::InPlan(record_ts),

@@ -500,11 +500,16 @@ impl Transaction {
 
     fn commit_until(&mut self, stop: StopAt) -> Result<u64, TxnError> {
         self.finished = true;
-        let mutations = self.buffer.mutations(&self.locked);
+        // The keys locked with an unclear answer that the commit does not cover, taken
+        // while the buffer is here (`release_maybe_locked` releases them after the commit).
+        let buffer = &self.buffer;
+        self.maybe_locked.retain(|k| !buffer.contains(k));
         let primary = match self.mode {
             TxnMode::Pessimistic => select_primary(&self.buffer, self.primary.as_deref()),
             TxnMode::Optimistic => select_primary(&self.buffer, None),
         };
+        // The buffer moves into the plan: nothing reads it once commit started.
+        let mutations = std::mem::take(&mut self.buffer).into_mutations(&self.locked);
         let Some(primary) = primary.filter(|_| !mutations.is_empty()) else {
             self.release_maybe_locked();
             // Nothing to write in the store, but the caller's events (DDL, say) still go
@@ -529,7 +534,7 @@ impl Transaction {
             mutations,
             for_update_ts: self.max_for_update_ts,
         };
-        let result = self.core.commit_plan(&plan, stop, self.binlog.take());
+        let result = self.core.commit_plan(plan, stop, self.binlog.take());
         if stop != StopAt::Never {
             // A simulated crash: leave every lock behind and stop heartbeating.
             self.core.heartbeats.unregister(self.start_ts);

@@ -66,7 +66,7 @@ impl ClientCore {
     /// (`binlog_writer.rs`); no `Ok` is returned before the group is durable.
     pub(crate) fn commit_plan(
         &self,
-        plan: &CommitPlan,
+        plan: CommitPlan,
         stop: StopAt,
         binlog: Option<BinlogTxn>,
     ) -> Result<u64, TxnError> {
@@ -77,7 +77,7 @@ impl ClientCore {
         )
         .entered();
         // Binlog step 1 (a no-op without a binlog): prepared before anything is prewritten.
-        let mut step = self.binlog_prepare(plan, binlog)?;
+        let mut step = self.binlog_prepare(&plan, binlog)?;
         let (stream, payload) = match step.take_stream_record() {
             Some(record) => self.stream_parts(&record, plan.start_ts),
             None => (StreamStep::None, Vec::new()),
@@ -90,7 +90,7 @@ impl ClientCore {
     /// in batches of its own so that no request carries all of it).
     pub(crate) fn commit_with_step(
         &self,
-        plan: &CommitPlan,
+        plan: CommitPlan,
         stop: StopAt,
         mut step: BinlogStep,
         stream: StreamStep,
@@ -103,21 +103,29 @@ impl ClientCore {
             return step.finish(Err(e), stop);
         }
         let mut bo = Backoff::new(&self.config);
-        let groups = match self.group_by_region(plan.mutations.clone(), mutation_key, &mut bo) {
+        // A small transaction keeps its whole plan (a record may join it, and a one-phase
+        // commit sends it). A large one moves its values into the region groups and keeps
+        // keys only: past the prewrite, the plan serves the primary's commit, the
+        // secondaries and a rollback, which need keys; an external record's payload joins
+        // it the same way (its values go in `payload`'s own requests).
+        let small = payload.is_empty() && plan.mutations.len() <= PARALLEL_RECORD_MAX_KEYS;
+        let (plan, mutations) = if small {
+            let mutations = plan.mutations.clone();
+            (plan, mutations)
+        } else {
+            let mut plan = plan;
+            let mutations = std::mem::take(&mut plan.mutations);
+            plan.mutations = keys_only(&mutations);
+            plan.mutations.extend(keys_only(&payload));
+            (plan, mutations)
+        };
+        let groups = match self.group_by_region(mutations, mutation_key, &mut bo) {
             Ok(groups) => groups,
             Err(e) => return step.finish(Err(e), stop),
         };
         let groups: Vec<Vec<(Mutation, PessimisticAction)>> =
             groups.into_iter().map(|(_, b)| b).collect();
-        let extended;
-        let plan = if payload.is_empty() {
-            plan
-        } else {
-            let mut p = plan.clone();
-            p.mutations.extend(payload.iter().cloned());
-            extended = p;
-            &extended
-        };
+        let plan = &plan;
         let props = TxnProps {
             start_ts: plan.start_ts,
             primary: plan.primary.clone(),
@@ -149,7 +157,8 @@ impl ClientCore {
         bo: &mut Backoff,
     ) -> Result<u64, TxnError> {
         if groups.len() == 1 && stop == StopAt::Never && matches!(stream, StreamStep::None) {
-            return self.one_pc(plan, props, step, bo, None);
+            let mutations = groups.into_iter().flatten().collect();
+            return self.one_pc(plan, mutations, props, step, bo, None);
         }
         // A small transaction's inline record goes with its other keys, taken at a
         // record_ts from before the prewrite: one Raft round fewer per commit. The
@@ -174,7 +183,8 @@ impl ClientCore {
                     .group_by_region(extended.mutations.clone(), mutation_key, bo)
                     .is_ok_and(|g| g.len() == 1)
             {
-                return self.one_pc(&extended, props, step, bo, Some(record_ts));
+                let mutations = extended.mutations.clone();
+                return self.one_pc(&extended, mutations, props, step, bo, Some(record_ts));
             }
             groups.extend(chunk_groups);
             with_record = Some(extended);
@@ -249,6 +259,7 @@ impl ClientCore {
     fn one_pc(
         &self,
         plan: &CommitPlan,
+        mutations: Vec<(Mutation, PessimisticAction)>,
         mut props: TxnProps,
         step: &mut BinlogStep,
         bo: &mut Backoff,
@@ -263,7 +274,7 @@ impl ClientCore {
             props,
             one_pc_commit_ts: 0,
         };
-        let result = self.run_batches(&mut op, plan.mutations.clone(), bo);
+        let result = self.run_batches(&mut op, mutations, bo);
         if bo.outcome_unknown() {
             // An earlier attempt may have committed (and a retry may then have failed or
             // answered for the retry only): the primary's record is the truth.
@@ -500,6 +511,24 @@ impl ClientCore {
             tracing::warn!(start_ts, ?kind, error = %e, "locks left for lock resolution");
         }
     }
+}
+
+/// `mutations` for a plan past its prewrite: keys, with the short values that size the
+/// commit batches (`pacing.rs`) and without the long ones, which the prewrite carried.
+fn keys_only(mutations: &[(Mutation, PessimisticAction)]) -> Vec<(Mutation, PessimisticAction)> {
+    mutations
+        .iter()
+        .map(|(m, a)| match m {
+            Mutation::Put { key, value } if value.len() > crate::SHORT_VALUE_MAX_LEN => (
+                Mutation::Put {
+                    key: key.clone(),
+                    value: Vec::new(),
+                },
+                *a,
+            ),
+            m => (m.clone(), *a),
+        })
+        .collect()
 }
 
 /// Every key of `plan`.

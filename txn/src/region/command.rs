@@ -81,8 +81,13 @@ pub(crate) const EPOCH_CHANGED: &[u8] = b"epoch changed";
 pub(crate) const ENGINE_ERROR: &[u8] = b"engine error";
 
 impl RegionCommand {
+    /// The command's bytes, without spare capacity: they become a Raft entry, kept as they
+    /// are (in the log, in flight to followers) until compacted, and postcard's doubling
+    /// growth leaves up to as much again unused behind a large one.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        postcard::to_allocvec(self).unwrap_or_default()
+        let mut bytes = postcard::to_allocvec(self).unwrap_or_default();
+        bytes.shrink_to_fit();
+        bytes
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<RegionCommand, postcard::Error> {
