@@ -155,7 +155,7 @@ struct Writer {
     /// the file (offset, length), which compaction copies. Not the bytes: a large
     /// transaction's prepare holds all its events, and memory would hold them again until
     /// it settles.
-    open: BTreeMap<u64, (u64, u64)>,
+    open: BTreeMap<u64, Extent>,
 }
 
 /// The journal of one coordinator. Appends are serialized; fsyncs are shared by the
@@ -189,6 +189,9 @@ fn fnv64(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Where a framed record lies in the journal file: offset and length.
+type Extent = (u64, u64);
+
 /// `rec` framed: length (u32), FNV-1a of the payload (u64), payload; encoded in place
 /// behind the header's room (one buffer, not an encoding and a framed copy of it).
 fn encode<R: Serialize>(rec: &R) -> Result<Vec<u8>, TxnError> {
@@ -206,7 +209,7 @@ fn encode<R: Serialize>(rec: &R) -> Result<Vec<u8>, TxnError> {
 
 /// The records of `bytes` up to the first torn or damaged one, each with its framed
 /// extent (offset, length), and the length they cover.
-fn decode_all(bytes: &[u8]) -> (Vec<(Record, (u64, u64))>, u64) {
+fn decode_all(bytes: &[u8]) -> (Vec<(Record, Extent)>, u64) {
     let mut out = Vec::new();
     let mut at = 0usize;
     while bytes.len() - at >= 12 {
@@ -244,7 +247,7 @@ impl Journal {
             Err(e) => return Err(io_err("read", &path, e)),
         };
         let (records, good) = decode_all(&bytes);
-        let mut open: BTreeMap<u64, (Prepared, (u64, u64))> = BTreeMap::new();
+        let mut open: BTreeMap<u64, (Prepared, Extent)> = BTreeMap::new();
         for (rec, extent) in records {
             match rec {
                 Record::Prepare(p) => {
