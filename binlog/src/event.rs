@@ -101,6 +101,73 @@ impl EventBody {
     }
 }
 
+/// The header [`Event::new`] gives `body`: `log_pos` 0 and the flags MariaDB sets for its
+/// type.
+fn new_header(body: &EventBody, timestamp: u32, server_id: u32) -> EventHeader {
+    let flags = match body {
+        EventBody::Gtid(_) => FLAG_SUPPRESS_USE,
+        _ => 0,
+    };
+    EventHeader {
+        timestamp,
+        event_type: body.event_type(),
+        server_id,
+        event_size: 0,
+        log_pos: 0,
+        flags,
+    }
+}
+
+/// [`Event::encode_into`] of an event given as its parts (so a borrowed body encodes as an
+/// owned one does).
+fn encode_parts(
+    header: EventHeader,
+    body: &EventBody,
+    out: &mut Vec<u8>,
+    alg: ChecksumAlg,
+) -> usize {
+    let start = out.len();
+    let mut h = header;
+    h.event_type = body.event_type();
+    h.write(out);
+    body.encode(out);
+    let is_fd = h.event_type == EventType::FormatDescription;
+    let trailer = if is_fd {
+        CHECKSUM_LEN
+    } else {
+        alg.trailer_len()
+    };
+    let size = out.len() - start + trailer;
+    out[start + 9..start + 13].copy_from_slice(&(size as u32).to_le_bytes());
+    if trailer > 0 {
+        // A Format_description always carries a real CRC, whatever the algorithm it
+        // announces (readers verify it only when that algorithm is CRC-32).
+        let crc = event_crc(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+    size
+}
+
+/// [`Event::encode_at`] of an event given as its parts: its size and the `log_pos` written.
+fn encode_parts_at(
+    header: EventHeader,
+    body: &EventBody,
+    offset: u64,
+    alg: ChecksumAlg,
+    out: &mut Vec<u8>,
+) -> (usize, u32) {
+    let start = out.len();
+    let size = encode_parts(header, body, out, alg);
+    let end = offset + size as u64;
+    let log_pos = u32::try_from(end).unwrap_or(0);
+    out[start + 13..start + 17].copy_from_slice(&log_pos.to_le_bytes());
+    if header.event_type == EventType::FormatDescription || alg == ChecksumAlg::Crc32 {
+        let crc = event_crc(&out[start..start + size - CHECKSUM_LEN]);
+        out[start + size - CHECKSUM_LEN..start + size].copy_from_slice(&crc.to_le_bytes());
+    }
+    (size, log_pos)
+}
+
 /// A decoded (or to-be-encoded) event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -113,19 +180,8 @@ pub struct Event {
 impl Event {
     /// An event with `log_pos` 0 and the flags MariaDB sets for its type.
     pub fn new(body: EventBody, timestamp: u32, server_id: u32) -> Self {
-        let flags = match body {
-            EventBody::Gtid(_) => FLAG_SUPPRESS_USE,
-            _ => 0,
-        };
         Event {
-            header: EventHeader {
-                timestamp,
-                event_type: body.event_type(),
-                server_id,
-                event_size: 0,
-                log_pos: 0,
-                flags,
-            },
+            header: new_header(&body, timestamp, server_id),
             body,
         }
     }
@@ -135,26 +191,28 @@ impl Event {
     /// A Format_description always carries a CRC (computed with the in-use flag masked);
     /// other events carry one iff `alg` is CRC-32.
     pub fn encode_into(&self, out: &mut Vec<u8>, alg: ChecksumAlg) -> usize {
-        let start = out.len();
-        let mut h = self.header;
-        h.event_type = self.body.event_type();
-        h.write(out);
-        self.body.encode(out);
-        let is_fd = h.event_type == EventType::FormatDescription;
-        let trailer = if is_fd {
-            CHECKSUM_LEN
-        } else {
-            alg.trailer_len()
-        };
-        let size = out.len() - start + trailer;
-        out[start + 9..start + 13].copy_from_slice(&(size as u32).to_le_bytes());
-        if trailer > 0 {
-            // A Format_description always carries a real CRC, whatever the algorithm it
-            // announces (readers verify it only when that algorithm is CRC-32).
-            let crc = event_crc(&out[start..]);
-            out.extend_from_slice(&crc.to_le_bytes());
-        }
-        size
+        encode_parts(self.header, &self.body, out, alg)
+    }
+
+    /// Appends the bytes of `Event::new(body.clone(), timestamp, server_id)` placed at
+    /// `offset` (as [`Event::encode_at`] writes them) without cloning `body`; returns their
+    /// size. For a writer that re-encodes events it keeps (a replica stream's).
+    pub fn encode_body_at(
+        body: &EventBody,
+        timestamp: u32,
+        server_id: u32,
+        offset: u64,
+        alg: ChecksumAlg,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        encode_parts_at(
+            new_header(body, timestamp, server_id),
+            body,
+            offset,
+            alg,
+            out,
+        )
+        .0
     }
 
     /// Encodes the event to a new buffer.
@@ -167,17 +225,9 @@ impl Event {
     /// Encodes the event to be placed at `offset` of a file: `log_pos` becomes the end offset
     /// (or 0 past 4 GiB, where the 32-bit field cannot hold it).
     pub fn encode_at(&mut self, offset: u64, alg: ChecksumAlg, out: &mut Vec<u8>) -> usize {
-        let start = out.len();
-        let size = self.encode_into(out, alg);
-        let end = offset + size as u64;
-        let log_pos = u32::try_from(end).unwrap_or(0);
+        let (size, log_pos) = encode_parts_at(self.header, &self.body, offset, alg, out);
         self.header.log_pos = log_pos;
         self.header.event_size = size as u32;
-        out[start + 13..start + 17].copy_from_slice(&log_pos.to_le_bytes());
-        if self.header.event_type == EventType::FormatDescription || alg == ChecksumAlg::Crc32 {
-            let crc = event_crc(&out[start..start + size - CHECKSUM_LEN]);
-            out[start + size - CHECKSUM_LEN..start + size].copy_from_slice(&crc.to_le_bytes());
-        }
         size
     }
 

@@ -135,6 +135,18 @@ proptest! {
     }
 
     #[test]
+    fn a_borrowed_body_encodes_as_an_owned_one(b in body(), ts in any::<u32>(),
+                                               sid in any::<u32>(), offset in any::<u64>(),
+                                               alg in alg(), prefix in bytes(8)) {
+        // After bytes already in the buffer, as a writer appends them.
+        let mut want = prefix.clone();
+        let size = Event::new(b.clone(), ts, sid).encode_at(offset, alg, &mut want);
+        let mut got = prefix;
+        prop_assert_eq!(Event::encode_body_at(&b, ts, sid, offset, alg, &mut got), size);
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
     fn any_flipped_byte_is_an_error(b in body(), at in any::<prop::sample::Index>(),
                                     bit in 0u8..8) {
         let is_fd = matches!(b, EventBody::FormatDescription(_));

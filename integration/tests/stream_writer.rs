@@ -112,6 +112,27 @@ fn batching_does_not_change_a_byte() {
     }
 }
 
+/// The bytes of the reference history, pinned (FNV-1a over each file's name and bytes):
+/// each node writes its own copy of the stream, so a change to how the writer encodes
+/// (buffer sizing, borrowed events) must not move a byte. Taken from the writer before
+/// `encode_group` preallocated and stopped cloning events.
+#[test]
+fn the_reference_bytes_are_pinned() {
+    let (_d, files) = reference(&history(120));
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for (name, bytes) in &files {
+        for b in name.bytes().chain(bytes.iter().copied()) {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let total: usize = files.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(
+        (files.len(), total, hash),
+        (17, 444_327, 665_659_590_987_334_411)
+    );
+}
+
 #[test]
 fn files_have_mariadb_shape() {
     let txns = history(120);

@@ -90,6 +90,7 @@ pub mod rpc;
 mod service;
 mod stream;
 mod ts;
+mod wire_bytes;
 // The write-only benchmark's workload, shared by the `write_only` example and `surgedb
 // bench locks`. Not an API.
 #[doc(hidden)]

@@ -54,19 +54,23 @@ impl RecordSource for TxnRecordSource {
             .client
             .stream_scan(after, upto, lower_record_ts)
             .map_err(source_err)?;
+        // Consumed as converted: each group's record bytes are freed event by event as the
+        // events decode, so a large transaction is held about once here, not twice.
         txns.into_iter()
             .map(|t| {
                 let groups = t
                     .groups
-                    .iter()
+                    .into_iter()
                     .map(|g| {
-                        let events = g.decode_events().map_err(|e| StreamError::BadGroup {
-                            start_ts: t.start_ts,
-                            commit_ts: t.commit_ts,
-                            detail: e.to_string(),
-                        })?;
+                        let standalone = g.kind == StreamGroupKind::Standalone;
+                        let events =
+                            g.into_decoded_events().map_err(|e| StreamError::BadGroup {
+                                start_ts: t.start_ts,
+                                commit_ts: t.commit_ts,
+                                detail: e.to_string(),
+                            })?;
                         Ok(StreamedGroup {
-                            standalone: g.kind == StreamGroupKind::Standalone,
+                            standalone,
                             events: events.into_iter().map(|e| e.body).collect(),
                         })
                     })

@@ -206,25 +206,33 @@ impl StreamWriter {
 
     fn write_group(&mut self, t: &StreamedTxn, g: &StreamedGroup) -> Result<(), StreamError> {
         let seq = self.cursor.seq + 1;
-        let at = self.cur.as_ref().map_or_else(
-            || header(&self.cfg, self.cursor.next_file, self.cursor.seq).len() as u64,
-            |c| c.len,
-        );
-        let bytes = self.encode_group(t, g, seq, at)?;
-        if bytes.len() as u64 >= self.cfg.large_group {
-            self.write_large(t, g, seq)?;
+        // The group's size does not depend on where it goes (`log_pos` is a fixed-width
+        // field), so it decides small or large before anything is encoded or created, and
+        // sizes the one buffer the group is encoded into.
+        let size = self.group_size(t, g, seq)?;
+        if size as u64 >= self.cfg.large_group {
+            self.write_large(t, g, seq, size)?;
         } else {
             if self.cur.is_none() {
                 self.new_file()?;
             }
+            let at = self
+                .cur
+                .as_ref()
+                .map(|c| c.len)
+                .ok_or_else(|| StreamError::BadGroup {
+                    start_ts: t.start_ts,
+                    commit_ts: t.commit_ts,
+                    detail: "no current file".into(),
+                })?;
+            let mut bytes = Vec::with_capacity(size);
+            self.encode_group(t, g, seq, at, &mut bytes)?;
+            debug_assert_eq!(bytes.len(), size);
             let cur = self.cur.as_mut().ok_or_else(|| StreamError::BadGroup {
                 start_ts: t.start_ts,
                 commit_ts: t.commit_ts,
                 detail: "no current file".into(),
             })?;
-            // `at` was the new file's header length, which depends only on its number's
-            // width and the GTID state, both as computed.
-            debug_assert_eq!(at, cur.len);
             append(cur, &bytes)?;
             crash_point(points::MID_BATCH);
             if self
@@ -239,23 +247,32 @@ impl StreamWriter {
         Ok(())
     }
 
-    /// A large group: close the current file, build the group's own file aside, rename it
-    /// into place, and close it with a Rotate too.
+    /// A large group of `size` bytes (as [`StreamWriter::group_size`] gives): close the
+    /// current file, build the group's own file aside, rename it into place, and close it
+    /// with a Rotate too.
     fn write_large(
         &mut self,
         t: &StreamedTxn,
         g: &StreamedGroup,
         seq: u64,
+        size: usize,
     ) -> Result<(), StreamError> {
         if self.cur.is_some() {
             self.rotate()?;
         }
         let no = self.cursor.next_file;
-        let mut bytes = header(&self.cfg, no, self.cursor.seq);
-        let at = bytes.len() as u64;
-        bytes.extend(self.encode_group(t, g, seq, at)?);
-        let at = bytes.len() as u64;
-        rotate_event(no + 1, at, &mut bytes);
+        let head = header(&self.cfg, no, self.cursor.seq);
+        let at = head.len() as u64;
+        // The Rotate's position is known before the group is encoded, so the file's bytes
+        // go into one buffer of exactly their length (encoding a 66 MB group into a growing
+        // buffer held up to twice that).
+        let mut tail = Vec::new();
+        rotate_event(no + 1, at + size as u64, &mut tail);
+        let mut bytes = Vec::with_capacity(head.len() + size + tail.len());
+        bytes.extend_from_slice(&head);
+        self.encode_group(t, g, seq, at, &mut bytes)?;
+        debug_assert_eq!(bytes.len(), head.len() + size);
+        bytes.extend_from_slice(&tail);
         let tmp = self.cfg.dir.join(LARGE_TMP);
         let mut f = File::create(&tmp).map_err(|e| StreamError::io("create", &tmp, e))?;
         f.write_all(&bytes)
@@ -272,49 +289,95 @@ impl StreamWriter {
         Ok(())
     }
 
+    /// Calls `f` with each event of group `g` as the stream writes it (the GTID numbered
+    /// `seq`, the group's events, the Xid of a transactional group), all borrowed; the
+    /// group's own events are never copied.
+    ///
+    /// # Errors
+    /// [`StreamError::BadGroup`] for an event the writer places itself (nothing is passed to
+    /// `f` then).
+    fn each_event(
+        &self,
+        t: &StreamedTxn,
+        g: &StreamedGroup,
+        seq: u64,
+        mut f: impl FnMut(&EventBody),
+    ) -> Result<(), StreamError> {
+        if let Some(e) = g.events.iter().find(|e| {
+            matches!(
+                e,
+                EventBody::Gtid(_)
+                    | EventBody::Xid(_)
+                    | EventBody::Rotate(_)
+                    | EventBody::FormatDescription(_)
+                    | EventBody::GtidList(_)
+                    | EventBody::BinlogCheckpoint(_)
+            )
+        }) {
+            return Err(StreamError::BadGroup {
+                start_ts: t.start_ts,
+                commit_ts: t.commit_ts,
+                detail: format!(
+                    "a group may not carry a {} event (the writer places those)",
+                    e.event_type().name()
+                ),
+            });
+        }
+        let mut gtid = GtidEvent::transactional(self.cfg.domain_id, seq);
+        if g.standalone {
+            gtid.flags2 = GTID_FL_STANDALONE | GTID_FL_DDL;
+        }
+        f(&EventBody::Gtid(gtid));
+        for e in &g.events {
+            f(e);
+        }
+        if !g.standalone {
+            f(&EventBody::Xid(t.start_ts));
+        }
+        Ok(())
+    }
+
+    /// The bytes [`StreamWriter::encode_group`] writes for `g`, wherever they go: each event
+    /// is encoded alone into a small scratch buffer (the largest event's size), not the
+    /// whole group at once.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::each_event`].
+    fn group_size(
+        &self,
+        t: &StreamedTxn,
+        g: &StreamedGroup,
+        seq: u64,
+    ) -> Result<usize, StreamError> {
+        let ts = secs(t.commit_ts);
+        let sid = self.cfg.server_id;
+        let mut scratch = Vec::new();
+        let mut size = 0usize;
+        self.each_event(t, g, seq, |body| {
+            scratch.clear();
+            size += Event::encode_body_at(body, ts, sid, 0, ChecksumAlg::Crc32, &mut scratch);
+        })?;
+        Ok(size)
+    }
+
+    /// Appends group `g` (GTID `seq`) to `out` as placed at file offset `at`.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::each_event`] (nothing is appended then).
     fn encode_group(
         &self,
         t: &StreamedTxn,
         g: &StreamedGroup,
         seq: u64,
         mut at: u64,
-    ) -> Result<Vec<u8>, StreamError> {
+        out: &mut Vec<u8>,
+    ) -> Result<(), StreamError> {
         let ts = secs(t.commit_ts);
         let sid = self.cfg.server_id;
-        let mut gtid = GtidEvent::transactional(self.cfg.domain_id, seq);
-        if g.standalone {
-            gtid.flags2 = GTID_FL_STANDALONE | GTID_FL_DDL;
-        }
-        let mut out = Vec::new();
-        let put = |body: EventBody, out: &mut Vec<u8>, at: &mut u64| {
-            let n = Event::new(body, ts, sid).encode_at(*at, ChecksumAlg::Crc32, out);
-            *at += n as u64;
-        };
-        put(EventBody::Gtid(gtid), &mut out, &mut at);
-        for e in &g.events {
-            match e {
-                EventBody::Gtid(_)
-                | EventBody::Xid(_)
-                | EventBody::Rotate(_)
-                | EventBody::FormatDescription(_)
-                | EventBody::GtidList(_)
-                | EventBody::BinlogCheckpoint(_) => {
-                    return Err(StreamError::BadGroup {
-                        start_ts: t.start_ts,
-                        commit_ts: t.commit_ts,
-                        detail: format!(
-                            "a group may not carry a {} event (the writer places those)",
-                            e.event_type().name()
-                        ),
-                    });
-                }
-                _ => put(e.clone(), &mut out, &mut at),
-            }
-        }
-        if !g.standalone {
-            put(EventBody::Xid(t.start_ts), &mut out, &mut at);
-        }
-        Ok(out)
+        self.each_event(t, g, seq, |body| {
+            let n = Event::encode_body_at(body, ts, sid, at, ChecksumAlg::Crc32, out);
+            at += n as u64;
+        })
     }
 
     /// Closes the current file with a Rotate to the next number.

@@ -15,12 +15,14 @@ use crate::mvcc::{MvccError, MvccReader, Write, WriteType};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommittedPut {
     /// The user key.
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// The commit timestamp of the put.
     pub commit_ts: u64,
     /// The start timestamp of the transaction that wrote it.
     pub start_ts: u64,
     /// The value written.
+    #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
 }
 
@@ -30,6 +32,7 @@ pub struct ScannedWrites {
     /// The puts, in key order (a key's versions newest first).
     pub puts: Vec<CommittedPut>,
     /// Where to continue when the limit cut the scan short (`None`: the range is done).
+    #[serde(with = "serde_bytes")]
     pub resume_key: Option<Vec<u8>>,
 }
 

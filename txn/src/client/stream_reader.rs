@@ -389,26 +389,37 @@ impl TxnClient {
             record_ts: 0,
             detail,
         };
-        let keys: Vec<Vec<u8>> = (0..chunks).map(|i| payload_key(start_ts, i)).collect();
         // A few chunks per request: one request for a whole payload answers with all of it
         // at once, and a node's answer is refused past the transport's frame limit (64 MiB),
         // so a 64 MiB transaction's record could never be read back.
-        let mut pairs = Vec::with_capacity(keys.len());
-        for batch in keys.chunks(super::stream_commit::RECORD_CHUNKS_PER_REQUEST) {
-            pairs.extend(self.core().snapshot_batch_get(batch.to_vec(), commit_ts)?);
-        }
-        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        //
+        // Each answer's values are moved into the assembler, never copied, and the answer is
+        // dropped before the next request: the payload is held once (as chunks) until
+        // `finish` builds the record, which frees each chunk as it copies it.
         let mut assembler = ChunkAssembler::default();
-        for (i, key) in keys.iter().enumerate() {
-            let value = pairs
-                .binary_search_by(|(k, _)| k.as_slice().cmp(key))
-                .ok()
-                .and_then(|at| pairs.get(at))
-                .map(|(_, v)| v.clone())
-                .ok_or_else(|| bad(format!("payload chunk {i} of {chunks} missing")))?;
-            assembler
-                .add(i as u32, value)
-                .map_err(|e| bad(format!("payload: {e}")))?;
+        let per_request = super::stream_commit::RECORD_CHUNKS_PER_REQUEST as u32;
+        let mut first = 0u32;
+        while first < chunks {
+            let last = first.saturating_add(per_request).min(chunks);
+            let keys: Vec<Vec<u8>> = (first..last).map(|i| payload_key(start_ts, i)).collect();
+            let mut pairs = self.core().snapshot_batch_get(keys.clone(), commit_ts)?;
+            // Sorted by key already (`snapshot_batch_get`); sorting again keeps the binary
+            // search below right whatever that function promises.
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            for (i, key) in (first..last).zip(&keys) {
+                let value = pairs
+                    .binary_search_by(|(k, _)| k.as_slice().cmp(key))
+                    .ok()
+                    .and_then(|at| pairs.get_mut(at))
+                    // Taken, not cloned: each key is asked for once, and the pair keeps an
+                    // empty value until the answer is dropped.
+                    .map(|(_, v)| std::mem::take(v))
+                    .ok_or_else(|| bad(format!("payload chunk {i} of {chunks} missing")))?;
+                assembler
+                    .add(i, value)
+                    .map_err(|e| bad(format!("payload: {e}")))?;
+            }
+            first = last;
         }
         match assembler
             .finish()

@@ -17,8 +17,10 @@ pub enum Modify {
         /// Column family.
         cf: Cf,
         /// Engine key (already encoded).
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
         /// Value.
+        #[serde(with = "serde_bytes")]
         value: Vec<u8>,
     },
     /// Remove `key`.
@@ -26,6 +28,7 @@ pub enum Modify {
         /// Column family.
         cf: Cf,
         /// Engine key (already encoded).
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
     },
 }

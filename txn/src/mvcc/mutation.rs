@@ -11,23 +11,28 @@ pub enum Mutation {
     /// Write `value` at `key`.
     Put {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
         /// The new value.
+        #[serde(with = "serde_bytes")]
         value: Vec<u8>,
     },
     /// Delete `key`.
     Delete {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
     },
     /// Lock `key` without changing it (commits as a `Lock` record).
     Lock {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
     },
     /// Fail with `AlreadyExist` if `key` has a visible value; writes nothing.
     CheckNotExists {
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
     },
 }

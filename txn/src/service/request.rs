@@ -21,6 +21,7 @@ pub const PROTOCOL_VERSION: u32 = 3;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockKey {
     /// The key.
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// Fail with `AlreadyExist` if the key has a visible value (an INSERT).
     pub should_not_exist: bool,
@@ -36,6 +37,7 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// The key.
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
         /// The read timestamp.
         version: u64,
@@ -48,6 +50,7 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// The keys.
+        #[serde(with = "crate::wire_bytes::vec")]
         keys: Vec<Vec<u8>>,
         /// The read timestamp.
         version: u64,
@@ -59,8 +62,10 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// First key.
+        #[serde(with = "serde_bytes")]
         start: Vec<u8>,
         /// End key (exclusive); `None`: the region's end.
+        #[serde(with = "serde_bytes")]
         end: Option<Vec<u8>>,
         /// At most this many pairs.
         limit: usize,
@@ -76,6 +81,7 @@ pub enum KvRequest {
         /// The keys, all in the region.
         keys: Vec<LockKey>,
         /// The transaction's primary key.
+        #[serde(with = "serde_bytes")]
         primary: Vec<u8>,
         /// The transaction's start timestamp.
         start_ts: u64,
@@ -105,6 +111,7 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// The keys.
+        #[serde(with = "crate::wire_bytes::vec")]
         keys: Vec<Vec<u8>>,
         /// The transaction.
         start_ts: u64,
@@ -116,6 +123,7 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// The keys.
+        #[serde(with = "crate::wire_bytes::vec")]
         keys: Vec<Vec<u8>>,
         /// The transaction.
         start_ts: u64,
@@ -125,6 +133,7 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// The keys.
+        #[serde(with = "crate::wire_bytes::vec")]
         keys: Vec<Vec<u8>>,
         /// The transaction.
         start_ts: u64,
@@ -157,6 +166,7 @@ pub enum KvRequest {
         /// Its commit timestamp, or 0 to roll back.
         commit_ts: u64,
         /// The keys; empty: every lock of `start_ts` in the region.
+        #[serde(with = "crate::wire_bytes::vec")]
         keys: Vec<Vec<u8>>,
     },
     /// Extend a transaction's TTL.
@@ -253,6 +263,7 @@ pub enum KvRequest {
         /// The source as of its `PrepareMerge`.
         source: RegionInfo,
         /// The source's data (its locks included as lock records).
+        #[serde(with = "serde_bytes")]
         data: Vec<u8>,
         /// The target's version the merge was prepared against: the target absorbs the
         /// source only at this version, so once it moved past it without doing so it never
@@ -282,8 +293,10 @@ pub enum KvRequest {
         /// Region and epoch.
         ctx: Context,
         /// First key.
+        #[serde(with = "serde_bytes")]
         start: Vec<u8>,
         /// End key (exclusive); `None`: the region's end.
+        #[serde(with = "serde_bytes")]
         end: Option<Vec<u8>>,
         /// Only puts committed after this.
         after_commit_ts: u64,

@@ -104,11 +104,13 @@ pub enum KvResponse {
     /// Reply to `Get`.
     Get {
         /// The value, if any.
+        #[serde(with = "serde_bytes")]
         value: Option<Vec<u8>>,
     },
     /// Reply to `BatchGet` and `Scan`: key-value pairs in key order.
     Pairs {
         /// The pairs (`BatchGet` omits absent keys).
+        #[serde(with = "crate::wire_bytes::pairs")]
         pairs: Vec<(Vec<u8>, Vec<u8>)>,
     },
     /// Reply to `AcquirePessimisticLock`: one outcome per key, in request order.

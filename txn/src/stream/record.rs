@@ -116,18 +116,34 @@ impl StreamGroup {
         self.events
             .iter()
             .enumerate()
-            .map(|(i, bytes)| {
-                Event::decode(bytes, ChecksumAlg::Off).map_err(|e| {
-                    StreamDecodeError::new("event", 0, format!("event #{i} of the group: {e}"))
-                })
-            })
+            .map(|(i, bytes)| decode_event(i, bytes))
             .collect()
+    }
+
+    /// The events decoded, as [`StreamGroup::decode_events`], each event's bytes freed as
+    /// soon as it is decoded: a reader that keeps only the decoded events (a replica
+    /// stream's writer) then holds a large group about once, not twice.
+    ///
+    /// # Errors
+    /// As [`StreamGroup::decode_events`].
+    pub fn into_decoded_events(self) -> Result<Vec<Event>, StreamDecodeError> {
+        let mut out = Vec::with_capacity(self.events.len());
+        for (i, bytes) in self.events.into_iter().enumerate() {
+            out.push(decode_event(i, &bytes)?);
+        }
+        Ok(out)
     }
 
     /// The number of bytes of its events.
     pub fn event_bytes(&self) -> usize {
         self.events.iter().map(Vec::len).sum()
     }
+}
+
+/// Event `i` of a group, decoded from its record form.
+fn decode_event(i: usize, bytes: &[u8]) -> Result<Event, StreamDecodeError> {
+    Event::decode(bytes, ChecksumAlg::Off)
+        .map_err(|e| StreamDecodeError::new("event", 0, format!("event #{i} of the group: {e}")))
 }
 
 /// Splits `bytes` (CRC-32 events with `log_pos` 0, as a `TxnCache` holds them) into events
