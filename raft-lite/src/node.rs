@@ -230,6 +230,19 @@ impl RawNode {
     pub fn snapshot_index(&self) -> u64 {
         self.log.snap_index
     }
+    /// On a leader, the highest index every other member holds (the smallest `matched` of
+    /// their progress): compacting the log above it sends someone a snapshot. `None` when
+    /// not leader or alone.
+    pub fn replicated_index(&self) -> Option<u64> {
+        if self.role != Role::Leader {
+            return None;
+        }
+        self.progress
+            .iter()
+            .filter(|(id, _)| **id != self.id)
+            .map(|(_, p)| p.matched)
+            .min()
+    }
     /// Term of the entry at `index`, if still in the log (or the snapshot's position).
     pub fn term_at(&self, index: u64) -> Option<u64> {
         self.log.term(index)

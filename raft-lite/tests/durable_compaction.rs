@@ -203,13 +203,15 @@ fn the_log_is_compacted_with_markers_and_a_lagging_follower_gets_a_snapshot_buil
     let lag = (l + 1) % 3;
     net.unregister(lag as u64 + 1);
     let value = vec![7u8; 4096];
-    for k in 0..100 {
+    // The leader keeps the log for the stopped follower until it holds four times
+    // `snapshot_every` entries: then it compacts past it.
+    for k in 0..250 {
         put(&nodes, k, &value);
     }
     wait_until("compactions on the leader", || {
         nodes[l].stats().snapshots >= 3
     });
-    // Markers, not copies of ~400 KiB of state.
+    // Markers, not copies of ~1 MiB of state.
     let sizes = snapshot_file_sizes(dirs[l].path());
     assert!(
         !sizes.is_empty() && sizes.iter().all(|&n| n < 1024),
@@ -224,7 +226,7 @@ fn the_log_is_compacted_with_markers_and_a_lagging_follower_gets_a_snapshot_buil
     put(&nodes, 1000, b"after");
     let target = nodes[leader(&nodes)].status(1).unwrap().applied;
     wait_until("the follower caught up", || sms[lag].applied() >= target);
-    assert_eq!(sms[lag].len(), 101);
+    assert_eq!(sms[lag].len(), 251);
     assert!(
         sms[lag].events().iter().any(|e| e.starts_with("full ")),
         "{:?}",
@@ -308,4 +310,75 @@ fn a_restart_replays_only_the_log_after_the_durable_index() {
             i + 1
         );
     }
+}
+
+#[test]
+fn a_follower_briefly_behind_catches_up_from_the_log_not_a_snapshot() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(14);
+    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let i = id as usize - 1;
+            start(dirs[i].path(), id, &net, &sms[i], 20, 0)
+        })
+        .collect();
+    let l = leader(&nodes);
+    let lag = (l + 1) % 3;
+    put(&nodes, 0, b"first");
+    net.unregister(lag as u64 + 1);
+    // 50 entries: past `snapshot_every` (20) but below four times it.
+    for k in 1..=50 {
+        put(&nodes, k, b"v");
+    }
+    net.register(lag as u64 + 1, nodes[lag].mailbox());
+    let target = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("the follower caught up", || sms[lag].applied() >= target);
+    assert_eq!(sms[lag].len(), 51);
+    assert!(
+        sms[lag].events().is_empty(),
+        "caught up from the log: {:?}",
+        sms[lag].events()
+    );
+    let built: u64 = nodes.iter().map(|n| n.stats().snapshots_built).sum();
+    assert_eq!(built, 0);
+    // Once it holds the log again, the leader compacts.
+    wait_until("a compaction on the leader", || {
+        nodes[l].stats().snapshots >= 1
+    });
+}
+
+/// A group that stops applying (a region whose writes moved to its split child, say) still
+/// compacts the log its followers were holding back, once they caught up: the driver checks
+/// quiet groups on its ticks, not only groups with something to apply.
+#[test]
+fn a_quiet_group_compacts_once_its_followers_caught_up() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(15);
+    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let i = id as usize - 1;
+            start(dirs[i].path(), id, &net, &sms[i], 1_000_000, 256 << 10)
+        })
+        .collect();
+    let l = leader(&nodes);
+    let lag = (l + 1) % 3;
+    put(&nodes, 0, b"first");
+    net.unregister(lag as u64 + 1);
+    // 600 KiB: past the byte threshold, below four times it; the leader keeps it all.
+    let big = vec![3u8; 100 << 10];
+    for k in 1..=6 {
+        put(&nodes, k, &big);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(nodes[l].stats().snapshots, 0, "compacted past a follower");
+    net.register(lag as u64 + 1, nodes[lag].mailbox());
+    let target = nodes[l].status(1).unwrap().applied;
+    wait_until("the follower caught up", || sms[lag].applied() >= target);
+    // Nothing more is proposed.
+    wait_until("the leader compacts the quiet group", || {
+        nodes[l].stats().snapshots >= 1
+    });
+    assert!(sms[lag].events().is_empty(), "{:?}", sms[lag].events());
 }

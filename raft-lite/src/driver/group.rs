@@ -49,8 +49,12 @@ pub(crate) struct Group {
     /// A durable group installed a full snapshot from its leader: compact with a marker
     /// at the next applied entry, so the snapshot's data is not kept in memory.
     pub(crate) compact_soon: bool,
-    /// Followers whose snapshot the background writer is building.
+    /// Followers whose snapshot the background builder is building.
     pub(crate) snapshot_builds: std::collections::BTreeSet<crate::NodeId>,
+    /// Followers whose last snapshot could not be built (too large, say), with when: no
+    /// new build for them before [`SNAPSHOT_BUILD_RETRY`] passed (every heartbeat answer
+    /// asks again, and each build reads the whole state).
+    pub(crate) snapshot_build_failed: BTreeMap<crate::NodeId, Instant>,
 }
 
 impl std::fmt::Debug for Group {
@@ -218,15 +222,25 @@ impl Group {
             return None;
         }
         self.log_bytes = 0;
-        let term = self.raw.term_at(applied)?;
-        let conf = self.raw.conf_state_at(applied)?;
+        let meta = self.applied_meta()?;
         Some(PendingSnapshot {
-            meta: SnapshotMeta {
-                index: applied,
-                term,
-                conf,
-            },
+            meta,
             encode: infallible(self.sm.snapshot_deferred()),
+        })
+    }
+
+    /// The position of a snapshot at the applied index; `None` if the applied entry's
+    /// term or membership is unknown (never: the applied entry is not compacted away).
+    fn applied_meta(&self) -> Option<SnapshotMeta> {
+        self.meta_at(self.raw.applied())
+    }
+
+    /// The position of a snapshot at `index` (in the log, at most applied).
+    fn meta_at(&self, index: u64) -> Option<SnapshotMeta> {
+        Some(SnapshotMeta {
+            index,
+            term: self.raw.term_at(index)?,
+            conf: self.raw.conf_state_at(index)?,
         })
     }
 
@@ -234,6 +248,12 @@ impl Group {
     /// last one holds `snapshot_every` entries or `compact_log_bytes` bytes (or at once
     /// after a full snapshot was installed). Its closure makes the state machine's state
     /// durable before the marker is written, so the log is never compacted past it.
+    ///
+    /// A leader compacts only up to what every follower holds (TiKV's raft log GC does the
+    /// same), so a follower slowed down for a while catches up from the log rather than
+    /// from a snapshot of the whole region, until the log holds
+    /// [`FORCE_COMPACT_FACTOR`] times the thresholds: then up to the applied index, and a
+    /// follower that far behind gets a snapshot.
     fn maybe_compact(&mut self, applied: u64, since: u64) -> Option<PendingSnapshot> {
         let due = applied >= since + self.snapshot_every
             || (self.compact_log_bytes > 0 && self.log_bytes >= self.compact_log_bytes)
@@ -241,16 +261,36 @@ impl Group {
         if !due || applied <= since || applied < self.snapshot_retry_at {
             return None;
         }
+        let forced = applied >= since + self.snapshot_every.saturating_mul(FORCE_COMPACT_FACTOR)
+            || (self.compact_log_bytes > 0
+                && self.log_bytes >= self.compact_log_bytes.saturating_mul(FORCE_COMPACT_FACTOR));
+        let index = match self.raw.replicated_index() {
+            Some(held) if !forced => held.min(applied),
+            _ => applied,
+        };
+        // A partial compaction waits until it drops a good share of the log, in entries
+        // or bytes (not one entry per round behind a slow follower: each costs an engine
+        // sync and a file).
+        if index <= since {
+            return None;
+        }
+        if index < applied && index - since < self.snapshot_every / 4 {
+            let dropped: u64 = (since + 1..=index)
+                .filter_map(|i| self.raw.entry(i))
+                .map(|e| e.data.len() as u64)
+                .sum();
+            if self.compact_log_bytes == 0 || dropped < self.compact_log_bytes / 4 {
+                return None;
+            }
+        }
         self.compact_soon = false;
-        self.log_bytes = 0;
-        let term = self.raw.term_at(applied)?;
-        let conf = self.raw.conf_state_at(applied)?;
+        // The entries after `index` stay in the log: only those before it leave the count.
+        self.log_bytes = (index + 1..=applied)
+            .filter_map(|i| self.raw.entry(i))
+            .map(|e| e.data.len() as u64)
+            .sum();
         Some(PendingSnapshot {
-            meta: SnapshotMeta {
-                index: applied,
-                term,
-                conf,
-            },
+            meta: self.meta_at(index)?,
             encode: {
                 let marker = self.sm.compaction_marker();
                 Box::new(move || marker().map_err(|message| Error::StateMachine { message }))
@@ -259,18 +299,10 @@ impl Group {
     }
 
     /// A snapshot of the state at the applied index for a follower behind the log's start
-    /// (a durable group), encoded later; `None` if the applied entry's term or membership
-    /// is unknown (it always is known: the applied entry is never compacted away).
+    /// (a durable group), encoded later.
     pub(crate) fn snapshot_for_follower(&mut self) -> Option<PendingSnapshot> {
-        let applied = self.raw.applied();
-        let term = self.raw.term_at(applied)?;
-        let conf = self.raw.conf_state_at(applied)?;
         Some(PendingSnapshot {
-            meta: SnapshotMeta {
-                index: applied,
-                term,
-                conf,
-            },
+            meta: self.applied_meta()?,
             encode: infallible(self.sm.snapshot_deferred()),
         })
     }
@@ -297,6 +329,13 @@ impl Group {
         }
     }
 }
+
+/// How long a follower whose snapshot could not be built waits for another build.
+pub(crate) const SNAPSHOT_BUILD_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A durable group's log is compacted past a follower's position once it holds this many
+/// times `snapshot_every` entries or `compact_log_bytes` bytes.
+const FORCE_COMPACT_FACTOR: u64 = 4;
 
 /// A state machine's encoding as a [`PendingSnapshot`]'s (which may fail).
 fn infallible(

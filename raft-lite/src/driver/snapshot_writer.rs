@@ -49,8 +49,8 @@ impl PendingSnapshot {
     }
 }
 
-/// A snapshot to encode and persist (`for_follower: None`), or to encode only and hand
-/// back for one follower.
+/// A snapshot to encode and persist (`for_follower: None`, the writer thread's), or to
+/// encode only and hand back for one follower (the builder thread's).
 struct Job {
     group: u64,
     pending: PendingSnapshot,
@@ -60,12 +60,18 @@ struct Job {
 /// One thread per node. Each finished job comes back to the driver as
 /// [`Input::SnapshotPersisted`]; the driver then refers to the file in its log and
 /// compacts the group (or discards the file).
+///
+/// Snapshots built for a follower (a durable group's, [`Input::SnapshotBuilt`]) run on a
+/// second thread of their own: building one reads a whole region and may take seconds,
+/// and the groups' compactions must not wait behind it.
 pub(crate) struct SnapshotWriter {
     jobs: Option<Sender<Job>>,
+    builds: Option<Sender<Job>>,
     /// Set when the node stops: jobs not yet started are dropped, files written after it
     /// are deleted (nobody will refer to them).
     stopping: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    builder: Option<JoinHandle<()>>,
 }
 
 impl SnapshotWriter {
@@ -79,22 +85,34 @@ impl SnapshotWriter {
         done: Sender<Input>,
     ) -> Result<SnapshotWriter> {
         let (jobs, rx) = crossbeam_channel::unbounded::<Job>();
+        let (builds, build_rx) = crossbeam_channel::unbounded::<Job>();
         let stopping = Arc::new(AtomicBool::new(false));
         let stop = stopping.clone();
+        let build_stop = stopping.clone();
+        let build_done = done.clone();
+        let builder = std::thread::Builder::new()
+            .name(format!("raft-snap-build-{node}"))
+            .spawn(move || {
+                for job in build_rx {
+                    if build_stop.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    let Some(to) = job.for_follower else {
+                        continue;
+                    };
+                    let built = job.pending.encode();
+                    if build_stop.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    let _ = build_done.send(Input::SnapshotBuilt(job.group, to, built));
+                }
+            })
+            .map_err(|e| Error::io("raft snapshot builder thread", e))?;
         let thread = std::thread::Builder::new()
             .name(format!("raft-snap-{node}"))
             .spawn(move || {
                 for job in rx {
                     if stop.load(Ordering::Acquire) {
-                        continue;
-                    }
-                    if let Some(to) = job.for_follower {
-                        // Built for one follower: nothing to persist.
-                        let built = job.pending.encode();
-                        if stop.load(Ordering::Acquire) {
-                            continue;
-                        }
-                        let _ = done.send(Input::SnapshotBuilt(job.group, to, built));
                         continue;
                     }
                     let meta = job.pending.meta.clone();
@@ -133,8 +151,10 @@ impl SnapshotWriter {
             .map_err(|e| Error::io("raft snapshot writer thread", e))?;
         Ok(SnapshotWriter {
             jobs: Some(jobs),
+            builds: Some(builds),
             stopping,
             thread: Some(thread),
+            builder: Some(builder),
         })
     }
 
@@ -153,7 +173,7 @@ impl SnapshotWriter {
     /// Queues `pending` of `group` to be encoded for follower `to` (and handed back as
     /// [`Input::SnapshotBuilt`]); false if the writer is gone (stopped).
     pub(crate) fn submit_build(&self, group: u64, to: NodeId, pending: PendingSnapshot) -> bool {
-        self.jobs.as_ref().is_some_and(|j| {
+        self.builds.as_ref().is_some_and(|j| {
             j.send(Job {
                 group,
                 pending,
@@ -168,7 +188,11 @@ impl SnapshotWriter {
     pub(crate) fn stop(&mut self) {
         self.stopping.store(true, Ordering::Release);
         self.jobs = None;
+        self.builds = None;
         if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.builder.take() {
             let _ = t.join();
         }
     }

@@ -86,6 +86,7 @@ impl Worker {
                     let _ = g.raw.tick();
                     g.expire_reads(now);
                 }
+                self.compact_idle_groups();
             }
             if let Err(e) = self.process_ready() {
                 tracing::error!(error = %e, "raft node stops: storage failed");
@@ -296,6 +297,28 @@ impl Worker {
         false
     }
 
+    /// Compactions of durable groups that apply nothing now: `process_ready` looks only at
+    /// groups with a Ready, and a region that went quiet (a split moved its writes to its
+    /// child, say) would otherwise keep its log in memory for good. Only with a
+    /// background writer (a store with snapshot files).
+    fn compact_idle_groups(&mut self) {
+        let Some(w) = &self.snapshots else {
+            return;
+        };
+        for (&id, g) in self.groups.iter_mut() {
+            if !g.durable || g.raw.has_ready() {
+                continue;
+            }
+            if let Some(pending) = g.maybe_snapshot() {
+                g.snapshot_in_flight = Some(pending.meta.index);
+                if !w.submit(id, pending) {
+                    g.snapshot_in_flight = None;
+                    g.snapshot_skipped();
+                }
+            }
+        }
+    }
+
     /// The background writer built a snapshot of `group` for follower `to`: send it (it
     /// is dropped once sent; a follower that needs another asks again).
     fn snapshot_built(&mut self, group: u64, to: NodeId, r: Result<Snapshot>) {
@@ -304,9 +327,13 @@ impl Worker {
         };
         g.snapshot_builds.remove(&to);
         match r.and_then(|snap| g.raw.send_snapshot(to, snap)) {
-            Ok(true) => self.stats.lock().snapshots_built += 1,
+            Ok(true) => {
+                g.snapshot_build_failed.remove(&to);
+                self.stats.lock().snapshots_built += 1;
+            }
             Ok(false) => {}
             Err(e) => {
+                g.snapshot_build_failed.insert(to, Instant::now());
                 tracing::error!(group, to, error = %e, "raft: snapshot for a follower not built");
                 self.stats.lock().snapshot_failures += 1;
             }
@@ -319,7 +346,11 @@ impl Worker {
         let mut inline = Vec::new();
         for (&id, g) in self.groups.iter_mut() {
             for to in g.raw.take_snapshot_requests() {
-                if !g.snapshot_builds.insert(to) {
+                let failed_lately = g
+                    .snapshot_build_failed
+                    .get(&to)
+                    .is_some_and(|t| t.elapsed() < super::group::SNAPSHOT_BUILD_RETRY);
+                if failed_lately || !g.snapshot_builds.insert(to) {
                     continue;
                 }
                 let Some(pending) = g.snapshot_for_follower() else {
@@ -402,6 +433,7 @@ impl Worker {
                 compact_log_bytes: self.opts.compact_log_bytes,
                 compact_soon: false,
                 snapshot_builds: std::collections::BTreeSet::new(),
+                snapshot_build_failed: BTreeMap::new(),
             },
         );
         Ok(())

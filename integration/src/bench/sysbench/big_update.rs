@@ -167,6 +167,12 @@ fn one_run(
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
+                // Also here: a big transaction that takes longer than `every` leaves no
+                // wait, and without this check the client went on with one after another
+                // for good once sysbench had stopped (found at 256 MiB).
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(took);
+                }
                 let t = Instant::now();
                 s.ep.sql(&format!("UPDATE big.w SET n=n+1 WHERE id<={rows}"))?;
                 took.push(t.elapsed().as_secs_f64() * 1e3);
