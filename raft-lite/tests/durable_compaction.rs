@@ -144,6 +144,34 @@ fn start(
     node
 }
 
+/// Three nodes of one group over WALs in their own directories, each with a fresh state
+/// machine; `every` and `bytes` as in [`opts`].
+struct Trio {
+    dirs: Vec<tempfile::TempDir>,
+    net: Arc<MemNetwork>,
+    sms: Vec<DurableMap>,
+}
+
+impl Trio {
+    fn new(seed: u64) -> Trio {
+        Trio {
+            dirs: (0..3).map(|_| tempfile::tempdir().unwrap()).collect(),
+            net: MemNetwork::new(seed),
+            sms: (0..3).map(|_| DurableMap::default()).collect(),
+        }
+    }
+
+    /// Starts the three nodes over `sms` (this trio's, or restarted copies of them).
+    fn start(&self, sms: &[DurableMap], every: u64, bytes: u64) -> Vec<Node> {
+        (1..=3)
+            .map(|id| {
+                let i = id as usize - 1;
+                start(self.dirs[i].path(), id, &self.net, &sms[i], every, bytes)
+            })
+            .collect()
+    }
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
@@ -190,15 +218,9 @@ fn snapshot_file_sizes(dir: &Path) -> Vec<u64> {
 
 #[test]
 fn the_log_is_compacted_with_markers_and_a_lagging_follower_gets_a_snapshot_built_for_it() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let net = MemNetwork::new(11);
-    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
-    let nodes: Vec<Node> = (1..=3)
-        .map(|id| {
-            let i = id as usize - 1;
-            start(dirs[i].path(), id, &net, &sms[i], 20, 0)
-        })
-        .collect();
+    let trio = Trio::new(11);
+    let (net, sms) = (&trio.net, &trio.sms);
+    let nodes = trio.start(sms, 20, 0);
     let l = leader(&nodes);
     let lag = (l + 1) % 3;
     net.unregister(lag as u64 + 1);
@@ -212,7 +234,7 @@ fn the_log_is_compacted_with_markers_and_a_lagging_follower_gets_a_snapshot_buil
         nodes[l].stats().snapshots >= 3
     });
     // Markers, not copies of ~1 MiB of state.
-    let sizes = snapshot_file_sizes(dirs[l].path());
+    let sizes = snapshot_file_sizes(trio.dirs[l].path());
     assert!(
         !sizes.is_empty() && sizes.iter().all(|&n| n < 1024),
         "snapshot files {sizes:?}"
@@ -238,15 +260,9 @@ fn the_log_is_compacted_with_markers_and_a_lagging_follower_gets_a_snapshot_buil
 
 #[test]
 fn a_few_large_entries_compact_the_log_by_bytes() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let net = MemNetwork::new(12);
-    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
-    let nodes: Vec<Node> = (1..=3)
-        .map(|id| {
-            let i = id as usize - 1;
-            start(dirs[i].path(), id, &net, &sms[i], 1_000_000, 256 << 10)
-        })
-        .collect();
+    let trio = Trio::new(12);
+    let sms = &trio.sms;
+    let nodes = trio.start(sms, 1_000_000, 256 << 10);
     let big = vec![1u8; 100 << 10];
     for k in 0..8 {
         put(&nodes, k, &big);
@@ -259,15 +275,9 @@ fn a_few_large_entries_compact_the_log_by_bytes() {
 
 #[test]
 fn a_restart_replays_only_the_log_after_the_durable_index() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let net = MemNetwork::new(13);
-    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
-    let mut nodes: Vec<Node> = (1..=3)
-        .map(|id| {
-            let i = id as usize - 1;
-            start(dirs[i].path(), id, &net, &sms[i], 25, 0)
-        })
-        .collect();
+    let trio = Trio::new(13);
+    let sms = &trio.sms;
+    let mut nodes = trio.start(sms, 25, 0);
     for k in 0..110 {
         put(&nodes, k, b"v");
     }
@@ -284,12 +294,7 @@ fn a_restart_replays_only_the_log_after_the_durable_index() {
     drop(nodes);
 
     let again: Vec<DurableMap> = sms.iter().map(DurableMap::restarted).collect();
-    let nodes: Vec<Node> = (1..=3)
-        .map(|id| {
-            let i = id as usize - 1;
-            start(dirs[i].path(), id, &net, &again[i], 25, 0)
-        })
-        .collect();
+    let nodes = trio.start(&again, 25, 0);
     put(&nodes, 500, b"after restart");
     let target = nodes[leader(&nodes)].status(1).unwrap().applied;
     wait_until("replayed everywhere", || {
@@ -314,15 +319,9 @@ fn a_restart_replays_only_the_log_after_the_durable_index() {
 
 #[test]
 fn a_follower_briefly_behind_catches_up_from_the_log_not_a_snapshot() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let net = MemNetwork::new(14);
-    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
-    let nodes: Vec<Node> = (1..=3)
-        .map(|id| {
-            let i = id as usize - 1;
-            start(dirs[i].path(), id, &net, &sms[i], 20, 0)
-        })
-        .collect();
+    let trio = Trio::new(14);
+    let (net, sms) = (&trio.net, &trio.sms);
+    let nodes = trio.start(sms, 20, 0);
     let l = leader(&nodes);
     let lag = (l + 1) % 3;
     put(&nodes, 0, b"first");
@@ -353,15 +352,9 @@ fn a_follower_briefly_behind_catches_up_from_the_log_not_a_snapshot() {
 /// quiet groups on its ticks, not only groups with something to apply.
 #[test]
 fn a_quiet_group_compacts_once_its_followers_caught_up() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let net = MemNetwork::new(15);
-    let sms: Vec<DurableMap> = (0..3).map(|_| DurableMap::default()).collect();
-    let nodes: Vec<Node> = (1..=3)
-        .map(|id| {
-            let i = id as usize - 1;
-            start(dirs[i].path(), id, &net, &sms[i], 1_000_000, 256 << 10)
-        })
-        .collect();
+    let trio = Trio::new(15);
+    let (net, sms) = (&trio.net, &trio.sms);
+    let nodes = trio.start(sms, 1_000_000, 256 << 10);
     let l = leader(&nodes);
     let lag = (l + 1) % 3;
     put(&nodes, 0, b"first");
