@@ -49,12 +49,17 @@ impl PendingSnapshot {
     }
 }
 
-/// A snapshot to encode and persist (`for_follower: None`, the writer thread's), or to
-/// encode only and hand back for one follower (the builder thread's).
+/// A snapshot to encode and persist (the writer thread's).
 struct Job {
     group: u64,
     pending: PendingSnapshot,
-    for_follower: Option<NodeId>,
+}
+
+/// A snapshot to encode only and hand back for follower `to` (the builder thread's).
+struct BuildJob {
+    group: u64,
+    to: NodeId,
+    pending: PendingSnapshot,
 }
 
 /// One thread per node. Each finished job comes back to the driver as
@@ -66,7 +71,7 @@ struct Job {
 /// and the groups' compactions must not wait behind it.
 pub(crate) struct SnapshotWriter {
     jobs: Option<Sender<Job>>,
-    builds: Option<Sender<Job>>,
+    builds: Option<Sender<BuildJob>>,
     /// Set when the node stops: jobs not yet started are dropped, files written after it
     /// are deleted (nobody will refer to them).
     stopping: Arc<AtomicBool>,
@@ -85,7 +90,7 @@ impl SnapshotWriter {
         done: Sender<Input>,
     ) -> Result<SnapshotWriter> {
         let (jobs, rx) = crossbeam_channel::unbounded::<Job>();
-        let (builds, build_rx) = crossbeam_channel::unbounded::<Job>();
+        let (builds, build_rx) = crossbeam_channel::unbounded::<BuildJob>();
         let stopping = Arc::new(AtomicBool::new(false));
         let stop = stopping.clone();
         let build_stop = stopping.clone();
@@ -97,14 +102,11 @@ impl SnapshotWriter {
                     if build_stop.load(Ordering::Acquire) {
                         continue;
                     }
-                    let Some(to) = job.for_follower else {
-                        continue;
-                    };
                     let built = job.pending.encode();
                     if build_stop.load(Ordering::Acquire) {
                         continue;
                     }
-                    let _ = build_done.send(Input::SnapshotBuilt(job.group, to, built));
+                    let _ = build_done.send(Input::SnapshotBuilt(job.group, job.to, built));
                 }
             })
             .map_err(|e| Error::io("raft snapshot builder thread", e))?;
@@ -160,27 +162,17 @@ impl SnapshotWriter {
 
     /// Queues `pending` of `group`; false if the writer is gone (stopped).
     pub(crate) fn submit(&self, group: u64, pending: PendingSnapshot) -> bool {
-        self.jobs.as_ref().is_some_and(|j| {
-            j.send(Job {
-                group,
-                pending,
-                for_follower: None,
-            })
-            .is_ok()
-        })
+        self.jobs
+            .as_ref()
+            .is_some_and(|j| j.send(Job { group, pending }).is_ok())
     }
 
     /// Queues `pending` of `group` to be encoded for follower `to` (and handed back as
     /// [`Input::SnapshotBuilt`]); false if the writer is gone (stopped).
     pub(crate) fn submit_build(&self, group: u64, to: NodeId, pending: PendingSnapshot) -> bool {
-        self.builds.as_ref().is_some_and(|j| {
-            j.send(Job {
-                group,
-                pending,
-                for_follower: Some(to),
-            })
-            .is_ok()
-        })
+        self.builds
+            .as_ref()
+            .is_some_and(|j| j.send(BuildJob { group, to, pending }).is_ok())
     }
 
     /// Stops the thread after the job it is writing, if any (so no file is written once

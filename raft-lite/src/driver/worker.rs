@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use super::group::Group;
 use super::node::{GroupStatus, Input, NodeOptions, NodeStatsSnapshot};
-use super::snapshot_writer::SnapshotWriter;
+use super::snapshot_writer::{PendingSnapshot, SnapshotWriter};
 use super::state_machine::StateMachine;
 use crate::transport::Transport;
 use crate::{
@@ -310,11 +310,7 @@ impl Worker {
                 continue;
             }
             if let Some(pending) = g.maybe_snapshot() {
-                g.snapshot_in_flight = Some(pending.meta.index);
-                if !w.submit(id, pending) {
-                    g.snapshot_in_flight = None;
-                    g.snapshot_skipped();
-                }
+                queue_snapshot(w, id, g, pending);
             }
         }
     }
@@ -484,13 +480,7 @@ impl Worker {
                 match &self.snapshots {
                     // Encoded and written off this thread; recorded when durable
                     // (`snapshot_persisted`), skipped there if too large.
-                    Some(w) => {
-                        g.snapshot_in_flight = Some(pending.meta.index);
-                        if !w.submit(id, pending) {
-                            g.snapshot_in_flight = None;
-                            g.snapshot_skipped();
-                        }
-                    }
+                    Some(w) => queue_snapshot(w, id, g, pending),
                     None => match pending.encode() {
                         Ok(s) => {
                             g.snapshot_kept(s.data.len());
@@ -527,5 +517,15 @@ impl Worker {
             self.stats.lock().snapshots += done;
         }
         Ok(())
+    }
+}
+
+/// Hands `pending` of group `id` to the background writer, with it in flight until the
+/// writer answers; a writer that is gone makes the group try again later.
+fn queue_snapshot(w: &SnapshotWriter, id: u64, g: &mut Group, pending: PendingSnapshot) {
+    g.snapshot_in_flight = Some(pending.meta.index);
+    if !w.submit(id, pending) {
+        g.snapshot_in_flight = None;
+        g.snapshot_skipped();
     }
 }
