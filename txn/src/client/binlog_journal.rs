@@ -433,19 +433,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn caller_events_survive_reopen_beside_plain_prepares() -> Result<(), TxnError> {
-        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
-        let (j, _) = Journal::open(dir.path())?;
-        let mut sql = prepared(2);
-        sql.events = Some(vec![1, 2, 3]);
-        let mut hot = prepared(3);
-        hot.members = vec![
+    /// A hot-row group's two members: the first with caller events `events`, the second
+    /// without.
+    fn two_members(events: Vec<u8>) -> Vec<MemberRow> {
+        vec![
             MemberRow {
                 xid: 10,
                 before: b"a".to_vec(),
                 after: b"b".to_vec(),
-                events: Some(vec![9; 5]),
+                events: Some(events),
             },
             MemberRow {
                 xid: 11,
@@ -453,7 +449,17 @@ mod tests {
                 after: b"c".to_vec(),
                 events: None,
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn caller_events_survive_reopen_beside_plain_prepares() -> Result<(), TxnError> {
+        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
+        let (j, _) = Journal::open(dir.path())?;
+        let mut sql = prepared(2);
+        sql.events = Some(vec![1, 2, 3]);
+        let mut hot = prepared(3);
+        hot.members = two_members(vec![9; 5]);
         j.prepare(&prepared(1))?;
         j.prepare(&sql)?;
         j.prepare(&hot)?;
@@ -483,20 +489,7 @@ mod tests {
     fn a_borrowed_prepare_encodes_as_the_owned_record() {
         let mut p = prepared(9);
         p.events = Some(vec![1, 2, 3]);
-        p.members = vec![
-            MemberRow {
-                xid: 1,
-                before: b"a".to_vec(),
-                after: b"b".to_vec(),
-                events: Some(vec![4; 300]),
-            },
-            MemberRow {
-                xid: 2,
-                before: b"b".to_vec(),
-                after: b"c".to_vec(),
-                events: None,
-            },
-        ];
+        p.members = two_members(vec![4; 300]);
         let owned = Record::PrepareWithEvents {
             prepared: p.clone(),
             events: CallerEvents {
