@@ -316,6 +316,28 @@ pub fn encode_message(group: u64, msg: &Message, out: &mut Vec<u8>) {
             put_bytes(out, &snapshot.data);
         }
         MessageKind::TimeoutNow => put_u8(out, 10),
+        MessageKind::SnapshotChunk {
+            meta,
+            seq,
+            last,
+            data,
+        } => {
+            put_u8(out, 11);
+            put_snapshot_meta(out, meta);
+            put_u32(out, *seq);
+            put_u8(out, u8::from(*last));
+            put_bytes(out, data);
+        }
+        MessageKind::SnapshotChunkAck {
+            index,
+            seq,
+            accepted,
+        } => {
+            put_u8(out, 12);
+            put_u64(out, *index);
+            put_u32(out, *seq);
+            put_u8(out, u8::from(*accepted));
+        }
     }
 }
 
@@ -381,6 +403,17 @@ pub fn decode_message(buf: &[u8]) -> Result<(u64, Message)> {
             }
         }
         10 => MessageKind::TimeoutNow,
+        11 => MessageKind::SnapshotChunk {
+            meta: get_snapshot_meta(&mut r)?,
+            seq: r.u32()?,
+            last: r.bool()?,
+            data: r.bytes()?,
+        },
+        12 => MessageKind::SnapshotChunkAck {
+            index: r.u64()?,
+            seq: r.u32()?,
+            accepted: r.bool()?,
+        },
         _ => return Err(r.err("unknown message tag")),
     };
     r.finish()?;

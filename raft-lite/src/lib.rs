@@ -97,8 +97,8 @@ pub use codec::{
 };
 pub use config::Config;
 pub use driver::{
-    GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot, Proposal, SNAPSHOT_ENTRIES_CAP,
-    StateMachine,
+    GroupStatus, Mailbox, Node, NodeOptions, NodeStatsSnapshot, Proposal, SNAPSHOT_CHUNK_BYTES,
+    SNAPSHOT_ENTRIES_CAP, SnapshotSink, SnapshotStream, StateMachine,
 };
 pub use error::{Error, Result};
 pub use message::{MAX_TERM_OR_INDEX, Message, MessageKind};

@@ -1,6 +1,8 @@
 //! Messages between the nodes of one group.
 
-use crate::{Entry, NodeId, Snapshot};
+use bytes::Bytes;
+
+use crate::{Entry, NodeId, Snapshot, SnapshotMeta};
 
 /// A message from one node of a group to another.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +87,31 @@ pub enum MessageKind {
     },
     /// Leader transfer: campaign now, bypassing pre-vote and leases.
     TimeoutNow,
+    /// One piece of a snapshot streamed to a follower (its `seq`-th, numbered from 0);
+    /// the follower writes the pieces to a file and installs the snapshot, as a
+    /// [`MessageKind::Snapshot`] whose data refers to that file, once the `last` one
+    /// arrived. Handled by the node's driver, never by [`crate::RawNode`].
+    SnapshotChunk {
+        /// Position and membership of the whole snapshot.
+        meta: SnapshotMeta,
+        /// Number of this piece.
+        seq: u32,
+        /// True on the final piece.
+        last: bool,
+        /// The piece.
+        data: Bytes,
+    },
+    /// A follower's answer to [`MessageKind::SnapshotChunk`]: every piece up to `seq` of
+    /// the snapshot at `index` arrived (`accepted`), or the follower wants none of it
+    /// (it holds that index already, or the group is unknown to it).
+    SnapshotChunkAck {
+        /// Index of the snapshot.
+        index: u64,
+        /// The highest piece received in order.
+        seq: u32,
+        /// False: stop sending.
+        accepted: bool,
+    },
 }
 
 /// Terms and indexes at or above this bound are refused: no real group reaches them, and
@@ -139,6 +166,8 @@ impl Message {
             MessageKind::Snapshot { snapshot } => {
                 ok(snapshot.meta.index) && snapshot.meta.term <= term
             }
+            MessageKind::SnapshotChunk { meta, .. } => ok(meta.index) && meta.term <= term,
+            MessageKind::SnapshotChunkAck { index, .. } => ok(*index),
             MessageKind::PreVoteResp { .. }
             | MessageKind::VoteResp { .. }
             | MessageKind::TimeoutNow => true,
@@ -160,6 +189,8 @@ impl MessageKind {
             MessageKind::HeartbeatResp { .. } => "HeartbeatResp",
             MessageKind::Snapshot { .. } => "Snapshot",
             MessageKind::TimeoutNow => "TimeoutNow",
+            MessageKind::SnapshotChunk { .. } => "SnapshotChunk",
+            MessageKind::SnapshotChunkAck { .. } => "SnapshotChunkAck",
         }
     }
 }

@@ -4,6 +4,14 @@ use bytes::Bytes;
 
 use crate::ConfState;
 
+/// Where [`StateMachine::snapshot_stream`]'s closure writes: called with consecutive
+/// pieces of the snapshot; an error means the stream is over (the follower went away).
+pub type SnapshotSink<'a> = &'a mut dyn FnMut(&[u8]) -> std::io::Result<()>;
+
+/// What [`StateMachine::snapshot_stream`] returns: writes the state captured when it was
+/// called into the sink, on another thread.
+pub type SnapshotStream = Box<dyn for<'a> FnOnce(SnapshotSink<'a>) -> Result<(), String> + Send>;
+
 /// What a group replicates into. All calls come from the node's driver thread, in log
 /// order.
 ///
@@ -58,6 +66,47 @@ pub trait StateMachine: Send + 'static {
 
     /// Replaces the state by a snapshot taken at `index`.
     fn restore(&mut self, index: u64, data: &[u8]);
+
+    /// The state as of the last applied entry, written later as a stream: the driver
+    /// calls this on its thread, where the closure must capture a consistent view (as
+    /// [`StateMachine::snapshot_deferred`]), and runs the closure on a thread of its own,
+    /// which hands every piece the closure gives `sink` to the follower in chunks of
+    /// [`crate::SNAPSHOT_CHUNK_BYTES`], at most a few chunks in flight. So a snapshot for a
+    /// follower is never held whole in memory, however large the state. Used for the
+    /// snapshots a node builds for a follower of a group with
+    /// [`StateMachine::durable_state`], when its store has a spool directory
+    /// ([`crate::LogStore::snapshot_spool_dir`]). An error from `sink` (the follower went
+    /// away) must stop the closure, which returns it; an `Err` of its own (the state could
+    /// not be read) likewise ends the stream, and the follower asks again later.
+    ///
+    /// The bytes given to `sink`, concatenated, are what [`StateMachine::restore_from`]
+    /// reads on the follower (never [`StateMachine::restore`]). The default gives the
+    /// whole encoding of [`StateMachine::snapshot_deferred`] at once.
+    fn snapshot_stream(&mut self) -> SnapshotStream {
+        let encode = self.snapshot_deferred();
+        Box::new(move |sink| sink(&encode()).map_err(|e| e.to_string()))
+    }
+
+    /// Replaces the state by a streamed snapshot ([`StateMachine::snapshot_stream`])
+    /// taken at `index`, read from `reader` (a file the follower received the chunks into,
+    /// so memory stays bounded if the state machine reads it piece by piece). It may be
+    /// called again with the same snapshot after a crash during an earlier call (the file
+    /// stays until a newer snapshot replaces it): a state machine that made `index`
+    /// durable already may skip it. An error (damaged or truncated data, the state could
+    /// not be written) stops the node, as a storage failure does: the group would be left
+    /// without its state. The default reads everything and calls
+    /// [`StateMachine::restore`].
+    ///
+    /// # Errors
+    /// What reading or applying the stream fails with, as a message naming what and where.
+    fn restore_from(&mut self, index: u64, reader: &mut dyn std::io::Read) -> Result<(), String> {
+        let mut data = Vec::new();
+        reader
+            .read_to_end(&mut data)
+            .map_err(|e| format!("reading the snapshot at {index}: {e}"))?;
+        self.restore(index, &data);
+        Ok(())
+    }
 
     /// The last applied index that the state machine itself keeps durably (0 if it keeps
     /// nothing); replay after a restart starts after it.
