@@ -234,4 +234,27 @@ impl RawNode {
         self.send(to, MessageKind::Snapshot { snapshot });
         Ok(true)
     }
+
+    /// Marks `to` as receiving a snapshot at `index` that the application streams to it
+    /// itself (a durable group's, built at an index at most `applied`): no appends go to
+    /// `to` until it answers with the snapshot installed, or a heartbeat answer shows it
+    /// still lacks it. False if nothing should be sent: not leader, `to` is not a member,
+    /// or it already holds `index`.
+    ///
+    /// # Errors
+    /// [`Error::ReadyOutstanding`].
+    pub fn stream_snapshot_started(&mut self, to: NodeId, index: u64) -> Result<bool> {
+        self.check_idle()?;
+        if self.role != Role::Leader || index > self.log.applied {
+            return Ok(false);
+        }
+        let Some(pr) = self.progress.get_mut(&to) else {
+            return Ok(false);
+        };
+        if pr.matched >= index {
+            return Ok(false);
+        }
+        pr.become_snapshot(index);
+        Ok(true)
+    }
 }

@@ -182,6 +182,15 @@ pub trait LogStore: Send {
         crate::MAX_BYTES_LEN
     }
 
+    /// Where the driver writes the snapshots streamed to this node (for groups whose
+    /// state machine keeps its state durably, [`crate::StateMachine::snapshot_stream`]),
+    /// one file each, kept until the group's log holds a newer snapshot. `None` (the
+    /// default): they are received in memory and kept whole in the log, fine for tests
+    /// and small states only.
+    fn snapshot_spool_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+
     /// The writer of snapshot files for the driver's background snapshot thread, if this
     /// store keeps snapshots in files of their own (see [`crate::SnapshotPersister`]).
     /// `None` (the default) makes the driver write its groups' snapshots inline, through

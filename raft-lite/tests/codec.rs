@@ -82,6 +82,29 @@ fn kind() -> impl Strategy<Value = MessageKind> {
                 },
             }),
         Just(MessageKind::TimeoutNow),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            conf(),
+            any::<u32>(),
+            any::<bool>(),
+            proptest::collection::vec(any::<u8>(), 0..64)
+        )
+            .prop_map(
+                |(index, term, conf, seq, last, data)| MessageKind::SnapshotChunk {
+                    meta: SnapshotMeta { index, term, conf },
+                    seq,
+                    last,
+                    data: Bytes::from(data),
+                }
+            ),
+        (any::<u64>(), any::<u32>(), any::<bool>()).prop_map(|(index, seq, accepted)| {
+            MessageKind::SnapshotChunkAck {
+                index,
+                seq,
+                accepted,
+            }
+        }),
     ]
 }
 

@@ -375,3 +375,232 @@ fn a_quiet_group_compacts_once_its_followers_caught_up() {
     });
     assert!(sms[lag].events().is_empty(), "{:?}", sms[lag].events());
 }
+
+/// A [`DurableMap`] that streams its snapshot entry by entry and reads it back the same
+/// way, recording the largest piece it handled, as a storage engine would.
+#[derive(Clone, Default)]
+struct StreamingMap {
+    map: DurableMap,
+    largest_piece: Arc<Mutex<usize>>,
+    /// The next `restore_from` fails halfway (a crash while applying, as the node sees
+    /// it: the driver stops).
+    fail_next_restore: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StateMachine for StreamingMap {
+    fn apply(&mut self, index: u64, data: &[u8]) -> Bytes {
+        self.map.apply(index, data)
+    }
+    fn snapshot(&mut self) -> Bytes {
+        self.map.snapshot()
+    }
+    fn restore(&mut self, index: u64, data: &[u8]) {
+        self.map.restore(index, data);
+    }
+    fn snapshot_stream(&mut self) -> SnapshotStream {
+        let state = self.map.live.lock().1.clone();
+        let largest = self.largest_piece.clone();
+        Box::new(move |sink| {
+            for (k, v) in &state {
+                let mut piece = k.to_le_bytes().to_vec();
+                piece.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                piece.extend_from_slice(v);
+                let mut l = largest.lock();
+                *l = (*l).max(piece.len());
+                drop(l);
+                sink(&piece).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+    }
+    fn restore_from(&mut self, index: u64, reader: &mut dyn std::io::Read) -> Result<(), String> {
+        if self
+            .fail_next_restore
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            let mut half = vec![0u8; 1000];
+            reader.read_exact(&mut half).map_err(|e| e.to_string())?;
+            return Err("simulated failure halfway".into());
+        }
+        let mut map = BTreeMap::new();
+        loop {
+            let mut head = [0u8; 12];
+            match reader.read_exact(&mut head) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(e.to_string()),
+            }
+            let k = u64::from_le_bytes(head[..8].try_into().unwrap());
+            let n = u32::from_le_bytes(head[8..].try_into().unwrap()) as usize;
+            let mut v = vec![0u8; n];
+            reader.read_exact(&mut v).map_err(|e| e.to_string())?;
+            let mut l = self.largest_piece.lock();
+            *l = (*l).max(n + 12);
+            drop(l);
+            map.insert(k, v);
+        }
+        self.map.events.lock().push(format!("streamed {index}"));
+        *self.map.live.lock() = (index, map.clone());
+        *self.map.disk.lock() = (index, map);
+        Ok(())
+    }
+    fn durable_state(&self) -> bool {
+        true
+    }
+    fn compaction_marker(&mut self) -> Box<dyn FnOnce() -> Result<Bytes, String> + Send> {
+        self.map.compaction_marker()
+    }
+    fn durable_applied(&self) -> u64 {
+        self.map.durable_applied()
+    }
+}
+
+fn spool_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir.join("spool"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_follower_that_lost_its_disk_gets_a_large_state_streamed_in_chunks() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(23);
+    let sms: Vec<StreamingMap> = (0..3).map(|_| StreamingMap::default()).collect();
+    let start_one = |i: usize, sm: &StreamingMap| {
+        let wal = Wal::open(dirs[i].path(), WalOptions::default()).unwrap();
+        let node =
+            Node::start(opts(i as u64 + 1, 20, 1 << 20), Box::new(wal), net.clone()).unwrap();
+        net.register(i as u64 + 1, node.mailbox());
+        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(sm.clone()))
+            .unwrap();
+        node
+    };
+    let mut nodes: Vec<Node> = (0..3).map(|i| start_one(i, &sms[i])).collect();
+    let l = leader(&nodes);
+    let lost = (l + 1) % 3;
+    // 6 MiB of state in 64 KiB values: six chunks at least.
+    let value = vec![3u8; 64 << 10];
+    for k in 0..96 {
+        put(&nodes, k, &value);
+    }
+    let target = nodes[l].status(1).unwrap().applied;
+    wait_until("every replica applied", || {
+        sms.iter().all(|s| s.map.applied() >= target)
+    });
+    // The follower loses its disk: a fresh directory and state machine.
+    net.unregister(lost as u64 + 1);
+    drop(nodes.remove(lost));
+    for k in 96..160 {
+        put(&nodes, k, &value);
+    }
+    wait_until("the leader compacted past the lost follower", || {
+        nodes.iter().all(|n| n.stats().snapshots >= 2)
+    });
+    std::fs::remove_dir_all(dirs[lost].path()).unwrap();
+    let fresh = StreamingMap::default();
+    nodes.insert(lost, start_one(lost, &fresh));
+    put(&nodes, 1000, b"after");
+    let target = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("the fresh follower caught up", || {
+        fresh.map.applied() >= target
+    });
+    assert_eq!(fresh.map.len(), 161);
+    assert!(
+        fresh
+            .map
+            .events()
+            .iter()
+            .any(|e| e.starts_with("streamed ")),
+        "{:?}",
+        fresh.map.events()
+    );
+    let streamed: u64 = nodes
+        .iter()
+        .map(|n| n.stats().snapshot_bytes_streamed)
+        .sum();
+    assert!(streamed >= 160 * (64 << 10), "{streamed} bytes streamed");
+    assert!(*fresh.largest_piece.lock() <= (64 << 10) + 12);
+    // The received file goes once the follower's log starts at a newer marker.
+    for k in 2000..2030 {
+        put(&nodes, k, b"x");
+    }
+    wait_until("the spool file deleted after the next compaction", || {
+        spool_files(dirs[lost].path()).is_empty()
+    });
+    // A restart of the follower finds everything without the file.
+    let again = StreamingMap {
+        map: fresh.map.restarted(),
+        ..StreamingMap::default()
+    };
+    net.unregister(lost as u64 + 1);
+    drop(nodes.remove(lost));
+    nodes.insert(lost, start_one(lost, &again));
+    put(&nodes, 3000, b"after restart");
+    let target = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("the restarted follower caught up", || {
+        again.map.applied() >= target
+    });
+    assert_eq!(again.map.len(), 161 + 30 + 1);
+}
+
+#[test]
+fn a_streamed_snapshot_whose_apply_failed_is_applied_again_from_its_file_at_the_restart() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let net = MemNetwork::new(29);
+    let start_one = |i: usize, sm: &StreamingMap| {
+        let wal = Wal::open(dirs[i].path(), WalOptions::default()).unwrap();
+        let node =
+            Node::start(opts(i as u64 + 1, 20, 1 << 20), Box::new(wal), net.clone()).unwrap();
+        net.register(i as u64 + 1, node.mailbox());
+        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(sm.clone()))
+            .unwrap();
+        node
+    };
+    let sms: Vec<StreamingMap> = (0..3).map(|_| StreamingMap::default()).collect();
+    let mut nodes: Vec<Node> = (0..3).map(|i| start_one(i, &sms[i])).collect();
+    let l = leader(&nodes);
+    let lagging = (l + 1) % 3;
+    net.unregister(lagging as u64 + 1);
+    sms[lagging]
+        .fail_next_restore
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let value = vec![5u8; 32 << 10];
+    for k in 0..200 {
+        put(&nodes, k, &value);
+    }
+    wait_until("the leader compacted past the lagging follower", || {
+        nodes[l].stats().snapshots >= 2
+    });
+    net.register(lagging as u64 + 1, nodes[lagging].mailbox());
+    // Its driver stops when the apply fails: the file and the log's reference stay.
+    wait_until(
+        "the follower received the file and failed to apply it",
+        || nodes[lagging].status(1).is_err(),
+    );
+    assert_eq!(spool_files(dirs[lagging].path()).len(), 1);
+    let events_before = sms[lagging].map.events();
+    assert!(!events_before.iter().any(|e| e.starts_with("streamed")));
+    net.unregister(lagging as u64 + 1);
+    drop(nodes.remove(lagging));
+    let again = StreamingMap {
+        map: sms[lagging].map.restarted(),
+        ..StreamingMap::default()
+    };
+    nodes.insert(lagging, start_one(lagging, &again));
+    assert!(
+        again
+            .map
+            .events()
+            .iter()
+            .any(|e| e.starts_with("streamed ")),
+        "applied at the restart, from the file: {:?}",
+        again.map.events()
+    );
+    put(&nodes, 1000, b"after");
+    let target = nodes[leader(&nodes)].status(1).unwrap().applied;
+    wait_until("the follower caught up", || again.map.applied() >= target);
+    assert_eq!(again.map.len(), 201);
+}

@@ -1,6 +1,7 @@
 //! One group hosted by a driver: its core, its state machine and its waiting proposals.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::time::Instant;
 
 use crossbeam_channel::Sender;
@@ -8,9 +9,10 @@ use crossbeam_channel::Sender;
 use bytes::Bytes;
 
 use super::proposal::Proposal;
+use super::snapshot_stream::{Incoming, restore};
 use super::snapshot_writer::PendingSnapshot;
-use super::state_machine::StateMachine;
-use crate::{EntryKind, Error, RawNode, Ready, Role, SnapshotMeta};
+use super::state_machine::{SnapshotStream, StateMachine};
+use crate::{EntryKind, Error, RawNode, Ready, Result, Role, SnapshotMeta};
 
 pub(crate) struct Group {
     pub(crate) id: u64,
@@ -49,8 +51,10 @@ pub(crate) struct Group {
     /// A durable group installed a full snapshot from its leader: compact with a marker
     /// at the next applied entry, so the snapshot's data is not kept in memory.
     pub(crate) compact_soon: bool,
-    /// Followers whose snapshot the background builder is building.
+    /// Followers a snapshot is being streamed to.
     pub(crate) snapshot_builds: std::collections::BTreeSet<crate::NodeId>,
+    /// A snapshot this node is receiving from its leader, chunk by chunk.
+    pub(crate) incoming: Option<Incoming>,
     /// Followers whose last snapshot could not be built (too large, say), with when: no
     /// new build for them before [`SNAPSHOT_BUILD_RETRY`] passed (every heartbeat answer
     /// asks again, and each build reads the whole state).
@@ -68,8 +72,13 @@ impl std::fmt::Debug for Group {
 }
 
 impl Group {
-    /// Applies a Ready's snapshot and committed entries (after its write is durable).
-    pub(crate) fn apply(&mut self, rd: &Ready) {
+    /// Applies a Ready's snapshot and committed entries (after its write is durable);
+    /// a streamed snapshot is read from `spool`.
+    ///
+    /// # Errors
+    /// The state machine could not read a streamed snapshot: the node must stop (the
+    /// group would be left without its state).
+    pub(crate) fn apply(&mut self, rd: &Ready, spool: Option<&Path>) -> Result<()> {
         let soft = rd.soft_state;
         // Leadership lost: tell the state machine before it applies anything further.
         if let Some(t) = self.sm_leader_term
@@ -79,7 +88,12 @@ impl Group {
             self.sm.on_follower(t);
         }
         if let Some(s) = &rd.snapshot {
-            self.sm.restore(s.meta.index, &s.data);
+            restore(&mut *self.sm, s, spool).map_err(|message| Error::StateMachine {
+                message: format!(
+                    "group {}: snapshot at {} not restored: {message}",
+                    self.id, s.meta.index
+                ),
+            })?;
             self.compact_soon = self.durable;
             self.log_bytes = 0;
             self.last_snapshot_bytes = s.data.len() as u64;
@@ -135,6 +149,7 @@ impl Group {
                 p.fail(Error::OutcomeUnknown);
             }
         }
+        Ok(())
     }
 
     /// Tells waiters whose entry is now committed (before it is applied).
@@ -298,13 +313,11 @@ impl Group {
         })
     }
 
-    /// A snapshot of the state at the applied index for a follower behind the log's start
-    /// (a durable group), encoded later.
-    pub(crate) fn snapshot_for_follower(&mut self) -> Option<PendingSnapshot> {
-        Some(PendingSnapshot {
-            meta: self.applied_meta()?,
-            encode: infallible(self.sm.snapshot_deferred()),
-        })
+    /// A stream of the state at the applied index for a follower behind the log's start
+    /// (a durable group), written later on the stream's thread.
+    pub(crate) fn stream_for_follower(&mut self) -> Option<(SnapshotMeta, SnapshotStream)> {
+        let meta = self.applied_meta()?;
+        Some((meta, self.sm.snapshot_stream()))
     }
 
     /// A snapshot with `data_bytes` of state machine data was kept (the log compacted).

@@ -1,6 +1,6 @@
 //! [`Node`]: one thread that drives every group hosted on a node.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -166,9 +166,12 @@ pub struct NodeStatsSnapshot {
     /// Snapshots the background writer failed to write (retried after another
     /// `snapshot_every` entries).
     pub snapshot_failures: u64,
-    /// Snapshots built on demand for a follower behind the log's start (groups of a
-    /// durable state machine, [`StateMachine::durable_state`]) and sent.
+    /// Snapshots streamed on demand to a follower behind the log's start (groups of a
+    /// durable state machine, [`StateMachine::durable_state`]), every chunk
+    /// acknowledged.
     pub snapshots_built: u64,
+    /// Bytes of those streams.
+    pub snapshot_bytes_streamed: u64,
 }
 
 pub(crate) enum Input {
@@ -190,9 +193,13 @@ pub(crate) enum Input {
     RemoveGroup(u64, Sender<Result<()>>),
     /// The background writer finished a group's snapshot: its file, or why not.
     SnapshotPersisted(u64, Snapshot, Result<SnapshotFile>),
-    /// The background writer built a snapshot of a group (a durable state machine's) for
-    /// one follower: the snapshot, or why not.
-    SnapshotBuilt(u64, NodeId, Result<Snapshot>),
+    /// A snapshot of a group (a durable state machine's) was streamed to one follower:
+    /// its bytes, or why not.
+    SnapshotStreamed(
+        u64,
+        NodeId,
+        std::result::Result<u64, super::snapshot_stream::StreamError>,
+    ),
     Stop,
 }
 
@@ -259,12 +266,16 @@ impl Node {
             Some(p) => Some(SnapshotWriter::start(id, p.clone(), tx.clone())?),
             None => None,
         };
+        let spool = super::snapshot_stream::Spool::open(store.snapshot_spool_dir())?;
         let mut driver = Worker {
             opts,
             persister,
             snapshots,
             store,
             transport,
+            inputs: tx.clone(),
+            spool,
+            streams: HashMap::new(),
             groups: BTreeMap::new(),
             rx,
             stats: stats.clone(),

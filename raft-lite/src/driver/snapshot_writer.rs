@@ -55,28 +55,18 @@ struct Job {
     pending: PendingSnapshot,
 }
 
-/// A snapshot to encode only and hand back for follower `to` (the builder thread's).
-struct BuildJob {
-    group: u64,
-    to: NodeId,
-    pending: PendingSnapshot,
-}
-
 /// One thread per node. Each finished job comes back to the driver as
 /// [`Input::SnapshotPersisted`]; the driver then refers to the file in its log and
 /// compacts the group (or discards the file).
 ///
-/// Snapshots built for a follower (a durable group's, [`Input::SnapshotBuilt`]) run on a
-/// second thread of their own: building one reads a whole region and may take seconds,
-/// and the groups' compactions must not wait behind it.
+/// Snapshots for a follower (a durable group's) are streamed by a thread of their own
+/// (`super::snapshot_stream`).
 pub(crate) struct SnapshotWriter {
     jobs: Option<Sender<Job>>,
-    builds: Option<Sender<BuildJob>>,
     /// Set when the node stops: jobs not yet started are dropped, files written after it
     /// are deleted (nobody will refer to them).
     stopping: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
-    builder: Option<JoinHandle<()>>,
 }
 
 impl SnapshotWriter {
@@ -90,26 +80,8 @@ impl SnapshotWriter {
         done: Sender<Input>,
     ) -> Result<SnapshotWriter> {
         let (jobs, rx) = crossbeam_channel::unbounded::<Job>();
-        let (builds, build_rx) = crossbeam_channel::unbounded::<BuildJob>();
         let stopping = Arc::new(AtomicBool::new(false));
         let stop = stopping.clone();
-        let build_stop = stopping.clone();
-        let build_done = done.clone();
-        let builder = std::thread::Builder::new()
-            .name(format!("raft-snap-build-{node}"))
-            .spawn(move || {
-                for job in build_rx {
-                    if build_stop.load(Ordering::Acquire) {
-                        continue;
-                    }
-                    let built = job.pending.encode();
-                    if build_stop.load(Ordering::Acquire) {
-                        continue;
-                    }
-                    let _ = build_done.send(Input::SnapshotBuilt(job.group, job.to, built));
-                }
-            })
-            .map_err(|e| Error::io("raft snapshot builder thread", e))?;
         let thread = std::thread::Builder::new()
             .name(format!("raft-snap-{node}"))
             .spawn(move || {
@@ -153,10 +125,8 @@ impl SnapshotWriter {
             .map_err(|e| Error::io("raft snapshot writer thread", e))?;
         Ok(SnapshotWriter {
             jobs: Some(jobs),
-            builds: Some(builds),
             stopping,
             thread: Some(thread),
-            builder: Some(builder),
         })
     }
 
@@ -167,24 +137,12 @@ impl SnapshotWriter {
             .is_some_and(|j| j.send(Job { group, pending }).is_ok())
     }
 
-    /// Queues `pending` of `group` to be encoded for follower `to` (and handed back as
-    /// [`Input::SnapshotBuilt`]); false if the writer is gone (stopped).
-    pub(crate) fn submit_build(&self, group: u64, to: NodeId, pending: PendingSnapshot) -> bool {
-        self.builds
-            .as_ref()
-            .is_some_and(|j| j.send(BuildJob { group, to, pending }).is_ok())
-    }
-
     /// Stops the thread after the job it is writing, if any (so no file is written once
     /// the log is closed) and waits for it.
     pub(crate) fn stop(&mut self) {
         self.stopping.store(true, Ordering::Release);
         self.jobs = None;
-        self.builds = None;
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        if let Some(t) = self.builder.take() {
             let _ = t.join();
         }
     }

@@ -4,17 +4,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use super::group::Group;
 use super::node::{GroupStatus, Input, NodeOptions, NodeStatsSnapshot};
+use super::snapshot_stream::{Spool, StreamError, StreamTarget, restore, spawn_stream};
 use super::snapshot_writer::{PendingSnapshot, SnapshotWriter};
 use super::state_machine::StateMachine;
 use crate::transport::Transport;
 use crate::{
-    ConfState, Error, GroupWrite, HardState, LogStore, NodeId, RaftState, RawNode, Ready, Result,
-    Snapshot, SnapshotFile, SnapshotPersister,
+    ConfState, Error, GroupWrite, HardState, LogStore, Message, MessageKind, NodeId, RaftState,
+    RawNode, Ready, Result, Snapshot, SnapshotFile, SnapshotPersister,
 };
 
 /// Owns every group of the node; runs on the driver thread.
@@ -26,6 +27,13 @@ pub(crate) struct Worker {
     pub(crate) snapshots: Option<SnapshotWriter>,
     pub(crate) store: Box<dyn LogStore>,
     pub(crate) transport: Arc<dyn Transport>,
+    /// The driver's own input channel (for the threads it starts).
+    pub(crate) inputs: Sender<Input>,
+    /// Where snapshots streamed to this node are received.
+    pub(crate) spool: Spool,
+    /// Snapshots being streamed to followers, by group and follower: where their
+    /// acknowledgements go.
+    pub(crate) streams: HashMap<(u64, NodeId), Sender<(u32, bool)>>,
     pub(crate) groups: BTreeMap<u64, Group>,
     pub(crate) rx: Receiver<Input>,
     pub(crate) stats: Arc<Mutex<NodeStatsSnapshot>>,
@@ -132,8 +140,7 @@ impl Worker {
                         p.discard(&f);
                     }
                 }
-                Input::SnapshotBuilt(..) => {}
-                Input::Msg(..) | Input::Stop => {}
+                Input::SnapshotStreamed(..) | Input::Msg(..) | Input::Stop => {}
             }
         }
     }
@@ -141,11 +148,19 @@ impl Worker {
     /// Handles one input; true if the driver must stop.
     fn handle(&mut self, input: Input) -> bool {
         match input {
-            Input::Msg(group, m) => match self.groups.get_mut(&group) {
-                Some(g) => {
-                    let _ = g.raw.step(m);
+            Input::Msg(group, m) => match m.kind {
+                MessageKind::SnapshotChunk { .. } => self.receive_chunk(group, m),
+                MessageKind::SnapshotChunkAck { seq, accepted, .. } => {
+                    if let Some(acks) = self.streams.get(&(group, m.from)) {
+                        let _ = acks.send((seq, accepted));
+                    }
                 }
-                None => self.stats.lock().unknown_group_messages += 1,
+                _ => match self.groups.get_mut(&group) {
+                    Some(g) => {
+                        let _ = g.raw.step(m);
+                    }
+                    None => self.stats.lock().unknown_group_messages += 1,
+                },
             },
             Input::Propose(group, data, p) => match self.groups.get_mut(&group) {
                 Some(g) => match g.raw.propose(data) {
@@ -241,7 +256,7 @@ impl Worker {
             Input::SnapshotPersisted(group, snap, r) => {
                 return self.snapshot_persisted(group, snap, r);
             }
-            Input::SnapshotBuilt(group, to, r) => self.snapshot_built(group, to, r),
+            Input::SnapshotStreamed(group, to, r) => self.snapshot_streamed(group, to, r),
             Input::Stop => return true,
         }
         false
@@ -284,6 +299,7 @@ impl Worker {
             return false;
         }
         g.snapshot_kept(snap.data.len());
+        let data = snap.data.clone();
         let r = self
             .store
             .write_snapshot_ref(group, snap.clone(), file)
@@ -293,6 +309,7 @@ impl Worker {
             self.fatal = Some(e);
             return true;
         }
+        self.spool.gc(group, Some(&data));
         self.stats.lock().snapshots += 1;
         false
     }
@@ -315,56 +332,187 @@ impl Worker {
         }
     }
 
-    /// The background writer built a snapshot of `group` for follower `to`: send it (it
-    /// is dropped once sent; a follower that needs another asks again).
-    fn snapshot_built(&mut self, group: u64, to: NodeId, r: Result<Snapshot>) {
+    /// A stream to follower `to` of `group` ended; a failed one is tried again when the
+    /// follower asks next (a failure to produce the state only after
+    /// [`super::group::SNAPSHOT_BUILD_RETRY`]).
+    fn snapshot_streamed(
+        &mut self,
+        group: u64,
+        to: NodeId,
+        r: std::result::Result<u64, StreamError>,
+    ) {
+        self.streams.remove(&(group, to));
         let Some(g) = self.groups.get_mut(&group) else {
             return;
         };
         g.snapshot_builds.remove(&to);
-        match r.and_then(|snap| g.raw.send_snapshot(to, snap)) {
-            Ok(true) => {
+        match r {
+            Ok(bytes) => {
                 g.snapshot_build_failed.remove(&to);
-                self.stats.lock().snapshots_built += 1;
+                tracing::debug!(group, to, bytes, "raft: snapshot streamed to a follower");
+                let mut stats = self.stats.lock();
+                stats.snapshots_built += 1;
+                stats.snapshot_bytes_streamed += bytes;
             }
-            Ok(false) => {}
             Err(e) => {
-                g.snapshot_build_failed.insert(to, Instant::now());
-                tracing::error!(group, to, error = %e, "raft: snapshot for a follower not built");
+                if matches!(e, StreamError::Produce(_)) {
+                    g.snapshot_build_failed.insert(to, Instant::now());
+                }
+                tracing::warn!(group, to, error = %e, "raft: snapshot for a follower not sent");
                 self.stats.lock().snapshot_failures += 1;
             }
         }
     }
 
-    /// Starts building a snapshot for each follower of a durable group that asked for one
-    /// and has none in the making (on the background writer, or here without one).
+    /// Starts streaming a snapshot to each follower of a durable group that asked for one
+    /// and has none on the way.
     fn build_requested_snapshots(&mut self) {
-        let mut inline = Vec::new();
+        let me = self.opts.raft.id;
         for (&id, g) in self.groups.iter_mut() {
             for to in g.raw.take_snapshot_requests() {
                 let failed_lately = g
                     .snapshot_build_failed
                     .get(&to)
                     .is_some_and(|t| t.elapsed() < super::group::SNAPSHOT_BUILD_RETRY);
-                if failed_lately || !g.snapshot_builds.insert(to) {
+                if failed_lately || g.snapshot_builds.contains(&to) {
                     continue;
                 }
-                let Some(pending) = g.snapshot_for_follower() else {
-                    g.snapshot_builds.remove(&to);
+                let Some((meta, produce)) = g.stream_for_follower() else {
                     continue;
                 };
-                match &self.snapshots {
-                    Some(w) => {
-                        if !w.submit_build(id, to, pending) {
-                            g.snapshot_builds.remove(&to);
-                        }
+                if !matches!(g.raw.stream_snapshot_started(to, meta.index), Ok(true)) {
+                    continue;
+                }
+                let (acks_tx, acks) = crossbeam_channel::unbounded();
+                let target = StreamTarget {
+                    group: id,
+                    from: me,
+                    to,
+                    term: g.raw.term(),
+                    meta,
+                };
+                let started = spawn_stream(
+                    target,
+                    produce,
+                    self.transport.clone(),
+                    acks,
+                    self.inputs.clone(),
+                );
+                match started {
+                    Ok(()) => {
+                        g.snapshot_builds.insert(to);
+                        self.streams.insert((id, to), acks_tx);
                     }
-                    None => inline.push((id, to, pending.encode())),
+                    Err(e) => {
+                        tracing::error!(group = id, to, error = %e, "raft: snapshot stream not started");
+                    }
                 }
             }
         }
-        for (group, to, r) in inline {
-            self.snapshot_built(group, to, r);
+    }
+
+    /// A chunk of a snapshot streamed to this node: written to the spool in order and
+    /// acknowledged; the last one installs the snapshot through the group's core.
+    fn receive_chunk(&mut self, group: u64, m: Message) {
+        let MessageKind::SnapshotChunk {
+            meta,
+            seq,
+            last,
+            data,
+        } = m.kind
+        else {
+            return;
+        };
+        let me = self.opts.raft.id;
+        let ack = |g_term: u64, seq: u32, accepted: bool| Message {
+            from: me,
+            to: m.from,
+            term: g_term,
+            kind: MessageKind::SnapshotChunkAck {
+                index: meta.index,
+                seq,
+                accepted,
+            },
+        };
+        let Some(g) = self.groups.get_mut(&group) else {
+            self.stats.lock().unknown_group_messages += 1;
+            self.transport.send(group, ack(m.term, seq, false));
+            return;
+        };
+        let term = g.raw.term();
+        if m.term < term || m.to != me {
+            // A deposed leader's: its stream ends when nobody answers.
+            return;
+        }
+        if meta.index <= g.raw.committed() {
+            // Not needed (any more): stop the sender.
+            if let Some(old) = g.incoming.take() {
+                old.abandon();
+            }
+            self.transport.send(group, ack(term, seq, false));
+            return;
+        }
+        let same = g.incoming.as_ref().is_some_and(|i| {
+            i.meta.index == meta.index
+                && i.meta.term == meta.term
+                && i.from == m.from
+                && i.term == m.term
+        });
+        if !same {
+            if seq != 0 {
+                return;
+            }
+            if let Some(old) = g.incoming.take() {
+                old.abandon();
+            }
+            match self.spool.begin(group, meta.clone(), m.from, m.term) {
+                Ok(i) => g.incoming = Some(i),
+                Err(e) => {
+                    tracing::error!(group, error = %e, "raft: cannot receive a snapshot");
+                    self.transport.send(group, ack(term, seq, false));
+                    return;
+                }
+            }
+        }
+        let Some(incoming) = g.incoming.as_mut() else {
+            return;
+        };
+        if seq < incoming.next {
+            // A resent chunk already written: answer again, its answer may have been lost.
+            let next = incoming.next;
+            self.transport.send(group, ack(term, next - 1, true));
+            return;
+        }
+        if seq > incoming.next {
+            return;
+        }
+        if let Err(e) = incoming.write(&data) {
+            tracing::error!(group, error = %e, "raft: snapshot chunk not written");
+            if let Some(old) = g.incoming.take() {
+                old.abandon();
+            }
+            self.transport.send(group, ack(term, seq, false));
+            return;
+        }
+        self.transport.send(group, ack(term, seq, true));
+        if !last {
+            return;
+        }
+        let Some(done) = g.incoming.take() else {
+            return;
+        };
+        match done.finish() {
+            Ok(snapshot) => {
+                let _ = g.raw.step(Message {
+                    from: m.from,
+                    to: me,
+                    term: m.term,
+                    kind: MessageKind::Snapshot { snapshot },
+                });
+            }
+            Err(e) => {
+                tracing::error!(group, error = %e, "raft: received snapshot not kept");
+            }
         }
     }
 
@@ -401,8 +549,15 @@ impl Worker {
         // (`Error::ProposalTooLarge`), never at the write, which would stop the node.
         cfg.max_proposal_bytes = cfg.max_proposal_bytes.min(self.store.max_entry_bytes());
         if let Some(s) = &st.snapshot {
-            sm.restore(s.meta.index, &s.data);
+            restore(&mut *sm, s, self.spool.dir()).map_err(|message| Error::StateMachine {
+                message: format!(
+                    "group {group}: snapshot at {} not restored: {message}",
+                    s.meta.index
+                ),
+            })?;
         }
+        self.spool
+            .gc(group, st.snapshot.as_ref().map(|s| &s.data[..]));
         cfg.applied = sm.durable_applied();
         let durable = sm.durable_state();
         let mut raw = RawNode::new(cfg, RaftState { ..st })?;
@@ -429,6 +584,7 @@ impl Worker {
                 compact_log_bytes: self.opts.compact_log_bytes,
                 compact_soon: false,
                 snapshot_builds: std::collections::BTreeSet::new(),
+                incoming: None,
                 snapshot_build_failed: BTreeMap::new(),
             },
         );
@@ -472,7 +628,7 @@ impl Worker {
             for m in &rd.persisted_messages {
                 self.transport.send(id, m.clone());
             }
-            g.apply(&rd);
+            g.apply(&rd, self.spool.dir())?;
             applied += rd.committed_entries.len() as u64;
             g.raw.advance();
             g.answer_reads(&rd);
@@ -511,6 +667,7 @@ impl Worker {
             let done = snaps.len() as u64;
             for (id, s) in snaps {
                 if let Some(g) = self.groups.get_mut(&id) {
+                    self.spool.gc(id, Some(&s.data));
                     g.raw.compact(s)?;
                 }
             }

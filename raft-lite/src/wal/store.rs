@@ -161,6 +161,8 @@ pub struct Wal {
     poisoned: bool,
     /// The active segment has bytes not yet synced (commit-only batches).
     dirty: bool,
+    /// Where streamed snapshots are received ([`LogStore::snapshot_spool_dir`]).
+    spool: Option<PathBuf>,
 }
 
 /// The snapshot file of a group in logs of earlier versions.
@@ -203,7 +205,9 @@ impl Wal {
     /// [`Error::Locked`] if another process holds the directory; [`Error::Corrupt`] for
     /// damage outside the last segment's tail; [`Error::Io`].
     pub fn open(dir: impl AsRef<Path>, opts: WalOptions) -> Result<Wal> {
-        Wal::open_with(Arc::new(StdFs), dir, opts)
+        let mut wal = Wal::open_with(Arc::new(StdFs), dir.as_ref(), opts)?;
+        wal.spool = Some(dir.as_ref().join("spool"));
+        Ok(wal)
     }
 
     /// Opens the log on the given file system (for tests: [`crate::MemFs`]).
@@ -372,6 +376,7 @@ impl Wal {
             payload: Vec::new(),
             poisoned: false,
             dirty: false,
+            spool: None,
         })
     }
 
@@ -726,6 +731,12 @@ impl LogStore for Wal {
 
     fn snapshot_persister(&self) -> Option<Arc<dyn SnapshotPersister>> {
         Some(self.snaps.clone())
+    }
+
+    /// `DIR/spool` for a log on the real file system ([`Wal::open`]); none on another
+    /// [`WalFs`] (the driver writes spool files with `std::fs`).
+    fn snapshot_spool_dir(&self) -> Option<PathBuf> {
+        self.spool.clone()
     }
 
     fn write_snapshot_ref(
