@@ -104,9 +104,11 @@ pub use client::{
 };
 pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
 pub use engine::{
-    Cf, ENGINE_CRASH_ENV, ENGINE_CRASH_SKIP_ENV, Engine, EngineError, EngineIdentity, FjallEngine,
-    FjallOptions, FjallRegion, MemEngine, Modify, RegionRecord, Snapshot, WriteBatch,
-    engine_crash_points,
+    Cf, ENGINE_CRASH_ENV, ENGINE_CRASH_SKIP_ENV, Engine, EngineError, EngineIdentity, EntriesView,
+    EntryVisitor, FjallEngine, FjallOptions, FjallRegion, MemEngine, Modify, RegionRecord,
+    SNAPSHOT_STREAM_MAX_PIECE, SNAPSHOT_STREAM_MAX_RECORD, Snapshot, SnapshotStreamEntry,
+    SnapshotStreamError, SnapshotStreamHeader, SnapshotStreamReader, SnapshotStreamWriter,
+    WriteBatch, engine_crash_points,
 };
 pub use stream::{
     STREAM_PREFIX, STREAM_RECORD_VERSION, StreamDecodeError, StreamGroup, StreamGroupKind,

@@ -1,5 +1,7 @@
 //! [`EngineError`]: why an engine refused a write or an import.
 
+use super::snapshot_stream::SnapshotStreamError;
+
 /// Why an engine operation failed.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,4 +58,8 @@ pub enum EngineError {
         /// The first failure.
         detail: String,
     },
+    /// A streamed snapshot could not be written or read: the sink refused it, or the
+    /// stream is truncated or damaged (the error names where).
+    #[error(transparent)]
+    SnapshotStream(#[from] SnapshotStreamError),
 }

@@ -14,7 +14,8 @@ use super::fjall_engine::{FjallEngine, describe, io};
 use super::key_codec::{decode_key, encode_key, split_ts};
 use super::mem_engine::{OwnedMap, decode_export, encode_pairs};
 use super::region_record::RegionRecord;
-use super::traits::{Engine, Snapshot};
+use super::snapshot_stream::SnapshotStreamReader;
+use super::traits::{Engine, EntriesView, Snapshot};
 use super::write_batch::{Modify, WriteBatch};
 
 /// Keys deleted or inserted per fjall batch while a snapshot is applied (bounds memory).
@@ -489,8 +490,7 @@ impl Engine for FjallRegion {
     /// Deletes the range (in chunks), then inserts the export (in chunks), with the
     /// `applying` marker set in the record from before the first delete until the last
     /// insert: a crash in between leaves a record without a durable state, so the restart
-    /// applies the Raft snapshot again. The deletes are point tombstones (fjall has no
-    /// range delete); compaction drops them with the values they cover.
+    /// applies the Raft snapshot again (see `fjall_snapshot_apply.rs`).
     fn import_region(
         &self,
         data: &[u8],
@@ -499,61 +499,31 @@ impl Engine for FjallRegion {
     ) -> Result<(), EngineError> {
         self.check_failed()?;
         let body = decode_export(data)?;
-        let mut held = self.meta.lock();
-        let marked = Meta {
-            applying: true,
-            record: record.clone(),
-            ..held.clone()
-        };
-        self.commit(self.engine.db.batch(), &mut held, marked, "snapshot apply")?;
-        let (start, end) = bounds(record);
-        let snap = self.engine.db.snapshot();
-        let fail = |e: &fjall::Error| {
-            let err = io("snapshot apply", e);
-            self.fail(applied_index, err.to_string());
-            err
-        };
-        for cf in Cf::ALL {
-            let ks = self.engine.cf(cf);
-            let mut out = self.engine.db.batch();
-            for guard in snap.range::<&[u8], _>(ks, range_of(&start, end.as_deref())) {
-                out.remove(ks, guard.key().map_err(|e| fail(&e))?);
-                if out.len() >= APPLY_CHUNK {
-                    std::mem::replace(&mut out, self.engine.db.batch())
-                        .commit()
-                        .map_err(|e| fail(&e))?;
+        self.apply_snapshot(applied_index, record, |inserts| {
+            for (cf, map) in [
+                (Cf::Lock, body.lock),
+                (Cf::Write, body.write),
+                (Cf::Default, body.default),
+            ] {
+                for (k, v) in OwnedMap::into_iter(map) {
+                    inserts.insert(cf, &k, &v)?;
                 }
             }
-            out.commit().map_err(|e| fail(&e))?;
-        }
-        drop(snap);
-        crash_point(points::SNAPSHOT_APPLY_AFTER_DELETE);
-        let mut size = 0u64;
-        for (cf, map) in [
-            (Cf::Lock, body.lock),
-            (Cf::Write, body.write),
-            (Cf::Default, body.default),
-        ] {
-            let ks = self.engine.cf(cf);
-            let mut out = self.engine.db.batch();
-            for (k, v) in OwnedMap::into_iter(map) {
-                size += (k.len() + v.len()) as u64;
-                out.insert(ks, k, v);
-                if out.len() >= APPLY_CHUNK {
-                    std::mem::replace(&mut out, self.engine.db.batch())
-                        .commit()
-                        .map_err(|e| fail(&e))?;
-                }
-            }
-            out.commit().map_err(|e| fail(&e))?;
-        }
-        let done = Meta {
-            applied_index,
-            size,
-            applying: false,
-            record: record.clone(),
-        };
-        self.commit(self.engine.db.batch(), &mut held, done, "snapshot apply")
+            Ok(())
+        })
+    }
+
+    /// As `import_region`, with the entries inserted as the stream yields them.
+    fn import_stream(
+        &self,
+        stream: &mut SnapshotStreamReader<'_>,
+        applied_index: u64,
+    ) -> Result<(), EngineError> {
+        self.apply_stream(stream, applied_index)
+    }
+
+    fn entries_view(&self) -> EntriesView {
+        self.stream_view()
     }
 
     fn split_region(
@@ -605,6 +575,13 @@ impl Engine for FjallRegion {
     }
 }
 
+#[path = "fjall_snapshot_apply.rs"]
+mod fjall_snapshot_apply;
+
 #[cfg(test)]
 #[path = "fjall_region_test.rs"]
 mod fjall_region_test;
+
+#[cfg(test)]
+#[path = "fjall_snapshot_stream_test.rs"]
+mod fjall_snapshot_stream_test;

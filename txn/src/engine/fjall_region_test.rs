@@ -18,11 +18,11 @@ fn small() -> FjallOptions {
         .with_worker_threads(1)
 }
 
-fn open(dir: &std::path::Path) -> Arc<FjallEngine> {
+pub(super) fn open(dir: &std::path::Path) -> Arc<FjallEngine> {
     FjallEngine::open(dir, &EngineIdentity::new("c1", 1), small()).unwrap()
 }
 
-fn all(snap: &dyn Snapshot, cf: Cf) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(super) fn all(snap: &dyn Snapshot, cf: Cf) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     snap.scan(cf, b"", None, &mut |k, v| {
         out.push((k.to_vec(), v.to_vec()));
@@ -31,7 +31,7 @@ fn all(snap: &dyn Snapshot, cf: Cf) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
-fn put(cf: Cf, key: Vec<u8>, value: &[u8]) -> Modify {
+pub(super) fn put(cf: Cf, key: Vec<u8>, value: &[u8]) -> Modify {
     Modify::Put {
         cf,
         key,
@@ -39,7 +39,7 @@ fn put(cf: Cf, key: Vec<u8>, value: &[u8]) -> Modify {
     }
 }
 
-fn record(start: &[u8], end: &[u8], state: &[u8]) -> RegionRecord {
+pub(super) fn record(start: &[u8], end: &[u8], state: &[u8]) -> RegionRecord {
     RegionRecord {
         start: start.to_vec(),
         end: end.to_vec(),

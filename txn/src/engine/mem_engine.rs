@@ -242,6 +242,20 @@ impl Engine for MemEngine {
         Box::new(move || encode_state(&view))
     }
 
+    /// Clones the three maps' trees as [`Engine::export_view`] does, and visits them when
+    /// called (nothing is encoded or copied).
+    fn entries_view(&self) -> super::traits::EntriesView {
+        let view = self.state.read().clone();
+        Box::new(move |visit| {
+            for cf in Cf::ALL {
+                for (key, value) in view.cf(cf) {
+                    visit(cf, key, value)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Replaces all data by `data`. The engine's applied index becomes `applied_index`
     /// (the Raft snapshot's index), which may be ahead of the index recorded in the export
     /// when the log's last entries carried no data.

@@ -9,6 +9,7 @@ mod fjall_region;
 mod key_codec;
 mod mem_engine;
 mod region_record;
+mod snapshot_stream;
 mod traits;
 mod write_batch;
 
@@ -21,5 +22,9 @@ pub use fjall_region::FjallRegion;
 pub use key_codec::{decode_key, encode_key, encode_key_with_ts, split_ts};
 pub use mem_engine::MemEngine;
 pub use region_record::RegionRecord;
-pub use traits::{Engine, Snapshot};
+pub use snapshot_stream::{
+    SNAPSHOT_STREAM_MAX_PIECE, SNAPSHOT_STREAM_MAX_RECORD, SnapshotStreamEntry,
+    SnapshotStreamError, SnapshotStreamHeader, SnapshotStreamReader, SnapshotStreamWriter,
+};
+pub use traits::{Engine, EntriesView, EntryVisitor, Snapshot};
 pub use write_batch::{Modify, WriteBatch};

@@ -4,8 +4,18 @@ use std::sync::Arc;
 
 use super::cf::Cf;
 use super::error::EngineError;
+use super::mem_engine::{decode_export, encode_pairs};
 use super::region_record::RegionRecord;
+use super::snapshot_stream::SnapshotStreamReader;
 use super::write_batch::WriteBatch;
+
+/// What [`Engine::entries_view`]'s closure calls with each entry (column family, engine key,
+/// value); an error stops the visit, and the closure returns it.
+pub type EntryVisitor<'a> = &'a mut dyn FnMut(Cf, &[u8], &[u8]) -> Result<(), EngineError>;
+
+/// What [`Engine::entries_view`] returns: visits the entries of the view taken when it was
+/// called, on whichever thread runs it.
+pub type EntriesView = Box<dyn for<'a> FnOnce(EntryVisitor<'a>) -> Result<(), EngineError> + Send>;
 
 /// A consistent, read-only view of an engine.
 ///
@@ -124,6 +134,62 @@ pub trait Engine: Send + Sync + 'static {
     ) -> Result<(), EngineError> {
         let _ = record;
         self.import(data, applied_index)
+    }
+
+    /// A view of all data as of now, visited entry by entry when called (a streamed Raft
+    /// snapshot: [`crate::SnapshotStreamWriter`] encodes each entry as it comes). As
+    /// [`Engine::export_view`], taking the view must be cheap and the closure sees nothing
+    /// written after it was taken; unlike it, the closure must not collect the data (a disk
+    /// engine iterates its own snapshot), so memory stays bounded whatever the region's
+    /// size. Entries come per column family ([`Cf::ALL`]'s order), in key order. The default
+    /// decodes [`Engine::export_view`]'s export (fine for an engine held in memory anyway).
+    ///
+    /// The closure's errors: the visitor's, as it returned it, or the engine's when it
+    /// cannot read its data.
+    fn entries_view(&self) -> EntriesView {
+        let export = self.export_view();
+        Box::new(move |visit| {
+            let body = decode_export(&export())?;
+            for (cf, map) in [
+                (Cf::Lock, body.lock),
+                (Cf::Write, body.write),
+                (Cf::Default, body.default),
+            ] {
+                for (key, value) in &map {
+                    visit(cf, key, value)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Replaces the region's data by the entries of a streamed snapshot taken at
+    /// `applied_index`, read from `stream` (opened: its header read), and records the
+    /// header's region record with it. A disk engine applies the entries as they are read,
+    /// marked so that an apply cut short (by a crash or a damaged stream) leaves no durable
+    /// state of the region ([`Engine::durable_region`] is `None` until the stream's end was
+    /// read and checked). The default collects the entries and calls
+    /// [`Engine::import_region`]: the engine is unchanged when the stream is bad.
+    ///
+    /// # Errors
+    /// [`EngineError::SnapshotStream`] when the stream is truncated, damaged or cannot be
+    /// read; [`EngineError`] when the engine cannot write.
+    fn import_stream(
+        &self,
+        stream: &mut SnapshotStreamReader<'_>,
+        applied_index: u64,
+    ) -> Result<(), EngineError> {
+        let mut cfs: [Vec<(Vec<u8>, Vec<u8>)>; 3] = Default::default();
+        while let Some(entry) = stream.next_entry()? {
+            let slot = Cf::ALL.iter().position(|c| *c == entry.cf);
+            // `Cf::ALL` holds every column family.
+            if let Some(slot) = slot.and_then(|i| cfs.get_mut(i)) {
+                slot.push((entry.key.to_vec(), entry.value.to_vec()));
+            }
+        }
+        let [lock, write, default] = &cfs;
+        let export = encode_pairs([lock, write, default], applied_index);
+        self.import_region(&export, applied_index, &stream.header().record)
     }
 
     /// Splits the region at the encoded key `at`: this engine keeps what is below and

@@ -16,6 +16,9 @@ mod split_merge;
 #[cfg(test)]
 mod split_merge_test;
 mod state_machine;
+mod streamed_snapshot;
+#[cfg(test)]
+mod streamed_snapshot_test;
 
 pub use counters::NodeCounters;
 pub use pause_points::{PausePoints, region_pause_points};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use surge_raft_lite::StateMachine;
+use surge_raft_lite::{SnapshotStream, StateMachine};
 
 use super::peer::RegionPeer;
 
@@ -45,6 +45,17 @@ impl StateMachine for RegionStateMachine {
 
     fn restore(&mut self, index: u64, data: &[u8]) {
         self.peer.restore(index, data);
+    }
+
+    /// Written record by record from a view taken here (on a disk engine, a fjall
+    /// snapshot): the region is never encoded whole.
+    fn snapshot_stream(&mut self) -> SnapshotStream {
+        self.peer.snapshot_stream()
+    }
+
+    /// Applied as it is read (on a disk engine): the region is never held whole.
+    fn restore_from(&mut self, index: u64, reader: &mut dyn std::io::Read) -> Result<(), String> {
+        self.peer.restore_from(index, reader)
     }
 
     /// A disk engine keeps the region durably: its log is compacted up to what the engine
