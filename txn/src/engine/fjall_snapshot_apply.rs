@@ -103,7 +103,11 @@ impl FjallRegion {
                 let key = guard
                     .key()
                     .map_err(|e| self.apply_failed(applied_index, &e))?;
-                out.remove(ks, key);
+                // A copy: the iterator's key shares the whole data block it was read from,
+                // and the tombstone lives on in the memtable, so keeping it would pin one
+                // block per deleted key until the memtable is flushed (hundreds of MiB for
+                // a large region).
+                out.remove(ks, key.to_vec());
                 if out.len() >= APPLY_CHUNK {
                     std::mem::replace(&mut out, self.engine.db.batch())
                         .commit()
