@@ -317,23 +317,27 @@ pub fn encode_message(group: u64, msg: &Message, out: &mut Vec<u8>) {
         }
         MessageKind::TimeoutNow => put_u8(out, 10),
         MessageKind::SnapshotChunk {
+            id,
             meta,
             seq,
             last,
             data,
         } => {
             put_u8(out, 11);
+            put_u64(out, *id);
             put_snapshot_meta(out, meta);
             put_u32(out, *seq);
             put_u8(out, u8::from(*last));
             put_bytes(out, data);
         }
         MessageKind::SnapshotChunkAck {
+            id,
             index,
             seq,
             accepted,
         } => {
             put_u8(out, 12);
+            put_u64(out, *id);
             put_u64(out, *index);
             put_u32(out, *seq);
             put_u8(out, u8::from(*accepted));
@@ -404,12 +408,14 @@ pub fn decode_message(buf: &[u8]) -> Result<(u64, Message)> {
         }
         10 => MessageKind::TimeoutNow,
         11 => MessageKind::SnapshotChunk {
+            id: r.u64()?,
             meta: get_snapshot_meta(&mut r)?,
             seq: r.u32()?,
             last: r.bool()?,
             data: r.bytes()?,
         },
         12 => MessageKind::SnapshotChunkAck {
+            id: r.u64()?,
             index: r.u64()?,
             seq: r.u32()?,
             accepted: r.bool()?,

@@ -92,6 +92,9 @@ pub enum MessageKind {
     /// [`MessageKind::Snapshot`] whose data refers to that file, once the `last` one
     /// arrived. Handled by the node's driver, never by [`crate::RawNode`].
     SnapshotChunk {
+        /// The stream's id, chosen by the leader: pieces of two streams are never mixed,
+        /// even of two streams of one snapshot.
+        id: u64,
         /// Position and membership of the whole snapshot.
         meta: SnapshotMeta,
         /// Number of this piece.
@@ -105,6 +108,8 @@ pub enum MessageKind {
     /// the snapshot at `index` arrived (`accepted`), or the follower wants none of it
     /// (it holds that index already, or the group is unknown to it).
     SnapshotChunkAck {
+        /// The stream's id.
+        id: u64,
         /// Index of the snapshot.
         index: u64,
         /// The highest piece received in order.

@@ -85,26 +85,29 @@ fn kind() -> impl Strategy<Value = MessageKind> {
         (
             any::<u64>(),
             any::<u64>(),
+            any::<u64>(),
             conf(),
             any::<u32>(),
             any::<bool>(),
             proptest::collection::vec(any::<u8>(), 0..64)
         )
-            .prop_map(
-                |(index, term, conf, seq, last, data)| MessageKind::SnapshotChunk {
+            .prop_map(|(id, index, term, conf, seq, last, data)| {
+                MessageKind::SnapshotChunk {
+                    id,
                     meta: SnapshotMeta { index, term, conf },
                     seq,
                     last,
                     data: Bytes::from(data),
                 }
-            ),
-        (any::<u64>(), any::<u32>(), any::<bool>()).prop_map(|(index, seq, accepted)| {
-            MessageKind::SnapshotChunkAck {
+            }),
+        (any::<u64>(), any::<u64>(), any::<u32>(), any::<bool>()).prop_map(
+            |(id, index, seq, accepted)| MessageKind::SnapshotChunkAck {
+                id,
                 index,
                 seq,
                 accepted,
             }
-        }),
+        ),
     ]
 }
 

@@ -119,7 +119,18 @@ fn start(dir: &Path, fs: Arc<dyn WalFs>) -> (Node, Vec<Set>) {
     let mut o = NodeOptions::new(1);
     o.tick = Duration::from_millis(5);
     o.snapshot_every = 30;
-    let wal = Wal::open_with(fs, dir, WalOptions::default()).unwrap();
+    // The directory lock is an flock: a sibling test that forks its child while this test
+    // holds the lock shares it until that child's exec, so a reopen right after a drop can
+    // find it held for a moment (seen under the full suite's load).
+    let t0 = std::time::Instant::now();
+    let wal = loop {
+        match Wal::open_with(fs.clone(), dir, WalOptions::default()) {
+            Err(surge_raft_lite::Error::Locked { .. }) if t0.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => break r.unwrap(),
+        }
+    };
     let node = Node::start(o, Box::new(wal), MemNetwork::new(1)).unwrap();
     let mut sets = Vec::new();
     for g in GROUPS {

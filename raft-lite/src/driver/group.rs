@@ -51,8 +51,10 @@ pub(crate) struct Group {
     /// A durable group installed a full snapshot from its leader: compact with a marker
     /// at the next applied entry, so the snapshot's data is not kept in memory.
     pub(crate) compact_soon: bool,
-    /// Followers a snapshot is being streamed to.
-    pub(crate) snapshot_builds: std::collections::BTreeSet<crate::NodeId>,
+    /// Followers a snapshot is being streamed to, with the snapshot's index: even a
+    /// forced compaction keeps the log after the lowest of them, so the follower can
+    /// catch up from the log once it installed the snapshot.
+    pub(crate) snapshot_builds: BTreeMap<crate::NodeId, u64>,
     /// A snapshot this node is receiving from its leader, chunk by chunk.
     pub(crate) incoming: Option<Incoming>,
     /// Followers whose last snapshot could not be built (too large, say), with when: no
@@ -283,6 +285,11 @@ impl Group {
             Some(held) if !forced => held.min(applied),
             _ => applied,
         };
+        let index = self
+            .snapshot_builds
+            .values()
+            .min()
+            .map_or(index, |&streaming| index.min(streaming));
         // A partial compaction waits until it drops a good share of the log, in entries
         // or bytes (not one entry per round behind a slow follower: each costs an engine
         // sync and a file).

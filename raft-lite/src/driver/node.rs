@@ -198,6 +198,7 @@ pub(crate) enum Input {
     SnapshotStreamed(
         u64,
         NodeId,
+        u64,
         std::result::Result<u64, super::snapshot_stream::StreamError>,
     ),
     Stop,
@@ -276,6 +277,11 @@ impl Node {
             inputs: tx.clone(),
             spool,
             streams: HashMap::new(),
+            // Distinct from the ids of this node's earlier runs, which a follower may
+            // still hold a partial stream of.
+            next_stream_id: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
             groups: BTreeMap::new(),
             rx,
             stats: stats.clone(),

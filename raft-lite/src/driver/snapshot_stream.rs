@@ -33,12 +33,29 @@ pub const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
 /// Chunks sent and not yet acknowledged, at most: what the sender holds in memory.
 const WINDOW: usize = 4;
 
-/// Unacknowledged chunks are sent again after this long without an answer.
+/// Unacknowledged chunks are sent again after this long without an answer, then after
+/// twice as long each time (up to [`RESEND_MAX`]), so a slow follower is not buried under
+/// copies of the window.
 const RESEND_AFTER: Duration = Duration::from_millis(500);
 
-/// A stream without any acknowledgement for this many resend periods is given up (the
-/// follower is gone or partitioned; it asks again later).
-const MAX_STALLS: u32 = 20;
+/// The longest wait between two resends.
+const RESEND_MAX: Duration = Duration::from_secs(4);
+
+/// A stream without any acknowledgement for this long is given up (the follower is gone,
+/// partitioned or stuck; it asks again later).
+const GIVE_UP_AFTER: Duration = Duration::from_secs(15);
+
+/// Snapshots being streamed from one node at a time, at most: each holds a view of its
+/// state machine (a storage snapshot), a thread and up to [`WINDOW`] chunks. A follower
+/// beyond it asks again at its next heartbeat answer.
+pub(crate) const MAX_STREAMS: usize = 4;
+
+/// A receiving follower syncs its file every this many bytes, so the sync before the
+/// install (on the driver thread) is short.
+const SYNC_EVERY: u64 = 64 << 20;
+
+/// A partly received snapshot with no chunk for this long is dropped (its leader gave up).
+pub(crate) const INCOMING_EXPIRES: Duration = Duration::from_secs(30);
 
 /// Snapshot data that refers to a spool file: this prefix, the file's length (u64) and
 /// CRC-32 (u32), big-endian, then its name. A state machine's own snapshot starting with
@@ -49,6 +66,10 @@ const FILE_REF_MAGIC: &[u8] = b"\0raft-lite spooled snapshot\0";
 /// Snapshot data of a streamed snapshot received in memory (a store without a spool
 /// directory): this prefix, then the stream's bytes.
 const INLINE_MAGIC: &[u8] = b"\0raft-lite streamed snapshot\0";
+
+/// A follower's answer to a chunk as the driver hands it to the stream's thread: the
+/// stream's id, the highest chunk received in order, and whether the follower wants more.
+pub(crate) type ChunkAck = (u64, u32, bool);
 
 /// Where a stream for a follower failed.
 #[derive(Debug)]
@@ -72,6 +93,8 @@ impl std::fmt::Display for StreamError {
 
 /// Who a stream goes to and what it is.
 pub(crate) struct StreamTarget {
+    /// The stream's id ([`MessageKind::SnapshotChunk::id`]).
+    pub(crate) id: u64,
     pub(crate) group: u64,
     pub(crate) from: NodeId,
     pub(crate) to: NodeId,
@@ -82,8 +105,9 @@ pub(crate) struct StreamTarget {
 }
 
 /// Starts a thread that streams `produce` to `target.to`; the outcome (the bytes sent)
-/// comes back to the driver as [`Input::SnapshotStreamed`]. `acks` carries the
-/// follower's [`MessageKind::SnapshotChunkAck`]s as `(seq, accepted)`.
+/// comes back to the driver as [`Input::SnapshotStreamed`], whatever happens (a panic
+/// too). `acks` carries the follower's [`MessageKind::SnapshotChunkAck`]s as
+/// `(id, seq, accepted)`; those of another stream are ignored.
 ///
 /// # Errors
 /// [`Error::Io`] if the thread cannot be spawned.
@@ -91,16 +115,19 @@ pub(crate) fn spawn_stream(
     target: StreamTarget,
     produce: SnapshotStream,
     transport: Arc<dyn Transport>,
-    acks: Receiver<(u32, bool)>,
+    acks: Receiver<ChunkAck>,
     done: Sender<Input>,
 ) -> Result<()> {
     let name = format!("raft-snap-send-{}-{}", target.group, target.to);
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            let (group, to) = (target.group, target.to);
-            let r = stream(&target, produce, transport, acks);
-            let _ = done.send(Input::SnapshotStreamed(group, to, r));
+            let (group, to, id) = (target.group, target.to, target.id);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                stream(&target, produce, transport, acks)
+            }))
+            .unwrap_or_else(|_| Err(StreamError::Transfer("the sender panicked".into())));
+            let _ = done.send(Input::SnapshotStreamed(group, to, id, r));
         })
         .map(|_| ())
         .map_err(|e| Error::io("raft snapshot sender thread", e))
@@ -111,7 +138,7 @@ fn stream(
     target: &StreamTarget,
     produce: SnapshotStream,
     transport: Arc<dyn Transport>,
-    acks: Receiver<(u32, bool)>,
+    acks: Receiver<ChunkAck>,
 ) -> std::result::Result<u64, StreamError> {
     let mut s = ChunkSender {
         target,
@@ -120,7 +147,8 @@ fn stream(
         next_seq: 0,
         unacked: VecDeque::new(),
         buf: Vec::with_capacity(SNAPSHOT_CHUNK_BYTES),
-        stalls: 0,
+        wait: RESEND_AFTER,
+        silent: Duration::ZERO,
         sent: 0,
         failed: None,
     };
@@ -145,14 +173,16 @@ fn stream(
 struct ChunkSender<'a> {
     target: &'a StreamTarget,
     transport: Arc<dyn Transport>,
-    acks: Receiver<(u32, bool)>,
+    acks: Receiver<ChunkAck>,
     next_seq: u32,
     /// Sent, not yet acknowledged: `(seq, last, data)`, oldest first.
     unacked: VecDeque<(u32, bool, Bytes)>,
     /// The chunk being filled.
     buf: Vec<u8>,
-    /// Resend periods in a row without progress.
-    stalls: u32,
+    /// How long to wait for an answer before resending the window.
+    wait: Duration,
+    /// How long the follower has been silent.
+    silent: Duration,
     /// Bytes of the stream so far.
     sent: u64,
     /// Why sending failed, when it did (the state machine sees only an I/O error).
@@ -204,6 +234,7 @@ impl ChunkSender<'_> {
                 to: t.to,
                 term: t.term,
                 kind: MessageKind::SnapshotChunk {
+                    id: t.id,
                     meta: t.meta.clone(),
                     seq,
                     last,
@@ -214,28 +245,32 @@ impl ChunkSender<'_> {
     }
 
     /// Waits for one acknowledgement; resends the window after [`RESEND_AFTER`] of
-    /// silence (chunks or their answers may be lost).
+    /// silence, doubling the wait each time (chunks or their answers may be lost, or the
+    /// follower may be busy), and gives up after [`GIVE_UP_AFTER`] of silence.
     fn wait_ack(&mut self) -> std::io::Result<()> {
-        match self.acks.recv_timeout(RESEND_AFTER) {
-            Ok((seq, true)) => {
+        match self.acks.recv_timeout(self.wait) {
+            Ok((id, _, _)) if id != self.target.id => Ok(()),
+            Ok((_, seq, true)) => {
                 let before = self.unacked.len();
                 while self.unacked.front().is_some_and(|(s, _, _)| *s <= seq) {
                     self.unacked.pop_front();
                 }
                 if self.unacked.len() < before {
-                    self.stalls = 0;
+                    self.wait = RESEND_AFTER;
+                    self.silent = Duration::ZERO;
                 }
                 Ok(())
             }
-            Ok((_, false)) => Err(std::io::Error::other("the follower refused the snapshot")),
+            Ok((_, _, false)) => Err(std::io::Error::other("the follower refused the snapshot")),
             Err(RecvTimeoutError::Timeout) => {
-                self.stalls += 1;
-                if self.stalls > MAX_STALLS {
+                self.silent += self.wait;
+                if self.silent >= GIVE_UP_AFTER {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         "no answer from the follower",
                     ));
                 }
+                self.wait = (self.wait * 2).min(RESEND_MAX);
                 for (seq, last, data) in &self.unacked {
                     self.send(*seq, *last, data.clone());
                 }
@@ -264,11 +299,15 @@ pub(crate) struct Spool {
 
 /// A snapshot being received.
 pub(crate) struct Incoming {
+    /// The stream's id.
+    pub(crate) id: u64,
     pub(crate) meta: SnapshotMeta,
     pub(crate) from: NodeId,
     pub(crate) term: u64,
     /// The next chunk expected.
     pub(crate) next: u32,
+    /// When the last chunk was written.
+    pub(crate) last_chunk: std::time::Instant,
     sink: Sink,
 }
 
@@ -279,6 +318,8 @@ enum Sink {
         name: String,
         crc: crc32fast::Hasher,
         len: u64,
+        /// Bytes written since the last sync.
+        unsynced: u64,
     },
     Memory(Vec<u8>),
 }
@@ -298,7 +339,15 @@ impl Spool {
     /// [`Error::Io`] naming the directory.
     pub(crate) fn open(dir: Option<PathBuf>) -> Result<Spool> {
         if let Some(d) = &dir {
-            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+            if !d.exists() {
+                std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+                // The directory entry must be durable before a file in it is referred to.
+                if let Some(parent) = d.parent() {
+                    std::fs::File::open(parent)
+                        .and_then(|f| f.sync_all())
+                        .map_err(|e| Error::io(parent, e))?;
+                }
+            }
             for entry in std::fs::read_dir(d).map_err(|e| Error::io(d, e))? {
                 let path = entry.map_err(|e| Error::io(d, e))?.path();
                 if path.extension().is_some_and(|x| x == "part") {
@@ -318,6 +367,7 @@ impl Spool {
     pub(crate) fn begin(
         &self,
         group: u64,
+        id: u64,
         meta: SnapshotMeta,
         from: NodeId,
         term: u64,
@@ -332,11 +382,14 @@ impl Spool {
                     name,
                     crc: crc32fast::Hasher::new(),
                     len: 0,
+                    unsynced: 0,
                 }
             }
             None => Sink::Memory(INLINE_MAGIC.to_vec()),
         };
         Ok(Incoming {
+            id,
+            last_chunk: std::time::Instant::now(),
             meta,
             from,
             term,
@@ -376,14 +429,27 @@ impl Incoming {
     /// Appends the next chunk.
     pub(crate) fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
         match &mut self.sink {
-            Sink::File { file, crc, len, .. } => {
+            Sink::File {
+                file,
+                crc,
+                len,
+                unsynced,
+                ..
+            } => {
                 file.write_all(data)?;
                 crc.update(data);
                 *len += data.len() as u64;
+                *unsynced += data.len() as u64;
+                if *unsynced >= SYNC_EVERY {
+                    file.flush()?;
+                    file.get_ref().sync_data()?;
+                    *unsynced = 0;
+                }
             }
             Sink::Memory(buf) => buf.extend_from_slice(data),
         }
         self.next += 1;
+        self.last_chunk = std::time::Instant::now();
         Ok(())
     }
 
@@ -397,6 +463,7 @@ impl Incoming {
                 name,
                 crc,
                 len,
+                ..
             } => {
                 let file = file.into_inner().map_err(|e| e.into_error())?;
                 file.sync_all()?;
@@ -511,6 +578,18 @@ pub(crate) fn restore(
     let path = dir.join(format!("{}.snap", r.name));
     let file = std::fs::File::open(&path)
         .map_err(|e| format!("spooled snapshot {}: {e}", path.display()))?;
+    // A file of the wrong length is refused before the state machine reads any of it.
+    let on_disk = file
+        .metadata()
+        .map_err(|e| format!("spooled snapshot {}: {e}", path.display()))?
+        .len();
+    if on_disk != r.len {
+        return Err(format!(
+            "spooled snapshot {}: {on_disk} bytes where {} were received",
+            path.display(),
+            r.len
+        ));
+    }
     let mut reader = Checked {
         inner: std::io::BufReader::with_capacity(1 << 20, file),
         crc: crc32fast::Hasher::new(),

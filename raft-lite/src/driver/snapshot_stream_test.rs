@@ -28,6 +28,7 @@ fn meta(index: u64) -> SnapshotMeta {
 
 fn target() -> StreamTarget {
     StreamTarget {
+        id: 99,
         group: 7,
         from: 1,
         to: 2,
@@ -76,7 +77,7 @@ fn a_stream_is_cut_into_chunks_and_never_runs_ahead_of_the_window() {
             let distinct = seen.iter().map(|c| c.0).max().map_or(0, |m| m as usize + 1);
             worst = worst.max(distinct - acked);
             if acked < distinct {
-                acks_tx.send((acked as u32, true)).unwrap();
+                acks_tx.send((99, acked as u32, true)).unwrap();
                 acked += 1;
                 if seen.iter().any(|c| c.1 && c.0 as usize + 1 == acked) {
                     return worst;
@@ -111,7 +112,8 @@ fn unanswered_chunks_are_sent_again_and_a_refusal_ends_the_stream() {
         while chunks(&sent_by.sent.lock().unwrap()).len() < 2 {
             std::thread::sleep(Duration::from_millis(5));
         }
-        acks_tx.send((0, false)).unwrap();
+        acks_tx.send((5, 0, true)).unwrap();
+        acks_tx.send((99, 0, false)).unwrap();
     });
     let r = stream(&t, producer(10), transport.clone(), acks);
     follower.join().unwrap();
@@ -169,7 +171,7 @@ impl StateMachine for Keeper {
 }
 
 fn receive(spool: &Spool, group: u64, index: u64, pieces: &[&[u8]]) -> Snapshot {
-    let mut i = spool.begin(group, meta(index), 1, 3).expect("begin");
+    let mut i = spool.begin(group, 1, meta(index), 1, 3).expect("begin");
     for p in pieces {
         i.write(p).expect("write");
     }
@@ -246,7 +248,7 @@ fn gc_keeps_only_the_referenced_file_and_open_drops_partial_ones() {
     let old = receive(&spool, 5, 40, &[b"old"]);
     let new = receive(&spool, 5, 50, &[b"new"]);
     let other = receive(&spool, 6, 40, &[b"other group"]);
-    let partial = spool.begin(5, meta(60), 1, 3).unwrap();
+    let partial = spool.begin(5, 1, meta(60), 1, 3).unwrap();
     drop(partial);
     let names = || {
         let mut v: Vec<String> = std::fs::read_dir(dir.path())

@@ -9,7 +9,10 @@ use parking_lot::Mutex;
 
 use super::group::Group;
 use super::node::{GroupStatus, Input, NodeOptions, NodeStatsSnapshot};
-use super::snapshot_stream::{Spool, StreamError, StreamTarget, restore, spawn_stream};
+use super::snapshot_stream::{
+    ChunkAck, INCOMING_EXPIRES, MAX_STREAMS, Spool, StreamError, StreamTarget, restore,
+    spawn_stream,
+};
 use super::snapshot_writer::{PendingSnapshot, SnapshotWriter};
 use super::state_machine::StateMachine;
 use crate::transport::Transport;
@@ -31,9 +34,11 @@ pub(crate) struct Worker {
     pub(crate) inputs: Sender<Input>,
     /// Where snapshots streamed to this node are received.
     pub(crate) spool: Spool,
-    /// Snapshots being streamed to followers, by group and follower: where their
-    /// acknowledgements go.
-    pub(crate) streams: HashMap<(u64, NodeId), Sender<(u32, bool)>>,
+    /// Snapshots being streamed to followers, by group and follower: the stream's id and
+    /// where its acknowledgements go.
+    pub(crate) streams: HashMap<(u64, NodeId), (u64, Sender<ChunkAck>)>,
+    /// The id of the next stream this node starts.
+    pub(crate) next_stream_id: u64,
     pub(crate) groups: BTreeMap<u64, Group>,
     pub(crate) rx: Receiver<Input>,
     pub(crate) stats: Arc<Mutex<NodeStatsSnapshot>>,
@@ -93,6 +98,15 @@ impl Worker {
                 for g in self.groups.values_mut() {
                     let _ = g.raw.tick();
                     g.expire_reads(now);
+                    // A partly received snapshot its leader gave up on, or that the log
+                    // made useless, is dropped with its file.
+                    let stale = g.incoming.as_ref().is_some_and(|i| {
+                        i.last_chunk.elapsed() > INCOMING_EXPIRES
+                            || g.raw.committed() >= i.meta.index
+                    });
+                    if stale && let Some(i) = g.incoming.take() {
+                        i.abandon();
+                    }
                 }
                 self.compact_idle_groups();
             }
@@ -150,9 +164,11 @@ impl Worker {
         match input {
             Input::Msg(group, m) => match m.kind {
                 MessageKind::SnapshotChunk { .. } => self.receive_chunk(group, m),
-                MessageKind::SnapshotChunkAck { seq, accepted, .. } => {
-                    if let Some(acks) = self.streams.get(&(group, m.from)) {
-                        let _ = acks.send((seq, accepted));
+                MessageKind::SnapshotChunkAck {
+                    id, seq, accepted, ..
+                } => {
+                    if let Some((_, acks)) = self.streams.get(&(group, m.from)) {
+                        let _ = acks.send((id, seq, accepted));
                     }
                 }
                 _ => match self.groups.get_mut(&group) {
@@ -244,8 +260,13 @@ impl Worker {
                 }
             },
             Input::RemoveGroup(group, tx) => {
+                // Its streams end at their next wait (no more acknowledgements reach them).
+                self.streams.retain(|&(g, _), _| g != group);
                 let r = match self.groups.remove(&group) {
                     Some(mut g) => {
+                        if let Some(i) = g.incoming.take() {
+                            i.abandon();
+                        }
                         g.fail_all(&Error::Stopped);
                         Ok(())
                     }
@@ -256,7 +277,7 @@ impl Worker {
             Input::SnapshotPersisted(group, snap, r) => {
                 return self.snapshot_persisted(group, snap, r);
             }
-            Input::SnapshotStreamed(group, to, r) => self.snapshot_streamed(group, to, r),
+            Input::SnapshotStreamed(group, to, id, r) => self.snapshot_streamed(group, to, id, r),
             Input::Stop => return true,
         }
         false
@@ -339,8 +360,14 @@ impl Worker {
         &mut self,
         group: u64,
         to: NodeId,
+        id: u64,
         r: std::result::Result<u64, StreamError>,
     ) {
+        // Only this stream's entry: the group may have been removed and added again, and
+        // another stream to `to` started since.
+        if self.streams.get(&(group, to)).is_none_or(|(s, _)| *s != id) {
+            return;
+        }
         self.streams.remove(&(group, to));
         let Some(g) = self.groups.get_mut(&group) else {
             return;
@@ -374,7 +401,11 @@ impl Worker {
                     .snapshot_build_failed
                     .get(&to)
                     .is_some_and(|t| t.elapsed() < super::group::SNAPSHOT_BUILD_RETRY);
-                if failed_lately || g.snapshot_builds.contains(&to) {
+                if failed_lately || g.snapshot_builds.contains_key(&to) {
+                    continue;
+                }
+                if self.streams.len() >= MAX_STREAMS {
+                    // The follower asks again at its next heartbeat answer.
                     continue;
                 }
                 let Some((meta, produce)) = g.stream_for_follower() else {
@@ -384,7 +415,11 @@ impl Worker {
                     continue;
                 }
                 let (acks_tx, acks) = crossbeam_channel::unbounded();
+                let meta_index = meta.index;
+                let stream_id = self.next_stream_id;
+                self.next_stream_id = self.next_stream_id.wrapping_add(1);
                 let target = StreamTarget {
+                    id: stream_id,
                     group: id,
                     from: me,
                     to,
@@ -400,8 +435,8 @@ impl Worker {
                 );
                 match started {
                     Ok(()) => {
-                        g.snapshot_builds.insert(to);
-                        self.streams.insert((id, to), acks_tx);
+                        g.snapshot_builds.insert(to, meta_index);
+                        self.streams.insert((id, to), (stream_id, acks_tx));
                     }
                     Err(e) => {
                         tracing::error!(group = id, to, error = %e, "raft: snapshot stream not started");
@@ -414,7 +449,17 @@ impl Worker {
     /// A chunk of a snapshot streamed to this node: written to the spool in order and
     /// acknowledged; the last one installs the snapshot through the group's core.
     fn receive_chunk(&mut self, group: u64, m: Message) {
+        let me = self.opts.raft.id;
+        if !m.is_sane() || m.from == 0 || m.from == me || m.to != me {
+            tracing::warn!(
+                group,
+                from = m.from,
+                "raft: snapshot chunk refused (insane)"
+            );
+            return;
+        }
         let MessageKind::SnapshotChunk {
+            id,
             meta,
             seq,
             last,
@@ -423,12 +468,12 @@ impl Worker {
         else {
             return;
         };
-        let me = self.opts.raft.id;
         let ack = |g_term: u64, seq: u32, accepted: bool| Message {
             from: me,
             to: m.from,
             term: g_term,
             kind: MessageKind::SnapshotChunkAck {
+                id,
                 index: meta.index,
                 seq,
                 accepted,
@@ -440,7 +485,7 @@ impl Worker {
             return;
         };
         let term = g.raw.term();
-        if m.term < term || m.to != me {
+        if m.term < term {
             // A deposed leader's: its stream ends when nobody answers.
             return;
         }
@@ -452,12 +497,10 @@ impl Worker {
             self.transport.send(group, ack(term, seq, false));
             return;
         }
-        let same = g.incoming.as_ref().is_some_and(|i| {
-            i.meta.index == meta.index
-                && i.meta.term == meta.term
-                && i.from == m.from
-                && i.term == m.term
-        });
+        let same = g
+            .incoming
+            .as_ref()
+            .is_some_and(|i| i.id == id && i.from == m.from && i.term == m.term);
         if !same {
             if seq != 0 {
                 return;
@@ -465,7 +508,7 @@ impl Worker {
             if let Some(old) = g.incoming.take() {
                 old.abandon();
             }
-            match self.spool.begin(group, meta.clone(), m.from, m.term) {
+            match self.spool.begin(group, id, meta.clone(), m.from, m.term) {
                 Ok(i) => g.incoming = Some(i),
                 Err(e) => {
                     tracing::error!(group, error = %e, "raft: cannot receive a snapshot");
@@ -583,7 +626,7 @@ impl Worker {
                 durable,
                 compact_log_bytes: self.opts.compact_log_bytes,
                 compact_soon: false,
-                snapshot_builds: std::collections::BTreeSet::new(),
+                snapshot_builds: BTreeMap::new(),
                 incoming: None,
                 snapshot_build_failed: BTreeMap::new(),
             },
