@@ -384,29 +384,16 @@ impl Engine for FjallRegion {
         self.meta.lock().size
     }
 
-    /// Returns the entries at or after `at` as an export and ends the view's range at
-    /// `at`. The entries stay in the node's keyspaces: keyed by user key, they belong to
-    /// whichever region covers them now (a restart replaying a split whose child
-    /// recovered on its own gives up the range this way; a split proper uses
-    /// [`Engine::split_region`], which reads nothing).
+    /// Ends the view's range at `at` and returns an empty export: the entries stay in the
+    /// node's keyspaces, keyed by user key, and belong to whichever region covers them now
+    /// (a restart replaying a split whose child recovered on its own gives up the range
+    /// this way; a split proper uses [`Engine::split_region`]). Nothing is read: the size
+    /// is halved as [`Engine::split_region`] does (it collected the whole upper range
+    /// before, only for its size, which a large region could not afford at a restart).
     fn split_off(&self, at: &[u8]) -> Vec<u8> {
-        let snap = self.engine.db.snapshot();
-        let (_, end) = bounds(&self.meta.lock().record);
-        let (l, w, d) = match self.collect(&snap, at, end.as_deref()) {
-            Ok([l, w, d]) => (l, w, d),
-            Err(e) => {
-                tracing::error!(region = self.id, error = %e, "engine split_off failed");
-                return encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], 0);
-            }
-        };
-        let moved: u64 = [&l, &w, &d]
-            .iter()
-            .flat_map(|c| c.iter())
-            .map(|(k, v)| (k.len() + v.len()) as u64)
-            .sum();
         let mut held = self.meta.lock();
         let mut meta = held.clone();
-        meta.size = meta.size.saturating_sub(moved);
+        meta.size -= meta.size / 2;
         if let Ok((user, _)) = decode_key(at) {
             meta.record.end = user;
         }
@@ -414,7 +401,7 @@ impl Engine for FjallRegion {
         if let Err(e) = self.commit(self.engine.db.batch(), &mut held, meta, "split_off") {
             tracing::error!(region = self.id, error = %e, "engine split_off failed");
         }
-        encode_pairs([&l, &w, &d], applied)
+        encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
     }
 
     fn ingest(&self, data: &[u8]) -> Result<(), EngineError> {

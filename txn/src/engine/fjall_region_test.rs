@@ -168,6 +168,43 @@ fn split_moves_no_data_and_both_records_persist() {
 }
 
 #[test]
+fn split_off_narrows_the_range_and_leaves_the_entries_under_their_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path());
+    let parent = engine.region(1, b"", b"").unwrap();
+    let modifies = (0u8..10)
+        .map(|i| put(Cf::Write, encode_key_with_ts(&[b'a' + i], 1), b"v"))
+        .collect();
+    parent
+        .write(&WriteBatch {
+            modifies,
+            applied_index: 6,
+        })
+        .unwrap();
+    let before = parent.size_bytes();
+    let export = parent.split_off(&encode_key(b"f"));
+    // Nothing was collected: an empty export at the parent's index.
+    let e = MemEngine::new();
+    e.import(&export, 6).unwrap();
+    assert!(all(&*e.snapshot(), Cf::Write).is_empty());
+    assert_eq!(parent.size_bytes(), before - before / 2);
+    assert_eq!(
+        parent.durable_region().map(|(_, r)| r.end),
+        Some(b"f".to_vec())
+    );
+    // The upper half is still in the node's keyspaces, for the region that covers it;
+    // the parent's view ends at the split.
+    let halves = |region: &dyn Engine| {
+        let m = MemEngine::new();
+        m.import(&region.export(), 6).unwrap();
+        all(&*m.snapshot(), Cf::Write).len()
+    };
+    let child = engine.region(2, b"f", b"").unwrap();
+    assert_eq!(halves(&*child), 5);
+    assert_eq!(halves(&*parent), 5);
+}
+
+#[test]
 fn import_replaces_the_range_only() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path());

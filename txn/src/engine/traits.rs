@@ -83,7 +83,9 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Removes every entry whose engine key is at or after `at` (an encoded key, in every
     /// column family) and
-    /// returns them as an export (for a region split: the new region's data).
+    /// returns them as an export (for a region split: the new region's data). A disk
+    /// engine shared by the node's regions only narrows the region's range and returns an
+    /// empty export: the entries stay under their keys.
     fn split_off(&self, at: &[u8]) -> Vec<u8>;
 
     /// Adds every entry of an export to the data, keeping what is there (for a merge: the
