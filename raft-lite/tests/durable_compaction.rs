@@ -455,6 +455,16 @@ impl StateMachine for StreamingMap {
     }
 }
 
+/// Node `i + 1` over the WAL in `dir`, compacting every 20 entries or 1 MiB.
+fn start_streaming(dir: &Path, i: usize, net: &Arc<MemNetwork>, sm: &StreamingMap) -> Node {
+    let wal = Wal::open(dir, WalOptions::default()).unwrap();
+    let node = Node::start(opts(i as u64 + 1, 20, 1 << 20), Box::new(wal), net.clone()).unwrap();
+    net.register(i as u64 + 1, node.mailbox());
+    node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(sm.clone()))
+        .unwrap();
+    node
+}
+
 fn spool_files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir.join("spool"))
         .map(|d| {
@@ -469,15 +479,7 @@ fn a_follower_that_lost_its_disk_gets_a_large_state_streamed_in_chunks() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let net = MemNetwork::new(23);
     let sms: Vec<StreamingMap> = (0..3).map(|_| StreamingMap::default()).collect();
-    let start_one = |i: usize, sm: &StreamingMap| {
-        let wal = Wal::open(dirs[i].path(), WalOptions::default()).unwrap();
-        let node =
-            Node::start(opts(i as u64 + 1, 20, 1 << 20), Box::new(wal), net.clone()).unwrap();
-        net.register(i as u64 + 1, node.mailbox());
-        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(sm.clone()))
-            .unwrap();
-        node
-    };
+    let start_one = |i: usize, sm: &StreamingMap| start_streaming(dirs[i].path(), i, &net, sm);
     let mut nodes: Vec<Node> = (0..3).map(|i| start_one(i, &sms[i])).collect();
     let l = leader(&nodes);
     let lost = (l + 1) % 3;
@@ -550,15 +552,7 @@ fn a_follower_that_lost_its_disk_gets_a_large_state_streamed_in_chunks() {
 fn a_streamed_snapshot_whose_apply_failed_is_applied_again_from_its_file_at_the_restart() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let net = MemNetwork::new(29);
-    let start_one = |i: usize, sm: &StreamingMap| {
-        let wal = Wal::open(dirs[i].path(), WalOptions::default()).unwrap();
-        let node =
-            Node::start(opts(i as u64 + 1, 20, 1 << 20), Box::new(wal), net.clone()).unwrap();
-        net.register(i as u64 + 1, node.mailbox());
-        node.add_group(1, ConfState::with_voters([1, 2, 3]), Box::new(sm.clone()))
-            .unwrap();
-        node
-    };
+    let start_one = |i: usize, sm: &StreamingMap| start_streaming(dirs[i].path(), i, &net, sm);
     let sms: Vec<StreamingMap> = (0..3).map(|_| StreamingMap::default()).collect();
     let mut nodes: Vec<Node> = (0..3).map(|i| start_one(i, &sms[i])).collect();
     let l = leader(&nodes);

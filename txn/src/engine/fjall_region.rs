@@ -410,13 +410,9 @@ impl Engine for FjallRegion {
         let mut held = self.meta.lock();
         let mut out = self.engine.db.batch();
         let mut size = held.size;
-        for (cf, map) in [
-            (Cf::Lock, &body.lock),
-            (Cf::Write, &body.write),
-            (Cf::Default, &body.default),
-        ] {
+        for (cf, map) in body.by_cf() {
             let ks = self.engine.cf(cf);
-            for (k, v) in map {
+            for (k, v) in &map {
                 let old = self.stored_size(ks, k)?;
                 size = (size + (k.len() + v.len()) as u64).saturating_sub(old);
                 out.insert(ks, k.as_slice(), v.as_slice());
@@ -487,11 +483,7 @@ impl Engine for FjallRegion {
         self.check_failed()?;
         let body = decode_export(data)?;
         self.apply_snapshot(applied_index, record, |inserts| {
-            for (cf, map) in [
-                (Cf::Lock, body.lock),
-                (Cf::Write, body.write),
-                (Cf::Default, body.default),
-            ] {
+            for (cf, map) in body.by_cf() {
                 for (k, v) in OwnedMap::into_iter(map) {
                     inserts.insert(cf, &k, &v)?;
                 }

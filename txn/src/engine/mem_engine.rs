@@ -80,13 +80,18 @@ pub(super) struct ExportBody {
 }
 
 impl ExportBody {
-    /// Puts every entry of this export into `state`, keeping what is there.
-    fn put_into(self, state: &mut State) {
-        for (cf, map) in [
+    /// Its three maps with their column families, in [`Cf::ALL`]'s order.
+    pub(super) fn by_cf(self) -> [(Cf, OwnedMap); 3] {
+        [
             (Cf::Lock, self.lock),
             (Cf::Write, self.write),
             (Cf::Default, self.default),
-        ] {
+        ]
+    }
+
+    /// Puts every entry of this export into `state`, keeping what is there.
+    fn put_into(self, state: &mut State) {
+        for (cf, map) in self.by_cf() {
             for (key, value) in map {
                 state.apply(&Modify::Put { cf, key, value });
             }

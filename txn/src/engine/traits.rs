@@ -152,11 +152,7 @@ pub trait Engine: Send + Sync + 'static {
         let export = self.export_view();
         Box::new(move |visit| {
             let body = decode_export(&export())?;
-            for (cf, map) in [
-                (Cf::Lock, body.lock),
-                (Cf::Write, body.write),
-                (Cf::Default, body.default),
-            ] {
+            for (cf, map) in body.by_cf() {
                 for (key, value) in &map {
                     visit(cf, key, value)?;
                 }
