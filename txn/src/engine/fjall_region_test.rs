@@ -113,21 +113,27 @@ fn a_damaged_record_is_an_error_naming_the_engine() {
     assert!(err.to_string().contains("region 9"), "{err}");
 }
 
+/// Region 1 over everything, with write records of the keys `a` to `j` at index 6.
+fn ten_keys(engine: &Arc<FjallEngine>) -> Arc<FjallRegion> {
+    let parent = engine.region(1, b"", b"").unwrap();
+    let modifies = (0u8..10)
+        .map(|i| put(Cf::Write, encode_key_with_ts(&[b'a' + i], 1), b"v"))
+        .collect();
+    parent
+        .write(&WriteBatch {
+            modifies,
+            applied_index: 6,
+        })
+        .unwrap();
+    parent
+}
+
 #[test]
 fn split_moves_no_data_and_both_records_persist() {
     let dir = tempfile::tempdir().unwrap();
     {
         let engine = open(dir.path());
-        let parent = engine.region(1, b"", b"").unwrap();
-        let modifies = (0u8..10)
-            .map(|i| put(Cf::Write, encode_key_with_ts(&[b'a' + i], 1), b"v"))
-            .collect();
-        parent
-            .write(&WriteBatch {
-                modifies,
-                applied_index: 6,
-            })
-            .unwrap();
+        let parent = ten_keys(&engine);
         let at = encode_key(b"f");
         let child = parent
             .split_region(
@@ -171,16 +177,7 @@ fn split_moves_no_data_and_both_records_persist() {
 fn split_off_narrows_the_range_and_leaves_the_entries_under_their_keys() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path());
-    let parent = engine.region(1, b"", b"").unwrap();
-    let modifies = (0u8..10)
-        .map(|i| put(Cf::Write, encode_key_with_ts(&[b'a' + i], 1), b"v"))
-        .collect();
-    parent
-        .write(&WriteBatch {
-            modifies,
-            applied_index: 6,
-        })
-        .unwrap();
+    let parent = ten_keys(&engine);
     let before = parent.size_bytes();
     let export = parent.split_off(&encode_key(b"f"));
     // Nothing was collected: an empty export at the parent's index.
