@@ -5,7 +5,8 @@
 //! a restart of the whole cluster to every region having a leader.
 //!
 //! `cargo run --release -p surge-txn --example engine_bench -- [--rows N] [--seconds N]
-//! [--rounds N]`; the engines alternate in each round, so outside load hits both alike.
+//! [--rounds N] [--only disk|memory]`; the engines alternate in each round, so outside
+//! load hits both alike (`--only`: one engine, for a profile of it).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,6 +20,8 @@ struct Args {
     rows: u64,
     seconds: f64,
     rounds: usize,
+    /// `disk`, `memory` or both (`None`).
+    only: Option<bool>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -26,6 +29,7 @@ fn parse() -> Result<Args, String> {
         rows: 50_000,
         seconds: 8.0,
         rounds: 2,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -34,6 +38,13 @@ fn parse() -> Result<Args, String> {
             "--rows" => a.rows = value()?.parse().map_err(|e| format!("--rows: {e}"))?,
             "--seconds" => a.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--only" => {
+                a.only = match value()?.as_str() {
+                    "disk" => Some(true),
+                    "memory" => Some(false),
+                    other => return Err(format!("--only: disk or memory, not {other}")),
+                }
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -189,6 +200,9 @@ fn main() -> Result<(), String> {
     let (mut disk, mut mem) = (Figures::default(), Figures::default());
     for round in 0..a.rounds {
         for on_disk in [true, false] {
+            if a.only.is_some_and(|d| d != on_disk) {
+                continue;
+            }
             eprintln!("round {round}: {}", if on_disk { "disk" } else { "memory" });
             run(on_disk, &a, if on_disk { &mut disk } else { &mut mem })?;
         }
