@@ -295,6 +295,9 @@ impl ChunkSender<'_> {
 #[derive(Debug)]
 pub(crate) struct Spool {
     dir: Option<PathBuf>,
+    /// Groups that may have received files here: [`Spool::gc`] lists the directory only
+    /// for them, not at every compaction of every durable group.
+    holding: std::collections::BTreeSet<u64>,
 }
 
 /// A snapshot being received.
@@ -338,6 +341,7 @@ impl Spool {
     /// # Errors
     /// [`Error::Io`] naming the directory.
     pub(crate) fn open(dir: Option<PathBuf>) -> Result<Spool> {
+        let mut holding = std::collections::BTreeSet::new();
         if let Some(d) = &dir {
             if !d.exists() {
                 std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
@@ -352,10 +356,25 @@ impl Spool {
                 let path = entry.map_err(|e| Error::io(d, e))?.path();
                 if path.extension().is_some_and(|x| x == "part") {
                     let _ = std::fs::remove_file(&path);
+                } else if let Some(group) = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_prefix('g'))
+                    .and_then(|n| n.get(..16))
+                    .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                {
+                    holding.insert(group);
                 }
             }
         }
-        Ok(Spool { dir })
+        Ok(Spool { dir, holding })
+    }
+
+    /// `group` now has a received file here (its snapshot was just installed).
+    pub(crate) fn received(&mut self, group: u64) {
+        if self.dir.is_some() {
+            self.holding.insert(group);
+        }
     }
 
     /// Where spooled files are, if anywhere.
@@ -401,11 +420,17 @@ impl Spool {
     /// Deletes the received files of `group` except the one `keep` (a snapshot's data)
     /// refers to: called whenever the group's log starts at a new snapshot, so a file
     /// lives exactly while the log may still need it.
-    pub(crate) fn gc(&self, group: u64, keep: Option<&[u8]>) {
+    pub(crate) fn gc(&mut self, group: u64, keep: Option<&[u8]>) {
         let Some(dir) = &self.dir else {
             return;
         };
+        if !self.holding.contains(&group) {
+            return;
+        }
         let kept = keep.and_then(|d| FileRef::decode(d).ok().flatten().map(|r| r.name));
+        if kept.is_none() {
+            self.holding.remove(&group);
+        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };

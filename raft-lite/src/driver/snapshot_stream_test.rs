@@ -244,7 +244,7 @@ fn a_damaged_or_missing_spool_file_is_an_error_naming_it() {
 #[test]
 fn gc_keeps_only_the_referenced_file_and_open_drops_partial_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let spool = Spool::open(Some(dir.path().to_path_buf())).unwrap();
+    let mut spool = Spool::open(Some(dir.path().to_path_buf())).unwrap();
     let old = receive(&spool, 5, 40, &[b"old"]);
     let new = receive(&spool, 5, 50, &[b"new"]);
     let other = receive(&spool, 6, 40, &[b"other group"]);
@@ -260,6 +260,7 @@ fn gc_keeps_only_the_referenced_file_and_open_drops_partial_ones() {
         v
     };
     assert_eq!(names().len(), 4);
+    spool.received(5);
     spool.gc(5, Some(&new.data));
     let left = names();
     assert_eq!(left.len(), 3, "{left:?}");
@@ -270,7 +271,7 @@ fn gc_keeps_only_the_referenced_file_and_open_drops_partial_ones() {
     );
     restore(&mut sm, &new, spool.dir()).expect("the kept one");
     restore(&mut sm, &other, spool.dir()).expect("another group's");
-    let reopened = Spool::open(Some(dir.path().to_path_buf())).unwrap();
+    let mut reopened = Spool::open(Some(dir.path().to_path_buf())).unwrap();
     assert!(names().iter().all(|n| !n.ends_with(".part")));
     reopened.gc(5, None);
     reopened.gc(6, None);

@@ -546,6 +546,7 @@ impl Worker {
         };
         match done.finish() {
             Ok(snapshot) => {
+                self.spool.received(group);
                 let _ = g.raw.step(Message {
                     from: m.from,
                     to: me,
