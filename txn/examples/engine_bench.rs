@@ -5,7 +5,7 @@
 //! a restart of the whole cluster to every region having a leader.
 //!
 //! `cargo run --release -p surge-txn --example engine_bench -- [--rows N] [--seconds N]
-//! [--rounds N] [--only disk|memory]`; the engines alternate in each round, so outside
+//! [--rounds N] [--only disk|memory] [--memtable-mib N]`; the engines alternate in each round, so outside
 //! load hits both alike (`--only`: one engine, for a profile of it).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,6 +22,8 @@ struct Args {
     rounds: usize,
     /// `disk`, `memory` or both (`None`).
     only: Option<bool>,
+    /// The disk engine's memtable per column family, in MiB.
+    memtable_mib: u64,
 }
 
 fn parse() -> Result<Args, String> {
@@ -30,6 +32,7 @@ fn parse() -> Result<Args, String> {
         seconds: 8.0,
         rounds: 2,
         only: None,
+        memtable_mib: FjallOptions::default().memtable_bytes >> 20,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -38,6 +41,11 @@ fn parse() -> Result<Args, String> {
             "--rows" => a.rows = value()?.parse().map_err(|e| format!("--rows: {e}"))?,
             "--seconds" => a.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--memtable-mib" => {
+                a.memtable_mib = value()?
+                    .parse()
+                    .map_err(|e| format!("--memtable-mib: {e}"))?
+            }
             "--only" => {
                 a.only = match value()?.as_str() {
                     "disk" => Some(true),
@@ -76,12 +84,13 @@ fn pct(v: &mut [Duration], p: f64) -> f64 {
     v[i].as_secs_f64() * 1e6
 }
 
-fn config(dir: &std::path::Path, disk: bool) -> ClusterConfig {
+fn config(dir: &std::path::Path, disk: bool, a: &Args) -> ClusterConfig {
     let engine = if disk {
         EngineKind::Disk(
             FjallOptions::default()
                 .with_cache_bytes(256 << 20)
-                .with_worker_threads(1),
+                .with_worker_threads(1)
+                .with_memtable_bytes(a.memtable_mib << 20),
         )
     } else {
         EngineKind::Memory
@@ -91,7 +100,7 @@ fn config(dir: &std::path::Path, disk: bool) -> ClusterConfig {
 
 fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let cluster = LocalCluster::start(config(dir.path(), disk)).map_err(|e| e.to_string())?;
+    let cluster = LocalCluster::start(config(dir.path(), disk, a)).map_err(|e| e.to_string())?;
     let client = TxnClient::new(cluster.router(), ClientConfig::default());
     load(&client, a.rows, 8).map_err(|e| e.to_string())?;
     for chunk in (1..=a.rows).collect::<Vec<_>>().chunks(500) {
@@ -105,6 +114,7 @@ fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
         t.commit().map_err(|e| e.to_string())?;
     }
     // Write-only TPS at 32 clients.
+    eprintln!("phase: write-only at 32 clients");
     let stop = AtomicBool::new(false);
     let done = AtomicU64::new(0);
     let started = Instant::now();
@@ -126,6 +136,7 @@ fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
     f.tps
         .push(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64());
     // Point gets and 100-key scans, 4 readers each, every operation timed.
+    eprintln!("phase: reads");
     for scan in [false, true] {
         let stop = AtomicBool::new(false);
         let times = parking_lot::Mutex::new(Vec::new());
@@ -179,7 +190,7 @@ fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
     drop(client);
     drop(cluster);
     let t0 = Instant::now();
-    let cluster = LocalCluster::start(config(dir.path(), disk)).map_err(|e| e.to_string())?;
+    let cluster = LocalCluster::start(config(dir.path(), disk, a)).map_err(|e| e.to_string())?;
     f.restart.push(t0.elapsed());
     let client = TxnClient::new(cluster.router(), ClientConfig::default());
     let mut t = client

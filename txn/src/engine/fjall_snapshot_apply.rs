@@ -25,7 +25,9 @@ pub(super) struct ChunkedInserts<'a> {
 impl ChunkedInserts<'_> {
     /// Adds `key -> value` to `cf`, committing the batch once it is full.
     pub(super) fn insert(&mut self, cf: Cf, key: &[u8], value: &[u8]) -> Result<(), EngineError> {
-        self.size += (key.len() + value.len()) as u64;
+        if super::counted(cf) {
+            self.size += (key.len() + value.len()) as u64;
+        }
         self.batch.insert(self.view.engine.cf(cf), key, value);
         if self.batch.len() >= APPLY_CHUNK {
             let full = std::mem::replace(&mut self.batch, self.view.engine.db.batch());

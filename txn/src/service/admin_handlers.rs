@@ -105,8 +105,26 @@ impl KvNode {
         let moved_before = self.budget.counters().migrated_on_split;
         let (parent, child) = peer.split(raft, &split_key, new_id, self.config.proposal_timeout)?;
         let moved = self.budget.counters().migrated_on_split - moved_before;
-        self.lead_split_child(raft, &child);
         self.report(vec![parent.clone(), child.clone()], Vec::new());
+        // The split is done once applied here; the child's election follows on a thread
+        // of its own, as TiKV's new peer campaigns after the split's apply (the request
+        // does not wait for it: it took twice the split's own time). Until it leads, its
+        // requests get `NotLeader` and clients retry.
+        let (node, campaign) = (self.me.clone(), child.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("split-child-{}", child.id))
+            .spawn(move || {
+                let Some(node) = node.upgrade() else { return };
+                // A shutdown waits for this guard: the campaign ends once the node stops.
+                let raft = node.raft.read_recursive();
+                if let Some(raft) = raft.as_ref() {
+                    node.lead_split_child(raft, &campaign);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(region = child.id, error = %e, "no thread for the split child's campaign; campaigning inline");
+            self.lead_split_child(raft, &child);
+        }
         Ok(KvResponse::RegionsChanged {
             regions: vec![parent, child],
             locks: usize::try_from(moved).unwrap_or(usize::MAX),
@@ -115,16 +133,17 @@ impl KvNode {
 
     /// The split child's replica here holds the moved in-memory locks: campaign so it leads
     /// (TiKV: a new peer of a leader campaigns at once); if another node wins, the locks here
-    /// are lost and counted as such.
+    /// are lost and counted as such. Gives up after 3 s, or when the node stops.
     fn lead_split_child(&self, raft: &RaftNode, child: &RegionInfo) {
         let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
+        let running = || Instant::now() < deadline && !self.is_stopped();
+        while running() {
             if raft.campaign(child.id).is_ok() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        while Instant::now() < deadline {
+        while running() {
             if self.is_region_leader(child.id) {
                 return;
             }

@@ -209,6 +209,8 @@ pub struct KvNode {
     pause: Arc<PausePoints>,
     lock_mode: AtomicU8,
     stopped: AtomicBool,
+    /// This node, for work handed to a thread of its own (a split child's campaign).
+    pub(super) me: Weak<KvNode>,
 }
 
 impl std::fmt::Debug for KvNode {
@@ -320,7 +322,8 @@ impl KvNode {
         }
         let lock_mode = AtomicU8::new(mode_to_u8(config.lock_mode));
         let detector = Mutex::new(DeadlockDetector::new(DETECTOR_EDGE_TTL));
-        let node = Arc::new(KvNode {
+        let node = Arc::new_cyclic(|me| KvNode {
+            me: me.clone(),
             config,
             raft: RwLock::new(Some(raft)),
             regions: RwLock::new(peers),
@@ -334,7 +337,7 @@ impl KvNode {
             lock_mode,
             stopped: AtomicBool::new(false),
         });
-        let _ = host.node.set(Arc::downgrade(&node));
+        let _ = host.node.set(node.me.clone());
         if let Some(size) = node.config.split_size {
             super::split_checker::spawn(Arc::downgrade(&node), size);
         }
