@@ -47,6 +47,23 @@ fn every_experiment_and_variant_runs_and_the_data_matches_what_sysbench_acknowle
             .find(|p| p.variant == v && p.threads == 2)
             .unwrap_or_else(|| panic!("000 variant {v} missing: {:?}", r.locks));
         assert!(p.transactions > 0 && p.tps > 0.0, "000 {v}: {p:?}");
+        // Raft bytes per transaction: SurgeDB's modes have them, MariaDB not; locks go
+        // through Raft in the sync and pipelined modes only (the tables fit the in-memory
+        // budget, and nothing moves regions here).
+        let locks = p.lock_raft_bytes_per_txn();
+        match v {
+            "mariadb" => assert_eq!(p.raft_bytes, None, "000 {v}: {p:?}"),
+            "pessimistic" | "pipelined" => {
+                assert!(locks.is_some_and(|b| b > 50.0), "000 {v}: {p:?}");
+            }
+            _ => assert!(locks.is_some_and(|b| b < 1.0), "000 {v}: {p:?}"),
+        }
+        if v != "mariadb" {
+            assert!(
+                p.raft_bytes_per_txn().is_some_and(|b| b > 100.0),
+                "000 {v}: {p:?}"
+            );
+        }
     }
     for v in [HOTSPOT_ON, HOTSPOT_OFF, "mariadb"] {
         for t in [1, 4] {

@@ -91,6 +91,13 @@ pub fn text(r: &SysbenchReport) -> String {
                     m.tps / s.tps.max(1e-9),
                     m.p95_ms / s.p95_ms.max(1e-9)
                 ));
+                if let (Some(mb), Some(sb)) =
+                    (m.lock_raft_bytes_per_txn(), s.lock_raft_bytes_per_txn())
+                {
+                    t.push_str(&format!(
+                        "  {threads} threads: Raft bytes for locks per transaction: in-memory {mb:.0}, pessimistic {sb:.0}\n"
+                    ));
+                }
             }
         }
     }

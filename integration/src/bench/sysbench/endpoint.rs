@@ -113,6 +113,28 @@ impl Endpoint {
         })
     }
 
+    /// The value of global status variable `name` (`SHOW GLOBAL STATUS LIKE 'name'`, whose
+    /// batch-mode answer is the name and the value, tab-separated).
+    ///
+    /// # Errors
+    /// As [`Endpoint::sql`]; [`SysbenchError::Sql`] when the server has no such variable or
+    /// its value is not an integer.
+    pub fn status_u64(&self, name: &str) -> Result<u64, SysbenchError> {
+        let sql = format!("SHOW GLOBAL STATUS LIKE '{name}'");
+        let text = self.sql(&sql)?;
+        text.lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once('\t')?;
+                n.eq_ignore_ascii_case(name)
+                    .then(|| v.trim().parse().ok())?
+            })
+            .ok_or_else(|| SysbenchError::Sql {
+                endpoint: self.name.clone(),
+                statement: sql,
+                detail: format!("no integer value in `{}`", tail(&text, 100)),
+            })
+    }
+
     /// Runs `sysbench --db-driver=mysql` against this server, database `db`, with `args`
     /// (test name or script, options, and the command last) and reads its report.
     ///

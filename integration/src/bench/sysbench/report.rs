@@ -9,17 +9,24 @@ use crate::bench::Series;
 /// 000 or 004 as a table: one line per (threads, variant) with TPS relative to `base`
 /// (the variant the write-up compares against) at the same threads.
 pub fn sysbench_table(points: &[SysbenchPoint], base: &str) -> String {
+    // Raft bytes per transaction only where a point has them (SurgeDB in 000).
+    let raft = points.iter().any(|p| p.raft_bytes.is_some());
     let mut t = format!(
-        "{:>7} {:<12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>6}\n",
+        "{:>7} {:<12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>6}",
         "threads", "variant", "TPS", "vs base", "p95 ms", "max ms", "txns", "ign.err", "s"
     );
+    if raft {
+        let _ = write!(t, " {:>14} {:>14}", "lock Raft B/tx", "Raft B/tx");
+    }
+    t.push('\n');
+    let bytes = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.0}"));
     for p in points {
         let b = points
             .iter()
             .find(|q| q.threads == p.threads && q.variant == base)
             .map(|q| q.tps);
         let ratio = b.map_or(String::new(), |b| format!("{:.2}x", p.tps / b.max(1e-9)));
-        let _ = writeln!(
+        let _ = write!(
             t,
             "{:>7} {:<12} {:>10.1} {:>9} {:>9.2} {:>9.2} {:>9} {:>8} {:>6.1}",
             p.threads,
@@ -32,6 +39,15 @@ pub fn sysbench_table(points: &[SysbenchPoint], base: &str) -> String {
             p.ignored_errors,
             p.seconds
         );
+        if raft {
+            let _ = write!(
+                t,
+                " {:>14} {:>14}",
+                bytes(p.lock_raft_bytes_per_txn()),
+                bytes(p.raft_bytes_per_txn())
+            );
+        }
+        t.push('\n');
     }
     t
 }
@@ -136,6 +152,8 @@ mod tests {
             p95_ms: 1.0,
             max_ms: 2.0,
             ignored_errors: 0,
+            lock_raft_bytes: None,
+            raft_bytes: None,
             slices: 1,
         }
     }

@@ -25,6 +25,34 @@ pub struct SysbenchPoint {
     pub ignored_errors: u64,
     /// Slices measured.
     pub slices: usize,
+    /// Raft bytes proposed for pessimistic locks over all slices, every node's summed
+    /// (SurgeDB only: its `Pessimistic_lock_raft_bytes` status before and after each slice).
+    pub lock_raft_bytes: Option<u64>,
+    /// Raft bytes proposed in all (the `Raft_bytes` status), as `lock_raft_bytes`.
+    pub raft_bytes: Option<u64>,
+}
+
+impl SysbenchPoint {
+    /// `lock_raft_bytes` per acknowledged transaction.
+    pub fn lock_raft_bytes_per_txn(&self) -> Option<f64> {
+        self.lock_raft_bytes
+            .map(|b| b as f64 / self.transactions.max(1) as f64)
+    }
+
+    /// `raft_bytes` per acknowledged transaction.
+    pub fn raft_bytes_per_txn(&self) -> Option<f64> {
+        self.raft_bytes
+            .map(|b| b as f64 / self.transactions.max(1) as f64)
+    }
+}
+
+/// What one slice cost in Raft bytes (SurgeDB's cluster counters, after minus before).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RaftBytes {
+    /// Bytes proposed for pessimistic locks.
+    pub(crate) locks: u64,
+    /// Bytes proposed in all.
+    pub(crate) all: u64,
 }
 
 /// Points being summed, in first-measured order.
@@ -36,6 +64,18 @@ pub(crate) struct Tally {
 impl Tally {
     /// Adds one slice of `variant` at `threads`.
     pub(crate) fn add(&mut self, variant: &str, threads: usize, r: &SysbenchResult) {
+        self.add_with_raft(variant, threads, r, None);
+    }
+
+    /// Adds one slice of `variant` at `threads` with the Raft bytes it cost (`None`: not
+    /// known, as for MariaDB).
+    pub(crate) fn add_with_raft(
+        &mut self,
+        variant: &str,
+        threads: usize,
+        r: &SysbenchResult,
+        raft: Option<RaftBytes>,
+    ) {
         let i = match self
             .points
             .iter()
@@ -53,6 +93,8 @@ impl Tally {
                     max_ms: 0.0,
                     ignored_errors: 0,
                     slices: 0,
+                    lock_raft_bytes: None,
+                    raft_bytes: None,
                 });
                 self.points.len() - 1
             }
@@ -65,6 +107,10 @@ impl Tally {
         p.tps = p.transactions as f64 / p.seconds.max(1e-9);
         p.max_ms = p.max_ms.max(r.max_ms);
         p.ignored_errors += r.ignored_errors;
+        if let Some(b) = raft {
+            p.lock_raft_bytes = Some(p.lock_raft_bytes.unwrap_or(0) + b.locks);
+            p.raft_bytes = Some(p.raft_bytes.unwrap_or(0) + b.all);
+        }
     }
 
     /// The points, sorted by threads then in first-measured variant order.
@@ -105,5 +151,20 @@ mod tests {
         assert!((a.tps - 200.0).abs() < 1e-9);
         assert!((a.p95_ms - 20.0).abs() < 1e-9);
         assert!((a.max_ms - 90.0).abs() < 1e-9);
+        assert_eq!(a.lock_raft_bytes_per_txn(), None);
+    }
+
+    #[test]
+    fn raft_bytes_sum_over_slices_and_divide_by_transactions() {
+        let mut t = Tally::default();
+        let b = |locks, all| Some(RaftBytes { locks, all });
+        t.add_with_raft("sync", 8, &slice(100, 1.0, 10.0, 20.0), b(30_000, 90_000));
+        t.add_with_raft("sync", 8, &slice(300, 1.0, 10.0, 20.0), b(10_000, 70_000));
+        t.add_with_raft("in-memory", 8, &slice(200, 1.0, 10.0, 20.0), b(0, 50_000));
+        let p = t.into_points();
+        assert_eq!(p[0].lock_raft_bytes_per_txn(), Some(100.0));
+        assert_eq!(p[0].raft_bytes_per_txn(), Some(400.0));
+        assert_eq!(p[1].lock_raft_bytes_per_txn(), Some(0.0));
+        assert_eq!(p[1].raft_bytes_per_txn(), Some(250.0));
     }
 }

@@ -1,10 +1,11 @@
 //! 000, in-memory pessimistic locks: sysbench `oltp_write_only` at 1..64 threads, SurgeDB
 //! in each transaction mode (switched between slices with the write-up's statements) and
-//! MariaDB in the same rotation.
+//! MariaDB in the same rotation; for SurgeDB also the Raft bytes per transaction, for locks
+//! and in all (its cluster counters before and after each slice).
 
 use super::endpoint::Endpoint;
 use super::error::SysbenchError;
-use super::tally::{SysbenchPoint, Tally};
+use super::tally::{RaftBytes, SysbenchPoint, Tally};
 use crate::bench::Progress;
 
 /// SurgeDB's modes in rotation order, each with the statements that switch to it (TiDB's
@@ -90,6 +91,14 @@ impl Tables {
     }
 }
 
+/// SurgeDB's cluster Raft counters now (every node's, summed by the node answering).
+fn raft_bytes(surgedb: &Endpoint) -> Result<RaftBytes, SysbenchError> {
+    Ok(RaftBytes {
+        locks: surgedb.status_u64("Pessimistic_lock_raft_bytes")?,
+        all: surgedb.status_u64("Raft_bytes")?,
+    })
+}
+
 /// Runs the rotation: per round, per thread count, each mode (and MariaDB) one slice.
 ///
 /// # Errors
@@ -115,7 +124,14 @@ pub(crate) fn run_write_only(
             for (mode, switch) in LOCK_MODES {
                 progress.message(&format!("000 locks: {mode}, {t} threads"));
                 surgedb.sql(switch)?;
-                tally.add(mode, t, &tables.run(surgedb, t, seconds, &[])?);
+                let before = raft_bytes(surgedb)?;
+                let r = tables.run(surgedb, t, seconds, &[])?;
+                let after = raft_bytes(surgedb)?;
+                let cost = RaftBytes {
+                    locks: after.locks.saturating_sub(before.locks),
+                    all: after.all.saturating_sub(before.all),
+                };
+                tally.add_with_raft(mode, t, &r, Some(cost));
                 progress.step();
             }
             if let Some(m) = mariadb {
