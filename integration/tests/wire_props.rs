@@ -228,6 +228,7 @@ fn kv_request() -> impl Strategy<Value = KvRequest> {
         ]
         .prop_map(|mode| KvRequest::SetLockMode { mode }),
         Just(KvRequest::AllocRegionId),
+        any::<u64>().prop_map(|count| KvRequest::AllocRegionIds { count }),
         Just(KvRequest::NodeStatus),
     ]
 }

@@ -39,10 +39,13 @@ pub(crate) enum MetaCommand {
     RemoveRegion(u64),
     /// Hand out the next region id (the apply result carries it).
     AllocRegionId,
+    /// Hand out this many region ids in a row (at least one; the apply result carries the
+    /// first).
+    AllocRegionIds(u64),
 }
 
 impl MetaState {
-    /// Applies `cmd`; returns the id handed out by `AllocRegionId` (0 otherwise).
+    /// Applies `cmd`; returns the (first) id handed out by `AllocRegionId(s)` (0 otherwise).
     pub(crate) fn apply(&mut self, cmd: MetaCommand) -> u64 {
         match cmd {
             MetaCommand::SetTsoLimit(l) => self.tso_limit = self.tso_limit.max(l),
@@ -61,13 +64,17 @@ impl MetaState {
                 self.regions.remove(&id);
                 self.removed.insert(id);
             }
-            MetaCommand::AllocRegionId => {
-                let id = self.next_region_id.max(META_REGION_ID + 1);
-                self.next_region_id = id + 1;
-                return id;
-            }
+            MetaCommand::AllocRegionId => return self.alloc_ids(1),
+            MetaCommand::AllocRegionIds(n) => return self.alloc_ids(n),
         }
         0
+    }
+
+    /// Hands out `n` ids in a row (at least one, at most 2^20); returns the first.
+    fn alloc_ids(&mut self, n: u64) -> u64 {
+        let id = self.next_region_id.max(META_REGION_ID + 1);
+        self.next_region_id = id.saturating_add(n.clamp(1, 1 << 20));
+        id
     }
 
     /// The region holding `key`.
@@ -165,6 +172,21 @@ mod tests {
             s.regions.values().cloned().collect::<Vec<_>>(),
             vec![merged]
         );
+    }
+
+    #[test]
+    fn id_batches_never_overlap_single_ids_or_known_regions() {
+        let mut s = MetaState::default();
+        for r in initial_regions(&even_split_keys(4), &[1]) {
+            s.apply(MetaCommand::PutRegion(r));
+        }
+        let first = s.apply(MetaCommand::AllocRegionIds(16));
+        assert_eq!(first, 6, "after the initial regions 2..=5");
+        assert_eq!(s.apply(MetaCommand::AllocRegionId), 22);
+        // A zero count still hands out one id; a huge one is capped.
+        assert_eq!(s.apply(MetaCommand::AllocRegionIds(0)), 23);
+        assert_eq!(s.apply(MetaCommand::AllocRegionIds(u64::MAX)), 24);
+        assert_eq!(s.apply(MetaCommand::AllocRegionId), 24 + (1 << 20));
     }
 
     #[test]

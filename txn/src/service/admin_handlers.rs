@@ -15,6 +15,9 @@ use crate::region::{RegionError, RegionInfo};
 /// it gives up (and logs it): longer than an election and a partition of a few seconds.
 const REPORT_RETRY_FOR: Duration = Duration::from_secs(30);
 
+/// Region ids a node reserves from the meta group at a time for its splits.
+pub(super) const REGION_ID_BATCH: u64 = 16;
+
 impl KvNode {
     pub(super) fn handle_admin(&self, req: KvRequest) -> KvResponse {
         let raft = self.raft.read_recursive();
@@ -93,15 +96,7 @@ impl KvNode {
                 reason: "region has too little data to split".into(),
             })?,
         };
-        let new_id = match self.call_meta(KvRequest::AllocRegionId) {
-            Ok(KvResponse::RegionId { id }) => id,
-            other => {
-                return Err(RegionError::ServerIsBusy {
-                    region_id,
-                    reason: format!("no region id from the meta group: {other:?}"),
-                });
-            }
-        };
+        let new_id = self.next_region_id(region_id)?;
         let moved_before = self.budget.counters().migrated_on_split;
         let (parent, child) = peer.split(raft, &split_key, new_id, self.config.proposal_timeout)?;
         let moved = self.budget.counters().migrated_on_split - moved_before;
@@ -129,6 +124,29 @@ impl KvNode {
             regions: vec![parent, child],
             locks: usize::try_from(moved).unwrap_or(usize::MAX),
         })
+    }
+
+    /// A fresh region id for a split of `region_id`: from the node's reserved ids, which
+    /// are refilled [`REGION_ID_BATCH`] at a time in one meta-group round (so most splits
+    /// skip that round).
+    fn next_region_id(&self, region_id: u64) -> Result<u64, RegionError> {
+        if let Some(id) = self.region_ids.lock().next() {
+            return Ok(id);
+        }
+        let count = REGION_ID_BATCH;
+        match self.call_meta(KvRequest::AllocRegionIds { count }) {
+            Ok(KvResponse::RegionId { id }) => {
+                let mut ids = self.region_ids.lock();
+                // Two splits may refill at once: the later batch wins, the other's ids
+                // are skipped (ids need only be unique).
+                *ids = id + 1..id + count;
+                Ok(id)
+            }
+            other => Err(RegionError::ServerIsBusy {
+                region_id,
+                reason: format!("no region id from the meta group: {other:?}"),
+            }),
+        }
     }
 
     /// The split child's replica here holds the moved in-memory locks: campaign so it leads

@@ -83,7 +83,11 @@ impl KvNode {
                 self.detector.lock().clean_up(txn);
                 KvResponse::Done
             }
-            KvRequest::AllocRegionId => {
+            KvRequest::AllocRegionId | KvRequest::AllocRegionIds { .. } => {
+                let cmd = match req {
+                    KvRequest::AllocRegionIds { count } => MetaCommand::AllocRegionIds(count),
+                    _ => MetaCommand::AllocRegionId,
+                };
                 let raft = self.raft.read_recursive();
                 let Some(raft) = raft.as_ref() else {
                     return KvResponse::RegionError(RegionError::NotLeader {
@@ -91,11 +95,10 @@ impl KvNode {
                         leader: None,
                     });
                 };
-                match self.meta.propose(
-                    raft,
-                    vec![MetaCommand::AllocRegionId],
-                    self.config.proposal_timeout,
-                ) {
+                match self
+                    .meta
+                    .propose(raft, vec![cmd], self.config.proposal_timeout)
+                {
                     Ok(id) => KvResponse::RegionId { id },
                     Err(e) => KvResponse::RegionError(self.with_hint(e)),
                 }

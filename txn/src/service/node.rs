@@ -211,6 +211,10 @@ pub struct KvNode {
     stopped: AtomicBool,
     /// This node, for work handed to a thread of its own (a split child's campaign).
     pub(super) me: Weak<KvNode>,
+    /// Region ids reserved from the meta group for this node's splits and not used yet
+    /// (`admin_handlers::REGION_ID_BATCH` at a time); ids left at a restart are skipped,
+    /// never reused.
+    pub(super) region_ids: Mutex<std::ops::Range<u64>>,
 }
 
 impl std::fmt::Debug for KvNode {
@@ -324,6 +328,7 @@ impl KvNode {
         let detector = Mutex::new(DeadlockDetector::new(DETECTOR_EDGE_TTL));
         let node = Arc::new_cyclic(|me| KvNode {
             me: me.clone(),
+            region_ids: Mutex::new(0..0),
             config,
             raft: RwLock::new(Some(raft)),
             regions: RwLock::new(peers),
@@ -586,6 +591,7 @@ impl KvNode {
             | KvRequest::CleanUpWaitFor { .. }
             | KvRequest::CleanUpTxn { .. }
             | KvRequest::AllocRegionId
+            | KvRequest::AllocRegionIds { .. }
             | KvRequest::ReportRegions { .. } => self.handle_meta(req),
             KvRequest::TransferLeader { .. }
             | KvRequest::SplitRegion { .. }

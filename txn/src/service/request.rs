@@ -307,6 +307,12 @@ pub enum KvRequest {
         /// About this many bytes of values at most (cut between keys; 0: no limit).
         limit_bytes: usize,
     },
+    /// Placement (meta leader): `count` fresh region ids in a row, in one Raft round (PD
+    /// hands out ids from a reserved batch too); the reply's `RegionId` is the first.
+    AllocRegionIds {
+        /// How many ids (at least one is handed out).
+        count: u64,
+    },
 }
 
 impl KvRequest {
@@ -340,6 +346,7 @@ impl KvRequest {
             KvRequest::SetLockMode { .. } => "set_lock_mode",
             KvRequest::NodeStatus => "node_status",
             KvRequest::ScanWrites { .. } => "scan_writes",
+            KvRequest::AllocRegionIds { .. } => "alloc_region_ids",
         }
     }
 

@@ -161,9 +161,9 @@ pub enum KvResponse {
         /// Locks migrated.
         locks: usize,
     },
-    /// Reply to `AllocRegionId`.
+    /// Reply to `AllocRegionId` and `AllocRegionIds`.
     RegionId {
-        /// The id.
+        /// The id (the first of a batch).
         id: u64,
     },
     /// Reply to `NodeStatus`.
