@@ -33,15 +33,14 @@ fn status_flags_follow_the_session() {
     assert_eq!(status(&mut raw, "rollback"), 0);
     assert_eq!(status(&mut raw, "set autocommit = 1"), AUTOCOMMIT);
 
-    // Three results: MORE_RESULTS_EXISTS on all but the last, in OKs and in EOFs. The other
-    // flags are the session's after the whole query ran (the seam runs all its statements
-    // in one call), so `begin`'s OK here does not say IN_TRANS as MariaDB's would.
+    // Three results: MORE_RESULTS_EXISTS on all but the last, in OKs and in EOFs, and each
+    // with the session's flags right after its own statement, as MariaDB answers.
     let all = raw.query("begin; select 1; commit");
     // OK, then count, definition, EOF, row, EOF, then OK.
     assert_eq!(all.len(), 7, "{all:?}");
-    assert_eq!(ok_status(&all[0]), AUTOCOMMIT | MORE);
-    assert_eq!(eof_status(&all[3], false), AUTOCOMMIT | MORE);
-    assert_eq!(eof_status(&all[5], false), AUTOCOMMIT | MORE);
+    assert_eq!(ok_status(&all[0]), IN_TRANS | AUTOCOMMIT | MORE);
+    assert_eq!(eof_status(&all[3], false), IN_TRANS | AUTOCOMMIT | MORE);
+    assert_eq!(eof_status(&all[5], false), IN_TRANS | AUTOCOMMIT | MORE);
     assert_eq!(ok_status(&all[6]), AUTOCOMMIT);
     // An error ends the list: no further results.
     let all = raw.query("select 1; select boom; select 2");
@@ -105,6 +104,20 @@ fn field_list_statistics_set_option_reset_and_init_db() {
 
     raw.command(&[0x1B, 1, 0]);
     assert_eq!(raw.read().unwrap(), [0xFE, 0, 0, AUTOCOMMIT as u8, 0]);
+    // Multi-statements off: a query of two statements runs neither (1064), one still runs.
+    let refused = raw.query("begin; select 1");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let (code, message) = err(&refused[0]);
+    assert_eq!(code, 1064);
+    assert!(message.contains("near 'select 1'"), "{message}");
+    assert_eq!(
+        eof_status(&raw.query("select 1")[4], false),
+        AUTOCOMMIT,
+        "begin did not run"
+    );
+    raw.command(&[0x1B, 0, 0]);
+    assert_eq!(raw.read().unwrap(), [0xFE, 0, 0, AUTOCOMMIT as u8, 0]);
+    assert_eq!(raw.query("select 1; select 2").len(), 10, "on again");
     raw.command(&[0x1B, 9, 0]);
     assert_eq!(err(&raw.read().unwrap()).0, 1047);
 

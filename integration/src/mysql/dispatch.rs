@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use super::columns::field_list_definition;
 use super::connection::{Connection, Next, com, send_packet_error};
 use super::error::PacketError;
-use super::ok_err_eof::{OkInfo, eof_packet, err_packet, ok_packet};
+use super::ok_err_eof::{OkInfo, eof_packet, err_packet, ok_packet, status_flags};
 use super::replication::{COM_BINLOG_DUMP, COM_REGISTER_SLAVE, DumpPeer};
 use super::resultset::{Protocol, output_packets};
 use crate::sql::SqlError;
@@ -111,8 +111,9 @@ impl<S: Read + Write> Connection<S> {
         self.io.queue(&err_packet(e.code, &e.state, &e.message));
     }
 
-    /// COM_QUERY: one result per statement, SERVER_MORE_RESULTS_EXISTS on all but the last.
-    /// The status flags are the session's after the whole query ran.
+    /// COM_QUERY: one result per statement, SERVER_MORE_RESULTS_EXISTS on all but the last,
+    /// each with the session's IN_TRANS and AUTOCOMMIT as they were right after its
+    /// statement. Several statements from a client without multi-statements: 1064.
     fn query(&mut self, body: &[u8]) {
         let Ok(sql) = std::str::from_utf8(body) else {
             // Not a protocol error: the client sent text in another character set.
@@ -123,16 +124,16 @@ impl<S: Read + Write> Connection<S> {
             ));
             return;
         };
-        let results = self.session.query(sql);
+        let results = self.session.query_statements(sql, self.multi_statements);
         if results.is_empty() {
             self.io.queue(&err_packet(1065, "42000", "Query was empty"));
             return;
         }
         let deprecate_eof = self.deprecate_eof();
         let last = results.len() - 1;
-        for (i, result) in results.iter().enumerate() {
-            let status = self.status(i < last);
-            let packets = match result {
+        for (i, r) in results.iter().enumerate() {
+            let status = status_flags(r.in_transaction, r.autocommit, i < last);
+            let packets = match &r.result {
                 Ok(out) => output_packets(out, Protocol::Text, deprecate_eof, status),
                 Err(e) => {
                     self.error(e);

@@ -32,12 +32,14 @@
 //! serves that binlog to MariaDB replicas (`CHANGE MASTER TO ...; START SLAVE`): see
 //! [`DirSource`] and the `replication` module's notes on [`ReplicationSource`].
 //!
+//! A multi-statement answer gives each result the session's IN_TRANS and AUTOCOMMIT flags
+//! as they were right after its own statement
+//! ([`SqlSession::query_statements`](crate::sql::SqlSession::query_statements)); a client
+//! without multi-statements (not asked for at connect, or turned off by COM_SET_OPTION) gets
+//! 1064 for a query of several statements, none of them run.
+//!
 //! Limits: no cursors (a COM_STMT_EXECUTE asking for one gets the whole result set), no
-//! COM_CHANGE_USER, no LOCAL INFILE. [`SqlSession::query`](crate::sql::SqlSession::query)
-//! runs all the statements of a query in one call, so in a multi-statement answer every
-//! result carries the session's IN_TRANS and AUTOCOMMIT flags as they are after the last
-//! statement (MORE_RESULTS_EXISTS is exact), and with multi-statements turned off by
-//! COM_SET_OPTION the session still runs every statement of a query.
+//! COM_CHANGE_USER, no LOCAL INFILE.
 
 // The decoder checks the fuzz targets and `tests/mysql_codec_props.rs` share. Not an API.
 #[doc(hidden)]

@@ -68,6 +68,9 @@ pub use column::{ColumnKind, ColumnMeta};
 pub use engine::{SqlConfig, SqlEngine};
 pub use exec::Session;
 pub use output::{Output, SqlError};
-pub use session::{ConnectionInfo, PreparedInfo, SessionFactory, SqlSession};
+pub use session::{
+    ConnectionInfo, PreparedInfo, SessionFactory, SqlSession, StatementResult,
+    multi_statements_refused,
+};
 pub use types::SqlType;
 pub use value::{Decimal, Value};

@@ -30,11 +30,45 @@ pub struct PreparedInfo {
     pub columns: Vec<ColumnMeta>,
 }
 
+/// One statement's result with the session's state right after it ran (what the status
+/// flags of its OK, EOF or ERR packet say).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementResult {
+    /// The statement's result.
+    pub result: Result<Output, SqlError>,
+    /// Whether a transaction was open after it (SERVER_STATUS_IN_TRANS).
+    pub in_transaction: bool,
+    /// Whether autocommit was on after it (SERVER_STATUS_AUTOCOMMIT).
+    pub autocommit: bool,
+}
+
+/// The error for a query of several statements from a client that did not ask for them
+/// (MariaDB's 1064, naming the text after the first statement).
+pub fn multi_statements_refused(rest: &str) -> SqlError {
+    let near: String = rest.trim().chars().take(80).collect();
+    SqlError::new(
+        1064,
+        "42000",
+        format!(
+            "You have an error in your SQL syntax; check the manual that corresponds to your \
+             MariaDB server version for the right syntax to use near '{near}' at line 1 \
+             (multi-statements are off for this connection)"
+        ),
+    )
+}
+
 /// One connection's SQL session. Dropping it rolls back its open transaction.
 pub trait SqlSession: Send {
     /// Runs `sql`, which may hold several statements separated by `;`. Returns one result
     /// per statement run; the first error ends the list (later statements are not run).
     fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>>;
+
+    /// As [`SqlSession::query`], each result with the session's state right after its
+    /// statement (a multi-statement answer's packets carry each statement's own flags). With
+    /// `multi` false (the client did not ask for multi-statements, or turned them off with
+    /// COM_SET_OPTION) a query of several statements runs none of them and answers
+    /// [`multi_statements_refused`], as MariaDB does.
+    fn query_statements(&mut self, sql: &str, multi: bool) -> Vec<StatementResult>;
 
     /// COM_INIT_DB: makes `db` the current database.
     ///

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use surgedb::sql::{
     ColumnKind, ColumnMeta, ConnectionInfo, Decimal, Output, PreparedInfo, SessionFactory,
-    SqlError, SqlSession, Value,
+    SqlError, SqlSession, StatementResult, Value, multi_statements_refused,
 };
 
 /// What every session of one [`Backend`] shares.
@@ -506,11 +506,31 @@ impl TestSession {
 
 impl SqlSession for TestSession {
     fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>> {
+        self.query_statements(sql, true)
+            .into_iter()
+            .map(|r| r.result)
+            .collect()
+    }
+
+    fn query_statements(&mut self, sql: &str, multi: bool) -> Vec<StatementResult> {
+        let stmts = statements(sql);
         let mut out = Vec::new();
-        for stmt in statements(sql) {
-            let r = self.one(&stmt);
-            let failed = r.is_err();
-            out.push(r);
+        if !multi && stmts.len() > 1 {
+            out.push(StatementResult {
+                result: Err(multi_statements_refused(&stmts[1])),
+                in_transaction: self.in_transaction(),
+                autocommit: self.autocommit(),
+            });
+            return out;
+        }
+        for stmt in stmts {
+            let result = self.one(&stmt);
+            let failed = result.is_err();
+            out.push(StatementResult {
+                result,
+                in_transaction: self.in_transaction(),
+                autocommit: self.autocommit(),
+            });
             if failed {
                 break;
             }

@@ -20,7 +20,9 @@ use crate::sql::column::ColumnMeta;
 use crate::sql::engine::{Process, Shared};
 use crate::sql::expr::{Env, SessionView, eval};
 use crate::sql::output::{Output, SqlError};
-use crate::sql::session::{ConnectionInfo, PreparedInfo, SqlSession};
+use crate::sql::session::{
+    ConnectionInfo, PreparedInfo, SqlSession, StatementResult, multi_statements_refused,
+};
 use crate::sql::txn_error::from_txn;
 use crate::sql::value::Value;
 
@@ -836,10 +838,12 @@ impl Session {
     }
 }
 
-impl SqlSession for Session {
-    fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>> {
+impl Session {
+    /// Runs `stmts` in order, each result with the session's state after it; the first
+    /// error ends the list.
+    fn run_statements(&mut self, stmts: &[&str]) -> Vec<StatementResult> {
         let mut out = Vec::new();
-        for stmt in split::split_statements(sql) {
+        for stmt in stmts {
             self.note_statement(Some(stmt));
             self.clear_warnings(stmt);
             let r = self.run_text(stmt).map(|o| self.with_warning_count(o));
@@ -848,16 +852,44 @@ impl SqlSession for Session {
                 self.warnings
                     .push(("Error".into(), e.code, e.message.clone()));
             }
-            out.push(r);
+            out.push(self.statement_result(r));
             self.note_statement(None);
             if failed {
                 break;
             }
         }
         if out.is_empty() {
-            out.push(Err(SqlError::new(1065, "42000", "Query was empty")));
+            let empty = Err(SqlError::new(1065, "42000", "Query was empty"));
+            out.push(self.statement_result(empty));
         }
         out
+    }
+
+    fn statement_result(&self, result: Result<Output, SqlError>) -> StatementResult {
+        StatementResult {
+            result,
+            in_transaction: self.in_transaction(),
+            autocommit: self.autocommit(),
+        }
+    }
+}
+
+impl SqlSession for Session {
+    fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>> {
+        let stmts = split::split_statements(sql);
+        self.run_statements(&stmts)
+            .into_iter()
+            .map(|r| r.result)
+            .collect()
+    }
+
+    fn query_statements(&mut self, sql: &str, multi: bool) -> Vec<StatementResult> {
+        let stmts = split::split_statements(sql);
+        if !multi && let Some(second) = stmts.get(1) {
+            let refused = Err(multi_statements_refused(second));
+            return vec![self.statement_result(refused)];
+        }
+        self.run_statements(&stmts)
     }
 
     fn use_database(&mut self, db: &str) -> Result<(), SqlError> {
