@@ -331,7 +331,7 @@ impl Engine for FjallRegion {
                     out.insert(ks, key.as_slice(), value.as_slice());
                 }
                 Modify::Delete { key, .. } => {
-                    // Deletes are rare here (a rollback's value, garbage collection):
+                    // Deletes are rare here (a rolled-back prewrite's value):
                     // their size is read.
                     let old = match seen.get(&slot) {
                         Some(n) => *n,
