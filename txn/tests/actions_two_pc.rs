@@ -7,12 +7,12 @@ mod actions_support;
 
 use actions_support::*;
 use surge_txn::{
-    Engine, MvccError,
+    Cf, Engine, Modify, MvccError, WriteBatch,
     actions::{
         CommitKind, Mutation, PessimisticAction, TxnCommitRecord, TxnStatus, batch_get,
         check_txn_status, point_get, prewrite, resolve_lock, scan, scan_lock, txn_heartbeat,
     },
-    codec::{LockType, SHORT_VALUE_MAX_LEN, WriteType, compose_ts},
+    codec::{LockType, SHORT_VALUE_MAX_LEN, WriteType, compose_ts, encode_key},
 };
 
 const SKIP: PessimisticAction = PessimisticAction::SkipPessimisticCheck;
@@ -491,6 +491,133 @@ fn test_check_txn_status_on_a_secondary_is_a_primary_mismatch() {
             None,
             "case {name}: a record was written"
         );
+    }
+}
+
+/// What a merge on a disk engine left before it replaced the source's range (see
+/// `Engine::ingest`): the transaction's own lock back beside its commit record, as the
+/// lock stood before the commit removed it. `kind`: "short" and "long" prewritten puts (a
+/// long value lives in the default column family), or "pessimistic" (the primary's lock
+/// from before its prewrite; the commit wrote the record from the prewrite).
+fn stale_lock_beside_commit(kind: &str, start: u64, commit: u64) -> (Env, Vec<u8>) {
+    let mut env = Env::new();
+    let value = if kind == "long" {
+        vec![b'v'; SHORT_VALUE_MAX_LEN + 1]
+    } else {
+        b"v".to_vec()
+    };
+    let stale = if kind == "pessimistic" {
+        must_acquire(&mut env, b"p", b"p", start, start);
+        let lock = must_locked(&env, b"p", start);
+        must_pessimistic_prewrite_put(&mut env, b"p", &value, b"p", start, start);
+        lock
+    } else {
+        must_prewrite_put(&mut env, b"p", &value, b"p", start);
+        must_locked(&env, b"p", start)
+    };
+    must_commit(&mut env, b"p", start, commit);
+    env.engine
+        .write(&WriteBatch {
+            modifies: vec![Modify::Put {
+                cf: Cf::Lock,
+                key: encode_key(b"p"),
+                value: stale.to_bytes(),
+            }],
+            applied_index: 0,
+        })
+        .unwrap();
+    (env, value)
+}
+
+/// A transaction's lock beside its own commit record on the key is settled as committed
+/// by `check_txn_status`, whether the lock is alive or expired and whatever its type: the
+/// lock goes, the record and a long value stay. It answered `Committed` as an error when it
+/// rolled back the expired lock, forever, which kept a reader retrying for good (the
+/// snapshot isolation workload's final read, one run in about 300).
+#[test]
+fn test_check_txn_status_settles_a_stale_lock_beside_its_commit_record() {
+    let (start, commit) = (ts(100), ts(100) + 5);
+    for kind in ["short", "long", "pessimistic"] {
+        for (current, pessimistic_caller) in [(ts(150), false), (ts(9000), false), (ts(9000), true)]
+        {
+            let case =
+                format!("{kind}, current {current}, resolving pessimistic {pessimistic_caller}");
+            let (mut env, value) = stale_lock_beside_commit(kind, start, commit);
+            let before = must_written(&env, b"p", start, commit, WriteType::Put);
+            assert_eq!(
+                status(&mut env, start, ts(200), current, true, pessimistic_caller),
+                Ok(TxnStatus::Committed { commit_ts: commit }),
+                "case {case}"
+            );
+            must_unlocked(&env, b"p");
+            assert_eq!(
+                must_written(&env, b"p", start, commit, WriteType::Put),
+                before,
+                "case {case}: the record changed"
+            );
+            assert_eq!(
+                env.write_at(b"p", start),
+                None,
+                "case {case}: a rollback was written"
+            );
+            assert_eq!(env.has_default(b"p", start), kind == "long", "case {case}");
+            assert_eq!(must_get(&env, b"p", commit), Some(value), "case {case}");
+        }
+    }
+}
+
+/// `commit` of a stale lock beside the transaction's commit record (a resolver committing
+/// a secondary after the primary said committed) removes it even when a reader pushed the
+/// stale lock's `min_commit_ts` past the commit_ts: that commit used to fail with
+/// `CommitTsExpired` for good. `rollback` refuses with `Committed` and changes nothing.
+#[test]
+fn test_commit_and_rollback_of_a_stale_lock_beside_its_commit_record() {
+    let (start, commit) = (ts(100), ts(100) + 5);
+    for kind in ["short", "long", "pessimistic"] {
+        // The commit at the transaction's commit_ts, and one below a pushed floor.
+        for pushed in [false, true] {
+            let (mut env, value) = stale_lock_beside_commit(kind, start, commit);
+            if pushed {
+                // As a reader's push on the stale lock left it before `check_txn_status`
+                // settled such locks.
+                let mut lock = env.lock_cf(b"p").unwrap();
+                lock.min_commit_ts = ts(300);
+                env.engine
+                    .write(&WriteBatch {
+                        modifies: vec![Modify::Put {
+                            cf: Cf::Lock,
+                            key: encode_key(b"p"),
+                            value: lock.to_bytes(),
+                        }],
+                        applied_index: 0,
+                    })
+                    .unwrap();
+            }
+            let before = must_written(&env, b"p", start, commit, WriteType::Put);
+            let stale = must_locked(&env, b"p", start);
+            assert_eq!(
+                try_rollback(&mut env, b"p", start, false),
+                Err(MvccError::Committed {
+                    start_ts: start,
+                    commit_ts: commit,
+                    key: b"p".to_vec()
+                }),
+                "{kind}, pushed {pushed}"
+            );
+            assert_eq!(
+                must_locked(&env, b"p", start),
+                stale,
+                "{kind}: rollback changed it"
+            );
+            must_commit(&mut env, b"p", start, commit);
+            must_unlocked(&env, b"p");
+            assert_eq!(
+                must_written(&env, b"p", start, commit, WriteType::Put),
+                before
+            );
+            assert_eq!(env.has_default(b"p", start), kind == "long");
+            assert_eq!(must_get(&env, b"p", commit), Some(value));
+        }
     }
 }
 

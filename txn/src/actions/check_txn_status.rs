@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::rollback::{MissingLock, rollback_lock, rollback_missing_lock};
+use super::rollback::{
+    MissingLock, committed_at, remove_stale_lock, rollback_lock, rollback_missing_lock,
+};
 use crate::mvcc::{Lock, LockInfo, MvccError, MvccReader, MvccTxn};
 
 /// The state of a transaction as its primary key tells it.
@@ -40,6 +42,13 @@ pub enum TxnStatus {
 
 /// Checks the transaction `txn.start_ts()` on its `primary_key`.
 ///
+/// - Its lock beside its own commit record on the key (a stale lock, which the commit
+///   that wrote the record had removed; see `committed_at` in `rollback.rs`): the lock is
+///   removed, the record kept, [`TxnStatus::Committed`], whatever the lock's type, TTL or
+///   primary (a commit record of the transaction on any key means it committed). TiKV
+///   panics on such a lock when it rolls back an expired one; answering
+///   [`MvccError::Committed`] there, as SurgeDB did, left the readers it blocked retrying
+///   for good.
 /// - Its lock, naming another key as the primary: [`MvccError::PrimaryMismatch`] with the
 ///   lock, and nothing changed (the caller asks the real primary).
 /// - Its lock, expired at `current_ts`: rolled back with a protected record
@@ -92,7 +101,14 @@ pub fn check_txn_status(
     resolving_pessimistic_lock: bool,
 ) -> Result<TxnStatus, MvccError> {
     let start_ts = txn.start_ts();
-    match reader.load_lock(primary_key)? {
+    let lock = reader.load_lock(primary_key)?;
+    if lock.as_ref().is_some_and(|l| l.start_ts == start_ts)
+        && let Some(commit_ts) = committed_at(reader, primary_key, start_ts)?
+    {
+        remove_stale_lock(txn, primary_key);
+        return Ok(TxnStatus::Committed { commit_ts });
+    }
+    match lock {
         // A caller whose lock names this key as primary when the transaction's lock here
         // names another (a one-phase guard's report did, naming the key itself) takes a
         // secondary for the primary: deciding here would push or roll back a secondary alone,

@@ -3,6 +3,7 @@
 use crate::mvcc::{Lock, LockType, MvccError, MvccReader, MvccTxn, Write, WriteType};
 
 use super::one_pc::commit_ts_floor;
+use super::rollback::{committed_at, remove_stale_lock};
 
 /// The commit record of `lock` at `commit_ts` (its short value moves into the record).
 ///
@@ -41,6 +42,11 @@ pub(crate) fn commit_record(
 /// - Its own `Pessimistic` lock (left by a pessimistic rollback that never arrived): it is
 ///   removed without a record, as current TiKV does, instead of being committed as a `Lock`
 ///   record as older TiKV did; the key was never prewritten, so there is nothing to commit.
+/// - Its own lock beside its own commit record (a stale lock, which the commit that wrote
+///   the record had removed; see `committed_at` in `rollback.rs`): already committed, so
+///   the lock is removed and the record kept, `Ok`, even below the lock's floor (a
+///   `min_commit_ts` pushed on the stale lock would otherwise refuse the commit that
+///   resolves it, for good).
 /// - No own lock: its commit record means a retry, `Ok`; a rollback record or nothing
 ///   gives [`MvccError::TxnLockNotFound`].
 ///
@@ -69,6 +75,13 @@ pub fn commit(
     };
     let floor = commit_ts_floor(&lock);
     if commit_ts < floor {
+        // Looked for only here, off the common path: with `commit_ts` at or above the
+        // floor, a stale lock is settled below as a live one is (the record is written
+        // again, the same, and the lock removed).
+        if committed_at(reader, key, start_ts)?.is_some() {
+            remove_stale_lock(txn, key);
+            return Ok(());
+        }
         return Err(MvccError::CommitTsExpired {
             start_ts,
             commit_ts,

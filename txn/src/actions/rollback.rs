@@ -39,6 +39,51 @@ fn write_rollback(txn: &mut MvccTxn, key: &[u8], protected: bool, overlapped_wri
     }
 }
 
+/// The commit timestamp of the transaction `start_ts` on `key` when the write column family
+/// holds its commit record there (a rollback record does not count).
+///
+/// A lock of that transaction beside such a record is stale: the record is written by the
+/// commit that removes the lock, and after it the transaction can never lock the key again
+/// (a late lock request or prewrite meets the record as a newer write and fails). Yet one
+/// was left on disk engines, where a merge added the source's data to what this node's
+/// lagging replica of the source left under the same keys (see `Engine::ingest`), and
+/// `check_txn_status` kept answering such a lock on a primary with
+/// [`MvccError::Committed`] from [`rollback_lock`]: the readers it blocked retried for good
+/// (TiKV panics there). [`check_txn_status`](super::check_txn_status) and
+/// [`commit`](super::commit) therefore settle such a lock as committed.
+///
+/// # Errors
+/// [`MvccError::Corrupt`] for damaged data.
+pub(crate) fn committed_at(
+    reader: &MvccReader<'_>,
+    key: &[u8],
+    start_ts: u64,
+) -> Result<Option<u64>, MvccError> {
+    Ok(match reader.get_txn_commit_record(key, start_ts)? {
+        TxnCommitRecord::SingleRecord { commit_ts, write }
+            if write.write_type != WriteType::Rollback =>
+        {
+            Some(commit_ts)
+        }
+        _ => None,
+    })
+}
+
+/// Removes the transaction's own `lock` on `key`, stale beside the transaction's commit
+/// record there (see [`committed_at`]), and keeps the record: what the commit that wrote
+/// the record did to the lock. Safe whatever the lock's type:
+/// - a `Pessimistic` lock holds no data, and a commit removes it without a record anyway;
+///   the transaction it protected is over;
+/// - a prewritten lock (`Put`, `Delete`, `Lock`) is what the record was made from: the
+///   short value moved into the record, and a long value stays in the default column
+///   family at `(key, start_ts)`, where the record points, so it is kept (a rollback would
+///   delete it). The commit is final (a record is never taken back), so nothing is waited
+///   for, not even the lock's TTL.
+pub(crate) fn remove_stale_lock(txn: &mut MvccTxn, key: &[u8]) {
+    let start_ts = txn.start_ts();
+    txn.unlock_key(key, start_ts);
+}
+
 /// Rolls back the transaction's own `lock` on `key`: removes it and its long value and
 /// records the rollback (TiKV's `rollback_lock`). The rollback is protected when asked, and
 /// always on the primary key of a pessimistic transaction, whose record must keep a late
@@ -56,7 +101,9 @@ pub(crate) fn rollback_lock(
         TxnCommitRecord::SingleRecord { commit_ts, write }
             if write.write_type != WriteType::Rollback =>
         {
-            // A lock and a commit record of one transaction on one key cannot coexist.
+            // The lock is stale (see `committed_at`): a committed transaction cannot be
+            // rolled back, so this is refused, changing nothing. `check_txn_status` and
+            // `commit` remove such a lock instead of reaching here.
             return Err(MvccError::Committed {
                 start_ts,
                 commit_ts,
@@ -129,7 +176,9 @@ pub(crate) fn rollback_missing_lock(
 ///
 /// - Its own lock (any type): removed with its long value, and the rollback recorded
 ///   (protected when asked, and always on the primary key of a pessimistic transaction).
-/// - Already committed: [`MvccError::Committed`].
+/// - Already committed: [`MvccError::Committed`], even with a stale lock of its own left
+///   beside the commit record (nothing changed; [`check_txn_status`](super::check_txn_status)
+///   and [`commit`](super::commit) remove such a lock).
 /// - Already rolled back: `Ok`, nothing written.
 /// - Nothing (or another transaction's lock): the rollback is recorded all the same, so
 ///   that a prewrite arriving late fails.

@@ -431,12 +431,32 @@ impl Engine for FjallRegion {
         encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
     }
 
-    fn ingest(&self, data: &[u8]) -> Result<(), EngineError> {
+    /// One fjall batch: a tombstone for every key of the range the export lacks (what this
+    /// node's replica of the source left there and the source's leader no longer has), then
+    /// the export's entries. A key the export has is only inserted, never also removed in
+    /// the batch, so no key takes two changes in one batch. The tombstones' bytes are not
+    /// taken off the size: they were never counted in this region's.
+    fn ingest(&self, data: &[u8], start: &[u8], end: Option<&[u8]>) -> Result<(), EngineError> {
         self.check_failed()?;
         let body = decode_export(data)?;
         let mut held = self.meta.lock();
         let mut out = self.engine.db.batch();
         let mut size = held.size;
+        let snap = self.engine.db.snapshot();
+        for (cf, incoming) in [
+            (Cf::Lock, &body.lock),
+            (Cf::Write, &body.write),
+            (Cf::Default, &body.default),
+        ] {
+            let ks = self.engine.cf(cf);
+            for guard in snap.range::<&[u8], _>(ks, range_of(start, end)) {
+                let key = guard.key().map_err(|e| io("ingest", &e))?;
+                if !incoming.contains_key(key.as_ref()) {
+                    out.remove(ks, key.to_vec());
+                }
+            }
+        }
+        drop(snap);
         for (cf, map) in body.by_cf() {
             let ks = self.engine.cf(cf);
             for (k, v) in &map {

@@ -352,3 +352,60 @@ proptest! {
         }
     }
 }
+
+/// `ingest` makes the given range exactly the export, in every column family, and leaves
+/// the rest of the shared keyspaces alone: the node's lagging replica of a merge's source
+/// left a lock under the source's keys that the source's leader had removed since, and
+/// another region's keys lie beyond the range.
+#[test]
+fn ingest_replaces_the_range_with_the_export_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path());
+    let lagging = engine.region(2, b"", b"m").unwrap();
+    let target = engine.region(3, b"m", b"").unwrap();
+    lagging
+        .write(&WriteBatch {
+            modifies: vec![
+                put(Cf::Lock, encode_key(b"a"), b"stale lock"),
+                put(Cf::Write, encode_key_with_ts(b"a", 4), b"old record"),
+                put(Cf::Default, encode_key_with_ts(b"b", 3), b"stale value"),
+            ],
+            applied_index: 5,
+        })
+        .unwrap();
+    target
+        .write(&WriteBatch {
+            modifies: vec![put(Cf::Lock, encode_key(b"x"), b"target lock")],
+            applied_index: 7,
+        })
+        .unwrap();
+    let leader = MemEngine::new();
+    leader
+        .write(&WriteBatch {
+            modifies: vec![
+                put(Cf::Write, encode_key_with_ts(b"a", 4), b"old record"),
+                put(Cf::Write, encode_key_with_ts(b"a", 6), b"commit"),
+            ],
+            applied_index: 9,
+        })
+        .unwrap();
+    target
+        .ingest(&leader.export(), &encode_key(b""), Some(&encode_key(b"m")))
+        .unwrap();
+    let snap = target.snapshot();
+    assert_eq!(
+        all(&*snap, Cf::Lock),
+        vec![(encode_key(b"x"), b"target lock".to_vec())],
+        "the stale lock stayed, or the target's own went"
+    );
+    assert_eq!(
+        all(&*snap, Cf::Write),
+        vec![
+            (encode_key_with_ts(b"a", 6), b"commit".to_vec()),
+            (encode_key_with_ts(b"a", 4), b"old record".to_vec()),
+        ]
+    );
+    assert!(all(&*snap, Cf::Default).is_empty());
+    assert_eq!(target.applied_index(), 7, "the applied index moved");
+    assert!(target.ingest(b"not an export", b"", None).is_err());
+}

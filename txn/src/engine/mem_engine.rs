@@ -300,9 +300,27 @@ impl Engine for MemEngine {
         encode_state(&moved)
     }
 
-    fn ingest(&self, data: &[u8]) -> Result<(), EngineError> {
+    fn ingest(&self, data: &[u8], start: &[u8], end: Option<&[u8]>) -> Result<(), EngineError> {
         let body = decode_export(data)?;
-        self.exclusive(|state| body.put_into(state));
+        self.exclusive(|state| {
+            let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
+            for (cf, incoming) in [
+                (Cf::Lock, &body.lock),
+                (Cf::Write, &body.write),
+                (Cf::Default, &body.default),
+            ] {
+                let stale: Vec<Vec<u8>> = state
+                    .cf(cf)
+                    .range::<[u8], _>((Bound::Included(start), upper))
+                    .map(|(k, _)| k.to_vec())
+                    .filter(|k| !incoming.contains_key(k))
+                    .collect();
+                for key in stale {
+                    state.apply(&Modify::Delete { cf, key });
+                }
+            }
+            body.put_into(state);
+        });
         Ok(())
     }
 
@@ -664,10 +682,10 @@ mod tests {
         assert_eq!(all(&*e.snapshot(), Cf::Lock).len(), 2);
         assert_eq!(all(&*other.snapshot(), Cf::Lock).len(), 2);
         assert_eq!(e.size_bytes() + other.size_bytes(), total);
-        e.ingest(&upper).expect("ingest");
+        e.ingest(&upper, &encode_key(b"m"), None).expect("ingest");
         assert_eq!(e.size_bytes(), total);
         assert_eq!(all(&*e.snapshot(), Cf::Write).len(), 4);
-        assert!(e.ingest(b"not an export").is_err());
+        assert!(e.ingest(b"not an export", b"", None).is_err());
         assert_eq!(e.size_bytes(), total);
     }
 }

@@ -88,12 +88,21 @@ pub trait Engine: Send + Sync + 'static {
     /// empty export: the entries stay under their keys.
     fn split_off(&self, at: &[u8]) -> Vec<u8>;
 
-    /// Adds every entry of an export to the data, keeping what is there (for a merge: the
-    /// source region's data joins the target's). The applied index is unchanged.
+    /// Makes the engine's entries with `start <= key < end` (engine keys, no end: to the
+    /// last key; in every column family) exactly the entries of the export `data`, keeping
+    /// everything outside that range (for a merge: the source region's data joins the
+    /// target's, `start..end` being the source's range). The applied index is unchanged.
+    ///
+    /// Replacing rather than adding matters on a disk engine shared by the node's regions:
+    /// the node's own replica of the source already left its data under those keys, and a
+    /// replica that lagged behind the source's leader (it never applied the source's last
+    /// entries before the merge) left entries the export no longer has, such as the lock of
+    /// a transaction that later committed. Added on top, that lock would stand beside its
+    /// own commit record for good.
     ///
     /// # Errors
     /// [`EngineError::BadExport`] when `data` is not an export; the engine is then unchanged.
-    fn ingest(&self, data: &[u8]) -> Result<(), EngineError>;
+    fn ingest(&self, data: &[u8], start: &[u8], end: Option<&[u8]>) -> Result<(), EngineError>;
 
     /// A user key that splits the data into two halves of about equal size, if there are at
     /// least two distinct keys (the key of the write column family's middle record).

@@ -711,6 +711,20 @@ impl RegionPeer {
                 return bytes::Bytes::from_static(b"bad command");
             }
         };
+        if let MergeState::Merged { target } = *self.merge.lock() {
+            // This node's target replica absorbed the region: its range is the target's now.
+            // A replica that lagged may still apply entries of its own log before its group
+            // is removed (`region_merged` removes it without waiting), and on a disk engine
+            // shared by the node's regions they would write stale records (a lock whose
+            // commit the target already applied, say) under the target's keys.
+            tracing::info!(
+                region = self.id(),
+                index,
+                target,
+                "entry of a region merged away skipped"
+            );
+            return bytes::Bytes::from_static(EPOCH_CHANGED);
+        }
         match cmd {
             RegionCommand::Write(mut w) => {
                 if w.version != self.info.read().epoch.version {

@@ -248,7 +248,17 @@ impl RegionPeer {
         self.concurrency.absorbed_foreign_reads();
         // The data first, the range after: a read admitted by the widened range must find
         // the source's data (the other order let a read of a source key see nothing).
-        if let Err(e) = self.engine().ingest(data) {
+        //
+        // The source's range becomes exactly its leader's export, not the export added to
+        // what is there: on a disk engine this node's replica of the source wrote under the
+        // same keys, and a replica that lagged (partitioned until the merge) stopped short
+        // of the source's last entries. Its leftovers, such as a transaction's lock whose
+        // commit it never applied, would otherwise stand beside the commit record the
+        // export brings, and a reader resolving that lock found the transaction committed
+        // on the very key it was locked on, for good.
+        let start = encode_key(&source.start);
+        let end = (!source.end.is_empty()).then(|| encode_key(&source.end));
+        if let Err(e) = self.engine().ingest(data, &start, end.as_deref()) {
             tracing::error!(region = self.id(), index, error = %e, "merge data refused");
         }
         // The source is marked merged here before this region's version moves: a merge's

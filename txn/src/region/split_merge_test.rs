@@ -1,6 +1,7 @@
 //! Unit tests of a merge's apply: a `CommitMerge` takes effect once, only at the target
-//! version it was proposed at, and marks the source merged before the target's version
-//! moves; a `RollbackMerge` ends only the merge it names.
+//! version it was proposed at, marks the source merged before the target's version moves,
+//! and on a disk engine shared by the node's regions leaves the source's range exactly as
+//! the source's leader exported it; a `RollbackMerge` ends only the merge it names.
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
@@ -9,17 +10,22 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use surge_lock_table::{BudgetConfig, LockWaitManager, MemoryBudget, WaitConfig};
 
-use super::command::{EPOCH_CHANGED, RegionCommand};
+use super::command::{EPOCH_CHANGED, RegionCommand, WriteCommand};
 use super::counters::Counters;
 use super::host::RegionHost;
 use super::peer::{MergeState, RegionPeer};
 use super::region_info::{RegionEpoch, RegionInfo};
-use crate::{Cf, Engine, MemEngine, Modify, WriteBatch, encode_key};
+use crate::{
+    Cf, Engine, EngineIdentity, FjallEngine, FjallOptions, MemEngine, Modify, Mutation, MvccReader,
+    MvccTxn, PessimisticAction, TxnCommitRecord, TxnProps, WriteBatch, encode_key,
+};
 
-/// A host that records the merges it is told of, with the target's version at that moment.
+/// A host that records the merges it is told of, with the target's version at that moment,
+/// and marks the source replica it knows of merged (as the node's host does).
 #[derive(Default)]
 struct MergeHost {
     target: OnceLock<Weak<RegionPeer>>,
+    source: OnceLock<Weak<RegionPeer>>,
     merged: Mutex<Vec<(u64, u64, u64)>>,
 }
 
@@ -35,6 +41,11 @@ impl RegionHost for MergeHost {
             .and_then(Weak::upgrade)
             .map_or(0, |t| t.info().epoch.version);
         self.merged.lock().push((source, target, version));
+        if let Some(peer) = self.source.get().and_then(Weak::upgrade)
+            && peer.id() == source
+        {
+            peer.mark_merged(target);
+        }
     }
 }
 
@@ -51,7 +62,7 @@ fn region(id: u64, start: &[u8], end: &[u8], version: u64) -> RegionInfo {
     }
 }
 
-fn peer(info: RegionInfo, engine: Arc<MemEngine>, host: Arc<MergeHost>) -> Arc<RegionPeer> {
+fn peer(info: RegionInfo, engine: Arc<dyn Engine>, host: Arc<MergeHost>) -> Arc<RegionPeer> {
     RegionPeer::new(
         1,
         info,
@@ -229,4 +240,161 @@ fn a_rollback_ends_only_the_merge_it_names() {
     source.apply(5, &rollback);
     assert_eq!(source.merge_state(), MergeState::Merging { target: 3 });
     assert_eq!(source.info().epoch.version, 7);
+}
+
+/// The source's `Write` entry at `index` (proposed by node 2 at the source's version 1) of
+/// what `step` does for the transaction `start_ts`, run on and applied to `leader`, the
+/// source leader's engine.
+fn leader_entry(
+    leader: &MemEngine,
+    start_ts: u64,
+    index: u64,
+    step: impl FnOnce(&mut MvccTxn, &MvccReader<'_>),
+) -> Vec<u8> {
+    let mut txn = MvccTxn::new(start_ts);
+    {
+        let snap = leader.snapshot();
+        step(&mut txn, &MvccReader::new(&*snap, None));
+    }
+    let writes = txn.into_writes();
+    let command = WriteCommand {
+        proposer: 2,
+        term: 1,
+        cmd_id: index,
+        version: 1,
+        lock_cf_keys: writes.lock_cf_keys.clone(),
+        released: writes.released.clone(),
+        lock_only: false,
+        batch: writes.into_batch(),
+    };
+    let mut batch = command.batch.clone();
+    batch.applied_index = index;
+    leader.write(&batch).expect("leader write");
+    RegionCommand::Write(command).encode()
+}
+
+/// What the source's leader applied at `first_index` and the next: one transaction's
+/// prewrite of `key` (a secondary), then its commit at `commit_ts`.
+fn prewrite_and_commit(
+    leader: &MemEngine,
+    key: &[u8],
+    start_ts: u64,
+    commit_ts: u64,
+    first_index: u64,
+) -> [Vec<u8>; 2] {
+    let props = TxnProps {
+        start_ts,
+        primary: b"\x10p".to_vec(),
+        lock_ttl: 3000,
+        for_update_ts: 0,
+        txn_size: 2,
+        min_commit_ts: start_ts + 1,
+        commit_kind: crate::CommitKind::TwoPc,
+    };
+    let mutation = Mutation::Put {
+        key: key.to_vec(),
+        value: b"v".to_vec(),
+    };
+    let prewrite = leader_entry(leader, start_ts, first_index, |txn, r| {
+        crate::prewrite(
+            txn,
+            r,
+            &props,
+            &mutation,
+            PessimisticAction::SkipPessimisticCheck,
+            None,
+        )
+        .expect("prewrite");
+    });
+    let commit = leader_entry(leader, start_ts, first_index + 1, |txn, r| {
+        crate::commit(txn, r, key, commit_ts).expect("commit");
+    });
+    [prewrite, commit]
+}
+
+/// The lock and the record of the transaction `start_ts` on `key` in a region's engine.
+fn lock_and_record(engine: &dyn Engine, key: &[u8], start_ts: u64) -> (bool, TxnCommitRecord) {
+    let snap = engine.snapshot();
+    let reader = MvccReader::new(&*snap, None);
+    (
+        reader.load_lock(key).expect("lock").is_some(),
+        reader.get_txn_commit_record(key, start_ts).expect("record"),
+    )
+}
+
+/// The flaky snapshot-isolation workload's stuck read, one run in about 300, replayed on
+/// one node's disk engine, which its regions share. This node's replica of the source
+/// `[.., 0x80)` lagged (partitioned): it applied a transaction's prewrite of a key and not
+/// the commit that followed. The source's leader applied both, then `PrepareMerge`, and
+/// its export went into the target's `CommitMerge`. The apply used to add the export to
+/// what the lagging replica had left under the same keys: the lock stayed beside the
+/// transaction's commit record, and a reader resolving it found the transaction committed
+/// on the very key it was locked on, for good. The source's range must be the export.
+///
+/// Then the lagging replica, marked merged, catches up before its group is removed: the
+/// commit it missed and a later transaction's prewrite would write under the target's keys
+/// (that lock, whose commit the target has, would stand beside it the same way); they are
+/// skipped.
+#[test]
+fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = FjallOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_memtable_bytes(1 << 20)
+        .with_worker_threads(1);
+    let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
+        .expect("open the node's engine");
+    let host = Arc::new(MergeHost::default());
+    let lagging = peer(
+        region(2, b"", b"\x80", 1),
+        node.region(2, b"", b"\x80").expect("source view"),
+        host.clone(),
+    );
+    let _ = host.source.set(Arc::downgrade(&lagging));
+    let target_view = node.region(3, b"\x80", b"").expect("target view");
+    let target = peer(
+        region(3, b"\x80", b"", 1),
+        target_view.clone(),
+        host.clone(),
+    );
+    let _ = host.target.set(Arc::downgrade(&target));
+
+    let leader = MemEngine::new();
+    let [first_prewrite, first_commit] = prewrite_and_commit(&leader, b"\x10k", 10, 12, 1);
+    let [later_prewrite, later_commit] = prewrite_and_commit(&leader, b"\x10j", 20, 22, 3);
+    assert!(lagging.apply(1, &first_prewrite).is_empty());
+    assert!(
+        lock_and_record(&*target_view, b"\x10k", 10).0,
+        "the lagging replica's lock"
+    );
+
+    // PrepareMerge moved the source to version 2 on the leader; its export as of then.
+    let merge = RegionCommand::CommitMerge {
+        source: region(2, b"", b"\x80", 2),
+        data: leader.export(),
+        target_version: 1,
+    };
+    assert!(target.apply(10, &merge.encode()).is_empty());
+    assert_eq!(lagging.merge_state(), MergeState::Merged { target: 3 });
+    for (key, start_ts, commit_ts) in [(&b"\x10k"[..], 10, 12), (b"\x10j", 20, 22)] {
+        let (locked, record) = lock_and_record(&*target_view, key, start_ts);
+        assert!(!locked, "{key:?}: a lock beside its commit record");
+        assert_eq!(
+            record.info(),
+            Some((commit_ts, crate::WriteType::Put)),
+            "{key:?}"
+        );
+    }
+
+    for (index, entry) in [(2, &first_commit), (3, &later_prewrite), (4, &later_commit)] {
+        assert_eq!(
+            lagging.apply(index, entry),
+            EPOCH_CHANGED,
+            "entry {index} of the merged-away replica applied"
+        );
+    }
+    assert!(
+        !lock_and_record(&*target_view, b"\x10j", 20).0,
+        "the merged-away replica wrote a lock under the target's keys"
+    );
 }
