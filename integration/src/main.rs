@@ -125,6 +125,10 @@ struct NodeArgs {
     /// reopen replays).
     #[arg(long, default_value_t = 64)]
     engine_journal_mib: u64,
+    /// The disk engine's bound on memtables not yet flushed, all column families, MiB (a
+    /// write waits above it; at least twice the memtable size).
+    #[arg(long, default_value_t = 128)]
+    engine_write_buffer_mib: u64,
     /// Do not keep the cluster's replica stream (DIR/stream) nor serve MariaDB replicas,
     /// and do not write stream records (the whole cluster must agree: a replica stream is
     /// complete only if every coordinator writes its records).
@@ -612,7 +616,8 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         let options = surge_txn::FjallOptions::default()
             .with_cache_bytes(args.engine_cache_mib << 20)
             .with_memtable_bytes(args.engine_memtable_mib << 20)
-            .with_max_journal_bytes(args.engine_journal_mib << 20);
+            .with_max_journal_bytes(args.engine_journal_mib << 20)
+            .with_max_write_buffer_bytes(args.engine_write_buffer_mib << 20);
         options.validate().map_err(|e| e.to_string())?;
         config.engine = surge_txn::EngineKind::Disk(options);
     }

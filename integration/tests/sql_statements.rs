@@ -550,3 +550,49 @@ fn auto_increment_ids_are_distinct_and_rise_per_node() {
         o => panic!("{o:?}"),
     }
 }
+
+/// Each statement's result carries the session's flags of right after it; a client without
+/// multi-statements gets MariaDB's 1064 for a query of several (none of them run), while
+/// comments after the last `;` are no statement.
+#[test]
+fn statement_results_carry_their_own_flags_and_multi_statements_off_refuses() {
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database m; use m; create table t (id int primary key)",
+    );
+    let r = s.query_statements("begin; insert into t values (1); commit", true);
+    let flags: Vec<bool> = r.iter().map(|x| x.in_transaction).collect();
+    assert_eq!(flags, [true, true, false], "{r:?}");
+    assert!(r.iter().all(|x| x.result.is_ok() && x.autocommit));
+
+    let r = s.query_statements(
+        "insert into t values (2);\n insert into t values (3)",
+        false,
+    );
+    assert_eq!(r.len(), 1, "{r:?}");
+    let e = r[0].result.as_ref().expect_err("refused");
+    assert_eq!(e.code, 1064);
+    assert!(
+        e.message
+            .ends_with("near 'insert into t values (3)' at line 2"),
+        "{}",
+        e.message
+    );
+    let r = s.query_statements("select count(*) from t -- how many\n; -- none ran\n", false);
+    assert_eq!(r.len(), 1, "{r:?}");
+    match &r[0].result {
+        Ok(Output::Rows { rows, .. }) => assert_eq!(rows.len(), 1, "{rows:?}"),
+        other => panic!("count: {other:?}"),
+    }
+    assert_eq!(
+        lines(&mut s, "select count(*) from t"),
+        ["1"],
+        "only the first insert"
+    );
+    assert_eq!(
+        s.query("-- only a comment")[0].as_ref().map_err(|e| e.code),
+        Err(1065)
+    );
+}

@@ -281,6 +281,22 @@ fn main() -> Result<(), String> {
     let at_key = t0.elapsed();
     phase_peak("split at a key");
     let upper = parts.last().ok_or("no child")?.clone();
+    // The lower half again and again at given keys: the time should not follow the size.
+    let mut more = Vec::new();
+    for d in [4u64, 8, 16, 32] {
+        let t0 = Instant::now();
+        cluster
+            .split_region(region.id, Some(key(rows / d)))
+            .map_err(|e| e.to_string())?;
+        more.push((a.mib * 2 / d, t0.elapsed()));
+    }
+    println!(
+        "splits at a given key of the lower part: {}",
+        more.iter()
+            .map(|(mib, t)| format!("{mib} MiB {:.1} ms", t.as_secs_f64() * 1e3))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let t0 = Instant::now();
     cluster
         .split_region(upper.id, None)

@@ -732,3 +732,68 @@ fn a_merge_whose_target_moved_on_rolls_back_and_its_late_commit_never_applies() 
         other => panic!("the merge was not refused: {other:?}"),
     }
 }
+
+/// A merge whose driver is cut off right after `PrepareMerge` applied (its node partitioned
+/// away and stopped) still completes: the source's new leader finds the region merging with
+/// nobody driving it and drives the merge again (TiKV's merge-check tick). Before, the source
+/// refused every command for good.
+#[test]
+fn a_merge_left_without_its_driver_is_resumed_by_the_new_leader() {
+    let (_d, c) = cluster(2);
+    let cl = client(&c);
+    let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+    t.put(b"\x10a", b"source row").expect("put");
+    t.put(b"\x90a", b"target row").expect("put");
+    t.commit().expect("commit");
+    let source = c.region_of(b"\x10a").expect("source");
+    let target = c.region_of(b"\x90a").expect("target");
+    let driver = c.leader_of_group(source.id).expect("source leader");
+    let node = c.node(driver).expect("driver node");
+    let pause = node.pause_points();
+    pause.arm(surge_txn::region_pause_points::MERGE_AFTER_PREPARE);
+    let merging = {
+        let node = node.clone();
+        let (source, target) = (source.id, target.id);
+        std::thread::spawn(move || node.handle(KvRequest::MergeRegions { source, target }))
+    };
+    assert!(
+        pause.wait_parked(
+            surge_txn::region_pause_points::MERGE_AFTER_PREPARE,
+            Duration::from_secs(10)
+        ),
+        "the merge never prepared"
+    );
+    // The driver's node is cut off and stops: nobody there will settle the merge.
+    let others: Vec<u64> = c
+        .node_ids()
+        .iter()
+        .copied()
+        .filter(|n| *n != driver)
+        .collect();
+    c.network().partition(&[driver], &others);
+    node.stop();
+    assert!(pause.release(surge_txn::region_pause_points::MERGE_AFTER_PREPARE));
+    let answer = merging.join().expect("driver thread");
+    assert!(
+        matches!(answer, KvResponse::RegionError(_)),
+        "the stopped driver cannot know the outcome: {answer:?}"
+    );
+    // Another node leads the source now, finds it merging and drives the merge to its end.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = c.region_of(b"\x10a").map(|r| r.id);
+        if now == Some(target.id) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the source {} is still {now:?} after 20 s",
+            source.id
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut t = cl.begin(TxnMode::Optimistic).expect("begin");
+    assert_eq!(t.get(b"\x10a").expect("get"), Some(b"source row".to_vec()));
+    t.put(b"\x10b", b"after the merge").expect("put");
+    t.commit().expect("a write to the merged range commits");
+}

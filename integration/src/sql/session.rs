@@ -42,17 +42,17 @@ pub struct StatementResult {
     pub autocommit: bool,
 }
 
-/// The error for a query of several statements from a client that did not ask for them
-/// (MariaDB's 1064, naming the text after the first statement).
-pub fn multi_statements_refused(rest: &str) -> SqlError {
-    let near: String = rest.trim().chars().take(80).collect();
+/// MariaDB's error for a query of several statements from a client that did not ask for
+/// them: its parse error 1064, quoting (up to 80 characters of) the query from the second
+/// statement on, and the line that statement starts on.
+pub fn multi_statements_refused(rest: &str, line: usize) -> SqlError {
+    let near: String = rest.chars().take(80).collect();
     SqlError::new(
         1064,
         "42000",
         format!(
             "You have an error in your SQL syntax; check the manual that corresponds to your \
-             MariaDB server version for the right syntax to use near '{near}' at line 1 \
-             (multi-statements are off for this connection)"
+             MariaDB server version for the right syntax to use near '{near}' at line {line}"
         ),
     )
 }
@@ -66,9 +66,25 @@ pub trait SqlSession: Send {
     /// As [`SqlSession::query`], each result with the session's state right after its
     /// statement (a multi-statement answer's packets carry each statement's own flags). With
     /// `multi` false (the client did not ask for multi-statements, or turned them off with
-    /// COM_SET_OPTION) a query of several statements runs none of them and answers
-    /// [`multi_statements_refused`], as MariaDB does.
-    fn query_statements(&mut self, sql: &str, multi: bool) -> Vec<StatementResult>;
+    /// COM_SET_OPTION) a query of several statements (comments after the last `;` aside)
+    /// runs none of them and answers [`multi_statements_refused`].
+    ///
+    /// The default runs [`SqlSession::query`], gives every result the session's flags after
+    /// the last statement and ignores `multi`; this crate's `Session` overrides it, and so
+    /// should any implementation that can.
+    fn query_statements(&mut self, sql: &str, multi: bool) -> Vec<StatementResult> {
+        let _ = multi;
+        let results = self.query(sql);
+        let (in_transaction, autocommit) = (self.in_transaction(), self.autocommit());
+        results
+            .into_iter()
+            .map(|result| StatementResult {
+                result,
+                in_transaction,
+                autocommit,
+            })
+            .collect()
+    }
 
     /// COM_INIT_DB: makes `db` the current database.
     ///

@@ -517,7 +517,7 @@ impl SqlSession for TestSession {
         let mut out = Vec::new();
         if !multi && stmts.len() > 1 {
             out.push(StatementResult {
-                result: Err(multi_statements_refused(&stmts[1])),
+                result: Err(multi_statements_refused(&stmts[1], 1)),
                 in_transaction: self.in_transaction(),
                 autocommit: self.autocommit(),
             });

@@ -59,6 +59,8 @@ pub struct FjallEngine {
     pub(super) regions: Keyspace,
     path: PathBuf,
     views: Mutex<HashMap<u64, Weak<FjallRegion>>>,
+    /// [`FjallOptions::max_write_buffer_bytes`].
+    max_write_buffer: u64,
 }
 
 impl std::fmt::Debug for FjallEngine {
@@ -68,6 +70,9 @@ impl std::fmt::Debug for FjallEngine {
             .finish()
     }
 }
+
+/// The longest one write waits in [`FjallEngine::throttle`].
+const WRITE_STALL_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl FjallEngine {
     /// Opens (or creates) the engine in `path` for `identity`.
@@ -112,6 +117,7 @@ impl FjallEngine {
             db,
             path: path.clone(),
             views: Mutex::new(HashMap::new()),
+            max_write_buffer: options.max_write_buffer_bytes,
         };
         let ours = identity.encode();
         match engine.regions.get(IDENTITY_KEY).map_err(open_err)? {
@@ -185,6 +191,32 @@ impl FjallEngine {
         self.db
             .persist(PersistMode::SyncAll)
             .map_err(|e| io("persist", &e))
+    }
+
+    /// Waits while the memtables hold more than [`FjallOptions::max_write_buffer_bytes`],
+    /// so writes cannot outrun the flushes and memory stays bounded; gives up after
+    /// [`WRITE_STALL_MAX`] (logged) rather than stop the caller for good (a Raft apply
+    /// thread, every region of the node).
+    pub(super) fn throttle(&self) {
+        if self.db.write_buffer_size() <= self.max_write_buffer {
+            return;
+        }
+        let started = std::time::Instant::now();
+        while self.db.write_buffer_size() > self.max_write_buffer {
+            if started.elapsed() >= WRITE_STALL_MAX {
+                tracing::warn!(
+                    buffered = self.db.write_buffer_size(),
+                    limit = self.max_write_buffer,
+                    "memtables still over the limit after a write stall; writing anyway"
+                );
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        tracing::debug!(
+            waited_ms = started.elapsed().as_millis() as u64,
+            "write stall"
+        );
     }
 
     /// Bytes the engine takes on disk (tables and journals).

@@ -300,6 +300,7 @@ impl Engine for FjallRegion {
 
     fn write(&self, batch: &WriteBatch) -> Result<(), EngineError> {
         self.check_failed()?;
+        self.engine.throttle();
         let mut held = self.meta.lock();
         let mut out = self.engine.db.batch();
         let mut size = held.size as i128;
@@ -434,8 +435,10 @@ impl Engine for FjallRegion {
     /// One fjall batch: a tombstone for every key of the range the export lacks (what this
     /// node's replica of the source left there and the source's leader no longer has), then
     /// the export's entries. A key the export has is only inserted, never also removed in
-    /// the batch, so no key takes two changes in one batch. The tombstones' bytes are not
-    /// taken off the size: they were never counted in this region's.
+    /// the batch, so no key takes two changes in one batch. The size grows by the export's
+    /// counted bytes, read nowhere: what lies under the source's keys was counted in the
+    /// source's size, never in this region's (a `CommitMerge` applies once: the engine's
+    /// applied index keeps a restart from replaying it).
     fn ingest(&self, data: &[u8], start: &[u8], end: Option<&[u8]>) -> Result<(), EngineError> {
         self.check_failed()?;
         let body = decode_export(data)?;
@@ -450,7 +453,11 @@ impl Engine for FjallRegion {
         ] {
             let ks = self.engine.cf(cf);
             for guard in snap.range::<&[u8], _>(ks, range_of(start, end)) {
-                let key = guard.key().map_err(|e| io("ingest", &e))?;
+                let key = guard.key().map_err(|e| {
+                    // A read that missed keys must not lead to a write (see `read_failed`).
+                    self.read_failed(&e);
+                    io("ingest", &e)
+                })?;
                 if !incoming.contains_key(key.as_ref()) {
                     out.remove(ks, key.to_vec());
                 }
@@ -461,8 +468,7 @@ impl Engine for FjallRegion {
             let ks = self.engine.cf(cf);
             for (k, v) in &map {
                 if counted(cf) {
-                    let old = self.stored_size(ks, k)?;
-                    size = (size + (k.len() + v.len()) as u64).saturating_sub(old);
+                    size += (k.len() + v.len()) as u64;
                 }
                 out.insert(ks, k.as_slice(), v.as_slice());
             }

@@ -10,6 +10,9 @@ use crate::region::RegionInfo;
 /// oracle. Data regions have ids from 2 on.
 pub const META_REGION_ID: u64 = 1;
 
+/// The most region ids one `AllocRegionIds` hands out.
+pub(crate) const MAX_REGION_ID_BATCH: u64 = 1 << 20;
+
 /// The replicated placement state.
 ///
 /// # Invariants
@@ -70,10 +73,11 @@ impl MetaState {
         0
     }
 
-    /// Hands out `n` ids in a row (at least one, at most 2^20); returns the first.
+    /// Hands out `n` ids in a row (at least one, at most [`MAX_REGION_ID_BATCH`]); returns
+    /// the first.
     fn alloc_ids(&mut self, n: u64) -> u64 {
         let id = self.next_region_id.max(META_REGION_ID + 1);
-        self.next_region_id = id.saturating_add(n.clamp(1, 1 << 20));
+        self.next_region_id = id.saturating_add(n.clamp(1, MAX_REGION_ID_BATCH));
         id
     }
 

@@ -6,4 +6,4 @@ mod meta_state;
 pub use meta_state::{META_REGION_ID, even_split_keys, initial_regions};
 
 pub(crate) use meta_peer::{MetaPeer, MetaStateMachine};
-pub(crate) use meta_state::MetaCommand;
+pub(crate) use meta_state::{MAX_REGION_ID_BATCH, MetaCommand};

@@ -28,6 +28,9 @@ pub mod region_pause_points {
     /// and read the region's version for their `MigrateLocks` entry; the entry is not
     /// proposed yet.
     pub const MIGRATION_BEFORE_PROPOSE: &str = "region.migration.before_propose";
+    /// A merge's `PrepareMerge` applied at the source's leader, which has the source's
+    /// data and is about to ask the target to absorb it (the service's merge driver).
+    pub const MERGE_AFTER_PREPARE: &str = "region.merge.after_prepare";
     /// A pessimistic lock request's action checked a key, read it at `for_update_ts` and
     /// buffered its lock (the leader's lock handler, once per key that passed its checks):
     /// the request holds the keys' latches and the region's lock table (read side), its

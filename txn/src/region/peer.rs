@@ -702,6 +702,24 @@ impl RegionPeer {
         }
     }
 
+    /// Whether this replica was merged away (this node's target replica absorbed it): a
+    /// snapshot it still receives before its group is removed is not applied, as its log
+    /// entries are not (see `apply`): on a disk engine shared by the node's regions it
+    /// would overwrite keys the target owns now, and reset the merge state that guards
+    /// them.
+    pub(crate) fn merged_away(&self, index: u64) -> bool {
+        let MergeState::Merged { target } = *self.merge.lock() else {
+            return false;
+        };
+        tracing::info!(
+            region = self.id(),
+            index,
+            target,
+            "snapshot of a region merged away not applied"
+        );
+        true
+    }
+
     /// Applies a committed entry (the driver thread).
     pub(crate) fn apply(&self, index: u64, data: &[u8]) -> bytes::Bytes {
         let cmd = match RegionCommand::decode(data) {
@@ -931,6 +949,9 @@ impl RegionPeer {
     /// the snapshot's index or later (a disk engine at a restart: the log after the
     /// engine's index replays, from [`RegionPeer::durable_applied`]'s state).
     pub(crate) fn restore(&self, index: u64, data: &[u8]) {
+        if self.merged_away(index) {
+            return;
+        }
         if let Some((applied, _)) = self.engine.durable_region()
             && applied >= index
         {

@@ -625,6 +625,13 @@ impl RegionPeer {
         result
     }
 
+    /// The region and its data as a merge's `CommitMerge` carries them: what
+    /// [`RegionPeer::prepare_merge`] returns, taken again by a node that resumes a merge
+    /// nobody drives (the region refuses commands while merging, so its data is the same).
+    pub(crate) fn merge_export(&self) -> (RegionInfo, Vec<u8>) {
+        (self.info(), self.engine().export())
+    }
+
     /// The target will never apply the merge that `PrepareMerge` at `prepared_version`
     /// began: the source goes back to normal. Call it only once that is known (this node's
     /// replica of the target moved past the merge's target version without it; TiKV rolls

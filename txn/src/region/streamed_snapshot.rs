@@ -49,6 +49,9 @@ impl RegionPeer {
     /// cannot write it; the region's info is then unchanged.
     pub(crate) fn restore_from(&self, index: u64, reader: &mut dyn Read) -> Result<(), String> {
         let id = self.id();
+        if self.merged_away(index) {
+            return Ok(());
+        }
         if let Some((applied, _)) = self.engine().durable_region()
             && applied >= index
         {

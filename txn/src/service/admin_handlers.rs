@@ -18,6 +18,10 @@ const REPORT_RETRY_FOR: Duration = Duration::from_secs(30);
 /// Region ids a node reserves from the meta group at a time for its splits.
 pub(super) const REGION_ID_BATCH: u64 = 16;
 
+// The meta group grants at most `MAX_REGION_ID_BATCH` ids at a time and answers only the
+// first: a larger batch here would hand out ids it never reserved.
+const _: () = assert!(REGION_ID_BATCH <= crate::placement::MAX_REGION_ID_BATCH);
+
 impl KvNode {
     pub(super) fn handle_admin(&self, req: KvRequest) -> KvResponse {
         let raft = self.raft.read_recursive();
@@ -100,11 +104,12 @@ impl KvNode {
         let moved_before = self.budget.counters().migrated_on_split;
         let (parent, child) = peer.split(raft, &split_key, new_id, self.config.proposal_timeout)?;
         let moved = self.budget.counters().migrated_on_split - moved_before;
-        self.report(vec![parent.clone(), child.clone()], Vec::new());
         // The split is done once applied here; the child's election follows on a thread
         // of its own, as TiKV's new peer campaigns after the split's apply (the request
         // does not wait for it: it took twice the split's own time). Until it leads, its
-        // requests get `NotLeader` and clients retry.
+        // requests get `NotLeader` and clients retry. It starts before the report, which
+        // retries for up to 30 s against a slow meta group: another replica winning the
+        // child's election meanwhile would drop the locks the split moved here.
         let (node, campaign) = (self.me.clone(), child.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("split-child-{}", child.id))
@@ -120,6 +125,7 @@ impl KvNode {
             tracing::warn!(region = child.id, error = %e, "no thread for the split child's campaign; campaigning inline");
             self.lead_split_child(raft, &child);
         }
+        self.report(vec![parent.clone(), child.clone()], Vec::new());
         Ok(KvResponse::RegionsChanged {
             regions: vec![parent, child],
             locks: usize::try_from(moved).unwrap_or(usize::MAX),

@@ -37,6 +37,10 @@ enum Outcome {
     Unknown(RegionError),
 }
 
+/// How often a node looks for merging regions it leads that nobody drives (TiKV's
+/// `merge_check_tick_interval` is 2 s).
+pub(super) const MERGE_CHECK_EVERY: Duration = Duration::from_secs(1);
+
 /// The longest pause between two rounds of asking the target.
 const MAX_PAUSE: Duration = Duration::from_millis(200);
 
@@ -95,26 +99,136 @@ impl KvNode {
                 format!("region {target} does not border region {source} or is merging"),
             ));
         }
+        let _driving = self.drive(source)?;
         let (source_info, data, moved) = peer.prepare_merge(
             raft,
             target,
             self.config.merge_max_lock_bytes,
             self.config.proposal_timeout,
         )?;
+        self.pause
+            .reach(crate::region::region_pause_points::MERGE_AFTER_PREPARE);
+        self.finish_merge(
+            raft,
+            &peer,
+            &target_peer,
+            source_info,
+            expected.epoch.version,
+            data,
+            moved,
+        )
+    }
+
+    /// Registers this node as driving the merge of `source` until the guard drops; refused
+    /// when a driver here already does (the merge checker skips driven sources).
+    fn drive(&self, source: u64) -> Result<Driving<'_>, RegionError> {
+        if !self.merges_driven.lock().insert(source) {
+            return Err(refused(
+                source,
+                "a merge of this region is already being driven on this node".into(),
+            ));
+        }
+        Ok(Driving { node: self, source })
+    }
+
+    /// The merge checker's step (TiKV's merge-check tick on a source peer): a region this
+    /// node leads that is merging with no driver here (the node that prepared it stopped or
+    /// lost the leadership, or its `PrepareMerge` came back "outcome unknown" and applied
+    /// later) would refuse commands for good; its merge is driven again to an outcome, on a
+    /// thread of its own.
+    ///
+    /// The request is stamped with the target's version as this node's replica shows it now:
+    /// versions only grow, so a `CommitMerge` the first driver sent (at the version of its
+    /// time) can only still apply if the target is at that same version, which is then this
+    /// one; and a target seen past it without absorbing the source can apply neither, so
+    /// the rollback stays safe.
+    pub(super) fn resume_merges(&self) {
+        let merging: Vec<(u64, u64)> = self
+            .regions
+            .read()
+            .values()
+            .filter_map(|p| match p.merge_state() {
+                MergeState::Merging { target } => Some((p.id(), target)),
+                _ => None,
+            })
+            .collect();
+        for (source, target) in merging {
+            if !self.is_region_leader(source) || self.merges_driven.lock().contains(&source) {
+                continue;
+            }
+            let me = self.me.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("merge-resume-{source}"))
+                .spawn(move || {
+                    let Some(node) = me.upgrade() else { return };
+                    let raft = node.raft.read_recursive();
+                    let Some(raft) = raft.as_ref() else { return };
+                    match node.resume_merge(raft, source, target) {
+                        Ok(_) => tracing::info!(source, target, "resumed merge settled"),
+                        Err(e) => {
+                            tracing::warn!(source, target, error = %e, "resumed merge not settled")
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(source, error = %e, "no thread to resume a merge");
+            }
+        }
+    }
+
+    fn resume_merge(
+        &self,
+        raft: &RaftNode,
+        source: u64,
+        target: u64,
+    ) -> Result<KvResponse, RegionError> {
+        let _driving = self.drive(source)?;
+        let peer = self.peer(source)?;
+        // Still merging and led here now that this thread drives it.
+        if peer.merge_state() != (MergeState::Merging { target }) || !self.is_region_leader(source)
+        {
+            return Err(refused(source, "no longer merging, or not led here".into()));
+        }
+        let target_peer = self.peer(target).map_err(|_| {
+            refused(
+                source,
+                format!("region {target} has no replica on this node to settle the merge"),
+            )
+        })?;
+        tracing::warn!(
+            source,
+            target,
+            "a merging region had no driver; resuming its merge"
+        );
+        // The source refuses commands while merging: its data is final since `PrepareMerge`.
+        let (source_info, data) = peer.merge_export();
+        let expected = target_peer.info().epoch.version;
+        self.finish_merge(raft, &peer, &target_peer, source_info, expected, data, 0)
+    }
+
+    /// After `PrepareMerge` applied at the source: asks the target to absorb it until the
+    /// outcome is known here, then reports it or rolls the source back.
+    #[allow(clippy::too_many_arguments)] // the merge's pieces, each used once
+    fn finish_merge(
+        &self,
+        raft: &RaftNode,
+        peer: &RegionPeer,
+        target_peer: &RegionPeer,
+        source_info: RegionInfo,
+        expected_version: u64,
+        data: Vec<u8>,
+        moved: usize,
+    ) -> Result<KvResponse, RegionError> {
+        let source = source_info.id;
+        let target = target_peer.id();
         let prepared_version = source_info.epoch.version;
         let req = KvRequest::CommitMerge {
             target,
             source: source_info.clone(),
             data,
-            target_version: expected.epoch.version,
+            target_version: expected_version,
         };
-        match self.settle_merge(
-            &peer,
-            &target_peer,
-            &source_info,
-            expected.epoch.version,
-            &req,
-        ) {
+        match self.settle_merge(peer, target_peer, &source_info, expected_version, &req) {
             Outcome::Merged(target_info) => {
                 // The outcome can be known (the source marked merged) before this node's
                 // replica of the target shows the wider range. Removing the source while
@@ -123,7 +237,7 @@ impl KvNode {
                 let target_info = if target_info.covers(&source_info) {
                     Some(target_info)
                 } else {
-                    wait_to_cover(&target_peer, &source_info, COVER_WAIT)
+                    wait_to_cover(target_peer, &source_info, COVER_WAIT)
                 };
                 match &target_info {
                     Some(t) => self.report(vec![t.clone()], vec![source]),
@@ -147,7 +261,7 @@ impl KvNode {
                 })
             }
             Outcome::Refused(e) => {
-                self.roll_back_merge(raft, &peer, prepared_version)?;
+                self.roll_back_merge(raft, peer, prepared_version)?;
                 Err(e)
             }
             Outcome::Unknown(e) => Err(e),
@@ -236,6 +350,18 @@ impl KvNode {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// A source region this node drives the merge of, until dropped.
+struct Driving<'a> {
+    node: &'a KvNode,
+    source: u64,
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        self.node.merges_driven.lock().remove(&self.source);
     }
 }
 

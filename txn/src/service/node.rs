@@ -206,7 +206,7 @@ pub struct KvNode {
     pub(super) detector: Mutex<DeadlockDetector>,
     pub(super) budget: MemoryBudget,
     pub(super) counters: Arc<Counters>,
-    pause: Arc<PausePoints>,
+    pub(super) pause: Arc<PausePoints>,
     lock_mode: AtomicU8,
     stopped: AtomicBool,
     /// This node, for work handed to a thread of its own (a split child's campaign).
@@ -215,6 +215,9 @@ pub struct KvNode {
     /// (`admin_handlers::REGION_ID_BATCH` at a time); ids left at a restart are skipped,
     /// never reused.
     pub(super) region_ids: Mutex<std::ops::Range<u64>>,
+    /// Source regions whose merge a thread of this node drives (the merge checker leaves
+    /// them alone).
+    pub(super) merges_driven: Mutex<std::collections::HashSet<u64>>,
 }
 
 impl std::fmt::Debug for KvNode {
@@ -329,6 +332,7 @@ impl KvNode {
         let node = Arc::new_cyclic(|me| KvNode {
             me: me.clone(),
             region_ids: Mutex::new(0..0),
+            merges_driven: Mutex::new(Default::default()),
             config,
             raft: RwLock::new(Some(raft)),
             regions: RwLock::new(peers),
@@ -347,6 +351,13 @@ impl KvNode {
             super::split_checker::spawn(Arc::downgrade(&node), size);
         }
         super::region_heartbeat::spawn(Arc::downgrade(&node));
+        super::node_loop::spawn_every(
+            "surge-txn-merge-check",
+            super::merge_driver::MERGE_CHECK_EVERY,
+            Arc::downgrade(&node),
+            "resumes merges left without a driver",
+            |node| node.resume_merges(),
+        );
         Ok(node)
     }
 

@@ -154,6 +154,7 @@ mod tests {
             ignored_errors: 0,
             lock_raft_bytes: None,
             raft_bytes: None,
+            raft_transactions: 0,
             slices: 1,
         }
     }

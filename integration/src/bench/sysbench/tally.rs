@@ -30,19 +30,22 @@ pub struct SysbenchPoint {
     pub lock_raft_bytes: Option<u64>,
     /// Raft bytes proposed in all (the `Raft_bytes` status), as `lock_raft_bytes`.
     pub raft_bytes: Option<u64>,
+    /// Transactions of the slices whose Raft bytes are known (a slice during which the
+    /// set of nodes answering changed has none).
+    pub raft_transactions: u64,
 }
 
 impl SysbenchPoint {
-    /// `lock_raft_bytes` per acknowledged transaction.
+    /// `lock_raft_bytes` per acknowledged transaction (of the slices that have them).
     pub fn lock_raft_bytes_per_txn(&self) -> Option<f64> {
         self.lock_raft_bytes
-            .map(|b| b as f64 / self.transactions.max(1) as f64)
+            .map(|b| b as f64 / self.raft_transactions.max(1) as f64)
     }
 
-    /// `raft_bytes` per acknowledged transaction.
+    /// `raft_bytes` per acknowledged transaction (of the slices that have them).
     pub fn raft_bytes_per_txn(&self) -> Option<f64> {
         self.raft_bytes
-            .map(|b| b as f64 / self.transactions.max(1) as f64)
+            .map(|b| b as f64 / self.raft_transactions.max(1) as f64)
     }
 }
 
@@ -95,6 +98,7 @@ impl Tally {
                     slices: 0,
                     lock_raft_bytes: None,
                     raft_bytes: None,
+                    raft_transactions: 0,
                 });
                 self.points.len() - 1
             }
@@ -110,6 +114,7 @@ impl Tally {
         if let Some(b) = raft {
             p.lock_raft_bytes = Some(p.lock_raft_bytes.unwrap_or(0) + b.locks);
             p.raft_bytes = Some(p.raft_bytes.unwrap_or(0) + b.all);
+            p.raft_transactions += r.transactions;
         }
     }
 
@@ -161,6 +166,8 @@ mod tests {
         t.add_with_raft("sync", 8, &slice(100, 1.0, 10.0, 20.0), b(30_000, 90_000));
         t.add_with_raft("sync", 8, &slice(300, 1.0, 10.0, 20.0), b(10_000, 70_000));
         t.add_with_raft("in-memory", 8, &slice(200, 1.0, 10.0, 20.0), b(0, 50_000));
+        // A slice without figures (a node stopped answering) counts in TPS, not per txn.
+        t.add_with_raft("in-memory", 8, &slice(999, 1.0, 10.0, 20.0), None);
         let p = t.into_points();
         assert_eq!(p[0].lock_raft_bytes_per_txn(), Some(100.0));
         assert_eq!(p[0].raft_bytes_per_txn(), Some(400.0));

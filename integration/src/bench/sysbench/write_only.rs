@@ -91,12 +91,16 @@ impl Tables {
     }
 }
 
-/// SurgeDB's cluster Raft counters now (every node's, summed by the node answering).
-fn raft_bytes(surgedb: &Endpoint) -> Result<RaftBytes, SysbenchError> {
-    Ok(RaftBytes {
+/// SurgeDB's cluster Raft counters now (bytes of the entries proposed by the nodes' region
+/// leaders, not bytes sent to followers; every node's summed by the node answering), and
+/// how many nodes answered.
+fn raft_bytes(surgedb: &Endpoint) -> Result<(RaftBytes, u64), SysbenchError> {
+    let answered = surgedb.status_u64("Pessimistic_lock_nodes_answered")?;
+    let bytes = RaftBytes {
         locks: surgedb.status_u64("Pessimistic_lock_raft_bytes")?,
         all: surgedb.status_u64("Raft_bytes")?,
-    })
+    };
+    Ok((bytes, answered))
 }
 
 /// Runs the rotation: per round, per thread count, each mode (and MariaDB) one slice.
@@ -124,14 +128,17 @@ pub(crate) fn run_write_only(
             for (mode, switch) in LOCK_MODES {
                 progress.message(&format!("000 locks: {mode}, {t} threads"));
                 surgedb.sql(switch)?;
-                let before = raft_bytes(surgedb)?;
+                let (before, asked) = raft_bytes(surgedb)?;
                 let r = tables.run(surgedb, t, seconds, &[])?;
-                let after = raft_bytes(surgedb)?;
-                let cost = RaftBytes {
+                let (after, answered) = raft_bytes(surgedb)?;
+                // The counters are sums over the nodes that answered: with another set of
+                // nodes (one stopped, or restarted with its counters at 0) the difference
+                // means nothing, and the slice has no figure.
+                let cost = (asked == answered).then(|| RaftBytes {
                     locks: after.locks.saturating_sub(before.locks),
                     all: after.all.saturating_sub(before.all),
-                };
-                tally.add_with_raft(mode, t, &r, Some(cost));
+                });
+                tally.add_with_raft(mode, t, &r, cost);
                 progress.step();
             }
             if let Some(m) = mariadb {

@@ -874,9 +874,17 @@ impl Session {
     }
 }
 
+/// The statements of `sql` to run: comment-only pieces (after a last `;`) are none, as in
+/// MariaDB's grammar; a query of comments alone is then "Query was empty".
+fn statements_of(sql: &str) -> Vec<&str> {
+    let mut stmts = split::split_statements(sql);
+    stmts.retain(|s| !split::is_comment_only(s));
+    stmts
+}
+
 impl SqlSession for Session {
     fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>> {
-        let stmts = split::split_statements(sql);
+        let stmts = statements_of(sql);
         self.run_statements(&stmts)
             .into_iter()
             .map(|r| r.result)
@@ -884,9 +892,14 @@ impl SqlSession for Session {
     }
 
     fn query_statements(&mut self, sql: &str, multi: bool) -> Vec<StatementResult> {
-        let stmts = split::split_statements(sql);
+        let stmts = statements_of(sql);
         if !multi && let Some(second) = stmts.get(1) {
-            let refused = Err(multi_statements_refused(second));
+            // Every piece is a slice of `sql`: its offset there is where MariaDB's parser
+            // would stop.
+            let at = (second.as_ptr() as usize).saturating_sub(sql.as_ptr() as usize);
+            let at = at.min(sql.len());
+            let line = 1 + sql[..at].matches('\n').count();
+            let refused = Err(multi_statements_refused(&sql[at..], line));
             return vec![self.statement_result(refused)];
         }
         self.run_statements(&stmts)

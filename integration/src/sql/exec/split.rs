@@ -50,9 +50,44 @@ pub(crate) fn split_statements(sql: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether `stmt` holds only comments and blanks (`-- `, `#` and `/* */` comments; a
+/// `/*!` or `/*+` comment is content): what MariaDB's grammar accepts after a last `;`.
+pub(crate) fn is_comment_only(stmt: &str) -> bool {
+    let mut rest = stmt.trim_start();
+    while !rest.is_empty() {
+        if rest.starts_with("/*!") || rest.starts_with("/*+") {
+            return false;
+        }
+        if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.find("*/").map_or("", |e| &r[e + 2..]);
+        } else if rest.starts_with("--") || rest.starts_with('#') {
+            rest = rest.find('\n').map_or("", |e| &rest[e..]);
+        } else {
+            return false;
+        }
+        rest = rest.trim_start();
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comment_only_pieces_are_told_apart() {
+        for only in ["-- note", "# x\n", "/* a */ /* b */", " -- a\n# b"] {
+            assert!(is_comment_only(only), "{only}");
+        }
+        for content in [
+            "select 1",
+            "/*!40101 set names utf8 */",
+            "/*+ hint */ x",
+            "-- a\nselect 1",
+        ] {
+            assert!(!is_comment_only(content), "{content}");
+        }
+    }
 
     #[test]
     fn splits_outside_quotes_and_comments() {
