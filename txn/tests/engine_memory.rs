@@ -6,8 +6,9 @@
 //! Raft logs and streamed snapshots, is measured by `examples/engine_big.rs`).
 //!
 //! The bound is the design's: the block cache, plus the memtables not flushed yet, which
-//! the engine keeps under `FjallOptions::max_write_buffer_bytes` (a write waits for the
-//! flushes above it), plus slack for buffers and the allocator; the data loaded is four
+//! the engine keeps under `FjallOptions::max_write_buffer_bytes` (a leader's write waits
+//! for the flushes above it, `Engine::throttle_writes`, called here before each batch),
+//! plus slack for buffers and the allocator; the data loaded is four
 //! times that, so a store holding its data in memory would fail.
 
 use surge_txn::{Cf, Engine, EngineIdentity, FjallEngine, FjallOptions, Modify, WriteBatch};
@@ -56,6 +57,8 @@ fn loading_many_times_the_cache_keeps_resident_memory_bounded() {
                 value: vec![(i % 251) as u8; VALUE],
             })
             .collect();
+        // As a region's leader does before it proposes a write.
+        view.throttle_writes();
         view.write(&WriteBatch {
             modifies,
             applied_index: b + 1,

@@ -300,7 +300,6 @@ impl Engine for FjallRegion {
 
     fn write(&self, batch: &WriteBatch) -> Result<(), EngineError> {
         self.check_failed()?;
-        self.engine.throttle();
         let mut held = self.meta.lock();
         let mut out = self.engine.db.batch();
         let mut size = held.size as i128;
@@ -506,6 +505,11 @@ impl Engine for FjallRegion {
 
     fn is_durable(&self) -> bool {
         true
+    }
+
+    /// [`FjallEngine`]'s write stall (see `FjallOptions::max_write_buffer_bytes`).
+    fn throttle_writes(&self) {
+        self.engine.throttle();
     }
 
     fn durable_region(&self) -> Option<(u64, RegionRecord)> {

@@ -30,7 +30,6 @@ impl ChunkedInserts<'_> {
         }
         self.batch.insert(self.view.engine.cf(cf), key, value);
         if self.batch.len() >= APPLY_CHUNK {
-            self.view.engine.throttle();
             let full = std::mem::replace(&mut self.batch, self.view.engine.db.batch());
             full.commit()
                 .map_err(|e| self.view.apply_failed(self.index, &e))?;
@@ -112,7 +111,6 @@ impl FjallRegion {
                 // a large region).
                 out.remove(ks, key.to_vec());
                 if out.len() >= APPLY_CHUNK {
-                    self.engine.throttle();
                     std::mem::replace(&mut out, self.engine.db.batch())
                         .commit()
                         .map_err(|e| self.apply_failed(applied_index, &e))?;

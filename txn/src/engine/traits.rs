@@ -223,6 +223,12 @@ pub trait Engine: Send + Sync + 'static {
         Ok(Arc::new(engine))
     }
 
+    /// Flow control for a region's leader: waits (bounded) while the engine holds more
+    /// unflushed writes than it allows, before a write is proposed. Called on request
+    /// threads, never while applying: waiting there would stall every region of the node.
+    /// The default never waits.
+    fn throttle_writes(&self) {}
+
     /// Makes everything written so far survive a power loss (an fsync of the engine's
     /// journal). The default has nothing to persist.
     ///

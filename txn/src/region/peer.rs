@@ -462,6 +462,8 @@ impl RegionPeer {
     ) -> Result<T, CmdError> {
         let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let (term, version) = self.check(ctx, &key_refs)?;
+        // Flow control before the latches: a stalled request holds none.
+        self.engine.throttle_writes();
         let latch = self.latch_keys(keys);
         // Leadership may have moved while we waited for the latches.
         let (term2, _) = self.check(ctx, &key_refs)?;
