@@ -49,6 +49,15 @@ pub(crate) enum RegionCommand {
         version: u64,
         locks: Vec<(Vec<u8>, Lock)>,
     },
+    /// `PrepareMerge` that also records the target's version the merge is prepared against
+    /// (the one its `CommitMerge` carries), so a leader that resumes the merge after its
+    /// driver stopped asks at that same version (TiKV's `PrepareMerge` records the target's
+    /// epoch the same way). Appended last: the earlier variants keep their encoding.
+    PrepareMergeAt {
+        target: u64,
+        new_version: u64,
+        target_version: u64,
+    },
 }
 
 /// A leader's write.

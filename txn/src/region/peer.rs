@@ -99,6 +99,10 @@ pub(crate) struct RegionPeer {
     pub(super) pause: Arc<PausePoints>,
     /// Where the region is in a merge (as source).
     pub(super) merge: Mutex<MergeState>,
+    /// The merge being prepared as its `PrepareMergeAt` applied here: (the region's version
+    /// it gave, the target's version its `CommitMerge` must carry). Memory only: after a
+    /// restart a merging region's target version is not known here, and no one resumes it.
+    pub(super) merge_prepared: Mutex<Option<(u64, u64)>>,
     /// Set while the leader waits for its pending writes to apply before a merge: new
     /// commands are refused (TiKV's prepare-merge fence).
     pub(super) fenced: AtomicBool,
@@ -167,6 +171,7 @@ impl RegionPeer {
             host,
             pause,
             merge: Mutex::new(MergeState::None),
+            merge_prepared: Mutex::new(None),
             fenced: AtomicBool::new(false),
             lease: super::lease::Lease::new(lease),
             engine_failed: AtomicBool::new(false),
@@ -793,6 +798,15 @@ impl RegionPeer {
                 new_version,
             } => {
                 self.apply_prepare_merge(index, target, new_version);
+                bytes::Bytes::new()
+            }
+            RegionCommand::PrepareMergeAt {
+                target,
+                new_version,
+                target_version,
+            } => {
+                self.apply_prepare_merge(index, target, new_version);
+                *self.merge_prepared.lock() = Some((new_version, target_version));
                 bytes::Bytes::new()
             }
             RegionCommand::RollbackMerge { new_version } => {

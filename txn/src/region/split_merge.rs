@@ -573,6 +573,7 @@ impl RegionPeer {
         &self,
         raft: &RaftNode,
         target: u64,
+        target_version: u64,
         max_lock_bytes: usize,
         timeout: Duration,
     ) -> Result<(RegionInfo, Vec<u8>, usize), RegionError> {
@@ -609,9 +610,10 @@ impl RegionPeer {
             let new_version = self.info().epoch.version + 1;
             if let Err(e) = self.propose_admin(
                 raft,
-                &RegionCommand::PrepareMerge {
+                &RegionCommand::PrepareMergeAt {
                     target,
                     new_version,
+                    target_version,
                 },
                 timeout,
             ) {
@@ -630,6 +632,16 @@ impl RegionPeer {
     /// nobody drives (the region refuses commands while merging, so its data is the same).
     pub(crate) fn merge_export(&self) -> (RegionInfo, Vec<u8>) {
         (self.info(), self.engine().export())
+    }
+
+    /// The target's version the current merge was prepared against, if this replica
+    /// applied its `PrepareMergeAt` since it started (see `merge_prepared`).
+    pub(crate) fn merge_target_version(&self) -> Option<u64> {
+        let version = self.info().epoch.version;
+        self.merge_prepared
+            .lock()
+            .filter(|(prepared, _)| *prepared == version)
+            .map(|(_, target_version)| target_version)
     }
 
     /// The target will never apply the merge that `PrepareMerge` at `prepared_version`

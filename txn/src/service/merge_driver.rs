@@ -103,6 +103,7 @@ impl KvNode {
         let (source_info, data, moved) = peer.prepare_merge(
             raft,
             target,
+            expected.epoch.version,
             self.config.merge_max_lock_bytes,
             self.config.proposal_timeout,
         )?;
@@ -137,11 +138,10 @@ impl KvNode {
     /// later) would refuse commands for good; its merge is driven again to an outcome, on a
     /// thread of its own.
     ///
-    /// The request is stamped with the target's version as this node's replica shows it now:
-    /// versions only grow, so a `CommitMerge` the first driver sent (at the version of its
-    /// time) can only still apply if the target is at that same version, which is then this
-    /// one; and a target seen past it without absorbing the source can apply neither, so
-    /// the rollback stays safe.
+    /// The request carries the target version the merge was prepared against (recorded by
+    /// its `PrepareMergeAt` entry on every replica), as the first driver's did, so every
+    /// driver decides on the same evidence and a rollback stays safe. A merge prepared
+    /// before this node restarted is not resumed (the version is kept in memory only).
     pub(super) fn resume_merges(&self) {
         let merging: Vec<(u64, u64)> = self
             .regions
@@ -195,6 +195,18 @@ impl KvNode {
                 format!("region {target} has no replica on this node to settle the merge"),
             )
         })?;
+        // The version the merge was prepared against, as every driver of it must use: a
+        // driver asking at another (the target's current one, say) could get the target to
+        // absorb the source after the first driver, seeing the target past its version,
+        // rolled the source back, and lose the writes the source took since.
+        let Some(expected) = peer.merge_target_version() else {
+            return Err(refused(
+                source,
+                "the target version of its PrepareMerge is not known on this node (applied \
+                 before a restart); not resumed"
+                    .into(),
+            ));
+        };
         tracing::warn!(
             source,
             target,
@@ -202,7 +214,6 @@ impl KvNode {
         );
         // The source refuses commands while merging: its data is final since `PrepareMerge`.
         let (source_info, data) = peer.merge_export();
-        let expected = target_peer.info().epoch.version;
         self.finish_merge(raft, &peer, &target_peer, source_info, expected, data, 0)
     }
 
