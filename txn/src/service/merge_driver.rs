@@ -148,7 +148,12 @@ impl KvNode {
             .read()
             .values()
             .filter_map(|p| match p.merge_state() {
-                MergeState::Merging { target } => Some((p.id(), target)),
+                // Only a merge whose prepared target version this replica knows can be
+                // resumed (see `resume_merge`); the others are left as they are, not tried
+                // (and logged) every second.
+                MergeState::Merging { target } if p.merge_target_version().is_some() => {
+                    Some((p.id(), target))
+                }
                 _ => None,
             })
             .collect();
