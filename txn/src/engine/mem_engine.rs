@@ -89,6 +89,15 @@ impl ExportBody {
         ]
     }
 
+    /// [`ExportBody::by_cf`], borrowed.
+    pub(super) fn by_cf_ref(&self) -> [(Cf, &OwnedMap); 3] {
+        [
+            (Cf::Lock, &self.lock),
+            (Cf::Write, &self.write),
+            (Cf::Default, &self.default),
+        ]
+    }
+
     /// Puts every entry of this export into `state`, keeping what is there.
     fn put_into(self, state: &mut State) {
         for (cf, map) in self.by_cf() {
@@ -304,11 +313,7 @@ impl Engine for MemEngine {
         let body = decode_export(data)?;
         self.exclusive(|state| {
             let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
-            for (cf, incoming) in [
-                (Cf::Lock, &body.lock),
-                (Cf::Write, &body.write),
-                (Cf::Default, &body.default),
-            ] {
+            for (cf, incoming) in body.by_cf_ref() {
                 let stale: Vec<Vec<u8>> = state
                     .cf(cf)
                     .range::<[u8], _>((Bound::Included(start), upper))

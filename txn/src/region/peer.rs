@@ -709,12 +709,12 @@ impl RegionPeer {
         }
     }
 
-    /// Whether this replica was merged away (this node's target replica absorbed it): a
-    /// snapshot it still receives before its group is removed is not applied, as its log
-    /// entries are not (see `apply`): on a disk engine shared by the node's regions it
-    /// would overwrite keys the target owns now, and reset the merge state that guards
-    /// them.
-    pub(crate) fn merged_away(&self, index: u64) -> bool {
+    /// Whether this replica was merged away (this node's target replica absorbed it), in
+    /// which case the log entry or snapshot (`what`, at `index`) it still receives before
+    /// its group is removed is not applied (logged): on a disk engine shared by the node's
+    /// regions it would write under keys the target owns now, and a snapshot would also
+    /// reset the merge state that guards them.
+    pub(crate) fn merged_away(&self, index: u64, what: &'static str) -> bool {
         let MergeState::Merged { target } = *self.merge.lock() else {
             return false;
         };
@@ -722,7 +722,7 @@ impl RegionPeer {
             region = self.id(),
             index,
             target,
-            "snapshot of a region merged away not applied"
+            "{what} of a region merged away not applied"
         );
         true
     }
@@ -736,18 +736,12 @@ impl RegionPeer {
                 return bytes::Bytes::from_static(b"bad command");
             }
         };
-        if let MergeState::Merged { target } = *self.merge.lock() {
-            // This node's target replica absorbed the region: its range is the target's now.
-            // A replica that lagged may still apply entries of its own log before its group
-            // is removed (`region_merged` removes it without waiting), and on a disk engine
-            // shared by the node's regions they would write stale records (a lock whose
-            // commit the target already applied, say) under the target's keys.
-            tracing::info!(
-                region = self.id(),
-                index,
-                target,
-                "entry of a region merged away skipped"
-            );
+        // This node's target replica absorbed the region: its range is the target's now.
+        // A replica that lagged may still apply entries of its own log before its group is
+        // removed (`region_merged` removes it without waiting), and on a disk engine shared
+        // by the node's regions they would write stale records (a lock whose commit the
+        // target already applied, say) under the target's keys.
+        if self.merged_away(index, "entry") {
             return bytes::Bytes::from_static(EPOCH_CHANGED);
         }
         match cmd {
@@ -965,7 +959,7 @@ impl RegionPeer {
     /// the snapshot's index or later (a disk engine at a restart: the log after the
     /// engine's index replays, from [`RegionPeer::durable_applied`]'s state).
     pub(crate) fn restore(&self, index: u64, data: &[u8]) {
-        if self.merged_away(index) {
+        if self.merged_away(index, "snapshot") {
             return;
         }
         if let Some((applied, _)) = self.engine.durable_region()

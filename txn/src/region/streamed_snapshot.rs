@@ -49,7 +49,7 @@ impl RegionPeer {
     /// cannot write it; the region's info is then unchanged.
     pub(crate) fn restore_from(&self, index: u64, reader: &mut dyn Read) -> Result<(), String> {
         let id = self.id();
-        if self.merged_away(index) {
+        if self.merged_away(index, "streamed snapshot") {
             return Ok(());
         }
         if let Some((applied, _)) = self.engine().durable_region()

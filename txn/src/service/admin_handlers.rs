@@ -110,19 +110,13 @@ impl KvNode {
         // requests get `NotLeader` and clients retry. It starts before the report, which
         // retries for up to 30 s against a slow meta group: another replica winning the
         // child's election meanwhile would drop the locks the split moved here.
-        let (node, campaign) = (self.me.clone(), child.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("split-child-{}", child.id))
-            .spawn(move || {
-                let Some(node) = node.upgrade() else { return };
-                // A shutdown waits for this guard: the campaign ends once the node stops.
-                let raft = node.raft.read_recursive();
-                if let Some(raft) = raft.as_ref() {
-                    node.lead_split_child(raft, &campaign);
-                }
+        let campaign = child.clone();
+        let spawned = self
+            .spawn_with_raft(format!("split-child-{}", child.id), move |node, raft| {
+                node.lead_split_child(raft, &campaign)
             });
-        if let Err(e) = spawned {
-            tracing::warn!(region = child.id, error = %e, "no thread for the split child's campaign; campaigning inline");
+        if !spawned {
+            tracing::warn!(region = child.id, "campaigning for the split child inline");
             self.lead_split_child(raft, &child);
         }
         self.report(vec![parent.clone(), child.clone()], Vec::new());
@@ -130,6 +124,30 @@ impl KvNode {
             regions: vec![parent, child],
             locks: usize::try_from(moved).unwrap_or(usize::MAX),
         })
+    }
+
+    /// Runs `f` with this node and its raft node on a thread `name` of its own; `false`
+    /// (logged) when no thread could start. The thread holds the raft node's read guard,
+    /// which a shutdown waits for, so `f` must end once the node stops.
+    pub(super) fn spawn_with_raft(
+        &self,
+        name: String,
+        f: impl FnOnce(&KvNode, &RaftNode) + Send + 'static,
+    ) -> bool {
+        let me = self.me.clone();
+        let spawned = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                let Some(node) = me.upgrade() else { return };
+                let raft = node.raft.read_recursive();
+                if let Some(raft) = raft.as_ref() {
+                    f(&node, raft);
+                }
+            });
+        if let Err(e) = &spawned {
+            tracing::warn!(thread = %name, error = %e, "could not start a node thread");
+        }
+        spawned.is_ok()
     }
 
     /// A fresh region id for a split of `region_id`: from the node's reserved ids, which

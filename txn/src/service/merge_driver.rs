@@ -16,6 +16,7 @@
 //! `schedule_merge` and `validate_merge_peer` in
 //! <https://github.com/tikv/tikv/blob/master/components/raftstore/src/store/fsm/peer.rs>.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use surge_raft_lite::Node as RaftNode;
@@ -86,12 +87,7 @@ impl KvNode {
         target: u64,
     ) -> Result<KvResponse, RegionError> {
         let peer = self.peer(source)?;
-        let target_peer = self.peer(target).map_err(|_| {
-            refused(
-                source,
-                format!("region {target} has no replica on this node"),
-            )
-        })?;
+        let target_peer = self.target_replica(source, target)?;
         let expected = target_peer.info();
         if target_peer.merge_state() != MergeState::None || !expected.borders(&peer.info()) {
             return Err(refused(
@@ -118,6 +114,16 @@ impl KvNode {
             data,
             moved,
         )
+    }
+
+    /// This node's replica of a merge's `target`, which the driver needs to settle it.
+    fn target_replica(&self, source: u64, target: u64) -> Result<Arc<RegionPeer>, RegionError> {
+        self.peer(target).map_err(|_| {
+            refused(
+                source,
+                format!("region {target} has no replica on this node"),
+            )
+        })
     }
 
     /// Registers this node as driving the merge of `source` until the guard drops; refused
@@ -161,23 +167,16 @@ impl KvNode {
             if !self.is_region_leader(source) || self.merges_driven.lock().contains(&source) {
                 continue;
             }
-            let me = self.me.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("merge-resume-{source}"))
-                .spawn(move || {
-                    let Some(node) = me.upgrade() else { return };
-                    let raft = node.raft.read_recursive();
-                    let Some(raft) = raft.as_ref() else { return };
-                    match node.resume_merge(raft, source, target) {
-                        Ok(_) => tracing::info!(source, target, "resumed merge settled"),
-                        Err(e) => {
-                            tracing::warn!(source, target, error = %e, "resumed merge not settled")
-                        }
+            // `settle_merge` ends once the node stops, as the thread must.
+            self.spawn_with_raft(
+                format!("merge-resume-{source}"),
+                move |node, raft| match node.resume_merge(raft, source, target) {
+                    Ok(_) => tracing::info!(source, target, "resumed merge settled"),
+                    Err(e) => {
+                        tracing::warn!(source, target, error = %e, "resumed merge not settled")
                     }
-                });
-            if let Err(e) = spawned {
-                tracing::warn!(source, error = %e, "no thread to resume a merge");
-            }
+                },
+            );
         }
     }
 
@@ -194,12 +193,7 @@ impl KvNode {
         {
             return Err(refused(source, "no longer merging, or not led here".into()));
         }
-        let target_peer = self.peer(target).map_err(|_| {
-            refused(
-                source,
-                format!("region {target} has no replica on this node to settle the merge"),
-            )
-        })?;
+        let target_peer = self.target_replica(source, target)?;
         // The version the merge was prepared against, as every driver of it must use: a
         // driver asking at another (the target's current one, say) could get the target to
         // absorb the source after the first driver, seeing the target past its version,

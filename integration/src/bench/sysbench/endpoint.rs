@@ -113,26 +113,33 @@ impl Endpoint {
         })
     }
 
-    /// The value of global status variable `name` (`SHOW GLOBAL STATUS LIKE 'name'`, whose
-    /// batch-mode answer is the name and the value, tab-separated).
+    /// The values of global status variables `names`, in their order, from one `SHOW GLOBAL
+    /// STATUS` (so they are read together; its batch-mode answer is a name and a value per
+    /// line, tab-separated).
     ///
     /// # Errors
-    /// As [`Endpoint::sql`]; [`SysbenchError::Sql`] when the server has no such variable or
-    /// its value is not an integer.
-    pub fn status_u64(&self, name: &str) -> Result<u64, SysbenchError> {
-        let sql = format!("SHOW GLOBAL STATUS LIKE '{name}'");
-        let text = self.sql(&sql)?;
-        text.lines()
-            .find_map(|l| {
+    /// As [`Endpoint::sql`]; [`SysbenchError::Sql`] naming the first variable the server
+    /// does not have or whose value is not an integer.
+    pub fn status_values(&self, names: &[&str]) -> Result<Vec<u64>, SysbenchError> {
+        let sql = "SHOW GLOBAL STATUS";
+        let text = self.sql(sql)?;
+        let value = |name: &str| {
+            text.lines().find_map(|l| {
                 let (n, v) = l.split_once('\t')?;
                 n.eq_ignore_ascii_case(name)
                     .then(|| v.trim().parse().ok())?
             })
-            .ok_or_else(|| SysbenchError::Sql {
-                endpoint: self.name.clone(),
-                statement: sql,
-                detail: format!("no integer value in `{}`", tail(&text, 100)),
+        };
+        names
+            .iter()
+            .map(|name| {
+                value(name).ok_or_else(|| SysbenchError::Sql {
+                    endpoint: self.name.clone(),
+                    statement: sql.to_string(),
+                    detail: format!("no integer value of {name}"),
+                })
             })
+            .collect()
     }
 
     /// Runs `sysbench --db-driver=mysql` against this server, database `db`, with `args`

@@ -95,12 +95,16 @@ impl Tables {
 /// leaders, not bytes sent to followers; every node's summed by the node answering), and
 /// how many nodes answered.
 fn raft_bytes(surgedb: &Endpoint) -> Result<(RaftBytes, u64), SysbenchError> {
-    let answered = surgedb.status_u64("Pessimistic_lock_nodes_answered")?;
+    let v = surgedb.status_values(&[
+        "Pessimistic_lock_nodes_answered",
+        "Pessimistic_lock_raft_bytes",
+        "Raft_bytes",
+    ])?;
     let bytes = RaftBytes {
-        locks: surgedb.status_u64("Pessimistic_lock_raft_bytes")?,
-        all: surgedb.status_u64("Raft_bytes")?,
+        locks: v[1],
+        all: v[2],
     };
-    Ok((bytes, answered))
+    Ok((bytes, v[0]))
 }
 
 /// Runs the rotation: per round, per thread count, each mode (and MariaDB) one slice.

@@ -884,8 +884,7 @@ fn statements_of(sql: &str) -> Vec<&str> {
 
 impl SqlSession for Session {
     fn query(&mut self, sql: &str) -> Vec<Result<Output, SqlError>> {
-        let stmts = statements_of(sql);
-        self.run_statements(&stmts)
+        self.query_statements(sql, true)
             .into_iter()
             .map(|r| r.result)
             .collect()
