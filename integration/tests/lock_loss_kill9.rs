@@ -8,13 +8,19 @@
 
 mod common;
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use common::{ProcCluster, region_of, wait_until};
 use surge_txn::{ClientConfig, TxnError, TxnMode};
 use surgedb::{Client, ClientOptions, RemoteConfig};
 
 const KEY: &[u8] = b"acct/7";
+
+/// The two transcripts run one after the other: each is a 3-process cluster with a leader
+/// killed, and side by side on a 2-core CI machine (with the rest of the suite) their
+/// elections once took long enough for the final read to spend its whole backoff.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 struct Outcome {
     t1: Result<u64, TxnError>,
@@ -35,7 +41,26 @@ fn client(c: &ProcCluster) -> Client {
     Client::connect(&c.manifest.addrs(), options).unwrap()
 }
 
+/// What the surviving nodes say of `region` (leader, term), for a failure message.
+fn survivors(client: &Client, dead: u64, region: u64) -> String {
+    [1, 2, 3]
+        .into_iter()
+        .filter(|&n| n != dead)
+        .map(|n| match client.node_status(n) {
+            Ok(s) => format!(
+                "node {n}: {:?}",
+                s.regions.iter().find(|r| r.region.id == region)
+            ),
+            Err(e) => format!("node {n}: {e}"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn transcript(lock_mode: &str) -> Outcome {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let c = ProcCluster::start(3, lock_mode);
     let client = client(&c);
     let region = region_of(KEY);
@@ -61,18 +86,34 @@ fn transcript(lock_mode: &str) -> Outcome {
     assert!(!t2.is_finished());
 
     c.kill9(leader);
-    // Give T2 time to find the new leader (elections take about a second here, several on
-    // a loaded machine: 5 s once was not enough in a full CI run): with the lock gone it
-    // finishes, with the lock replicated it goes on waiting (5 s show that).
+    // A survivor leads the region before anything else is judged: an election takes about
+    // a second here and several on a loaded machine, and every step below is about the
+    // locks, not about how long the election took.
+    let elected = Instant::now();
+    while client.leader_of_region(region).is_none_or(|l| l == leader) {
+        assert!(
+            elected.elapsed() < Duration::from_secs(60),
+            "no survivor leads region {region} 60 s after node {leader} was killed: {}",
+            survivors(&client, leader, region)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Give T2 time to reach the new leader: with the lock gone it finishes, with the lock
+    // replicated it goes on waiting (5 s show that).
     let patience = if lock_mode == "in-memory" { 30 } else { 5 };
-    let deadline = std::time::Instant::now() + Duration::from_secs(patience);
-    while !t2.is_finished() && std::time::Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_secs(patience);
+    while !t2.is_finished() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     let t2_done_before_t1_commit = t2.is_finished();
     let t1 = t1.commit();
     let t2 = t2.join().unwrap();
-    let value = client.txn().get(KEY).unwrap();
+    let value = client.txn().get(KEY).unwrap_or_else(|e| {
+        panic!(
+            "final read: {e} (T1: {t1:?}, T2: {t2:?}; {})",
+            survivors(&client, leader, region)
+        )
+    });
     Outcome {
         t1,
         t2,
