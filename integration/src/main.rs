@@ -154,6 +154,18 @@ struct NodeArgs {
     /// (MariaDB before 11.7): commit by rename off, for comparisons.
     #[arg(long)]
     binlog_copy: bool,
+    /// How long a transaction may run, in seconds: reads and locks older than this are
+    /// refused, and MVCC versions older than it (plus a minute) are garbage collected
+    /// (every node must agree). 0: no bound and no garbage collection.
+    #[arg(long, default_value_t = 600)]
+    gc_life_time_secs: u64,
+    /// How often the node leading the meta group collects MVCC garbage, in seconds.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    gc_interval_secs: u64,
+    /// How much older than the life time the GC safe point is, in seconds: the bound on
+    /// clock skew between the nodes.
+    #[arg(long, default_value_t = 60)]
+    gc_margin_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -637,6 +649,12 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
             .with_max_file_size(args.stream_file_size)
             .with_large_group(args.stream_large_group)
+    });
+    config.gc = (args.gc_life_time_secs > 0).then(|| {
+        surgedb::server::GcConfig::default()
+            .with_life_time(Duration::from_secs(args.gc_life_time_secs))
+            .with_interval(Duration::from_secs(args.gc_interval_secs))
+            .with_margin(Duration::from_secs(args.gc_margin_secs))
     });
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);

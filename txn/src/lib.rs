@@ -98,9 +98,9 @@ pub mod workload;
 
 pub use client::{
     BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
-    DEFAULT_HOT_AUTO_THRESHOLD, HotChange, HotCounters, HotGroupObserver, HotGroupRecord, HotOp,
-    HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, NodeStatusResult, RegionView,
-    RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
+    DEFAULT_HOT_AUTO_THRESHOLD, GcReport, HotChange, HotCounters, HotGroupObserver, HotGroupRecord,
+    HotOp, HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, NodeStatusResult,
+    RegionView, RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
 pub use engine::{

@@ -13,6 +13,14 @@ pub fn compose_ts(physical_ms: u64, logical: u64) -> u64 {
     (physical_ms << LOGICAL_BITS) | (logical & ((1 << LOGICAL_BITS) - 1))
 }
 
+/// This machine's clock in milliseconds since the Unix epoch (0 before it).
+pub(crate) fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

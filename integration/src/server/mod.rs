@@ -3,6 +3,7 @@
 
 mod coordinator;
 mod data_dir;
+mod gc_worker;
 mod join_by;
 mod kv_server;
 mod local_first_router;
@@ -13,6 +14,7 @@ mod txn_session;
 
 pub use coordinator::NodeCoordinator;
 pub use data_dir::{DataDir, DataDirError, IDENTITY_FILE, NodeIdentity, default_cluster_id};
+pub use gc_worker::GcConfig;
 pub use kv_server::{KvServer, ServerConfig};
 pub use mysql_front::MysqlFront;
 pub use node_process::{

@@ -16,6 +16,7 @@ use surge_txn::{
 
 use super::coordinator::NodeCoordinator;
 use super::data_dir::{DataDir, DataDirError};
+use super::gc_worker::GcConfig;
 use super::kv_server::{KvServer, ServerConfig};
 use super::local_first_router::LocalFirstRouter;
 use super::mysql_front::MysqlFront;
@@ -80,6 +81,10 @@ pub struct NodeConfig {
     /// on its MySQL port (`None`: neither; the directory set here is ignored). Every node
     /// of a cluster must have the same settings, so that their copies are byte-identical.
     pub stream: Option<crate::stream::StreamConfig>,
+    /// The bound on transaction age and the MVCC garbage collection run by the node that
+    /// leads the meta group (`None`: no bound and no collection; every node of a cluster
+    /// must agree).
+    pub gc: Option<GcConfig>,
 }
 
 impl Default for NodeConfig {
@@ -103,6 +108,7 @@ impl Default for NodeConfig {
             coordinator: ClientConfig::default(),
             engine: EngineKind::Disk(FjallOptions::default()),
             stream: Some(crate::stream::StreamConfig::new(PathBuf::new())),
+            gc: Some(GcConfig::default()),
         }
     }
 }
@@ -166,6 +172,13 @@ impl NodeConfig {
     #[must_use]
     pub fn with_cluster_id(mut self, cluster_id: Option<String>) -> Self {
         self.cluster_id = cluster_id;
+        self
+    }
+
+    /// Sets [`NodeConfig::gc`].
+    #[must_use]
+    pub fn with_gc(mut self, gc: Option<GcConfig>) -> Self {
+        self.gc = gc;
         self
     }
 
@@ -283,6 +296,8 @@ pub struct NodeProcess {
     coordinator: Arc<NodeCoordinator>,
     transport: Arc<TcpTransport>,
     mysql: Option<MysqlFront>,
+    /// The GC thread and what stops it.
+    gc: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
     dir: DataDir,
 }
 
@@ -365,6 +380,7 @@ impl NodeProcess {
         let peer_ids: Vec<NodeId> = config.peers.keys().copied().collect();
         let mut kv = KvNodeConfig::new(config.id);
         kv.lock_mode = config.lock_mode;
+        kv.gc_life_time = config.gc.map(|g| g.life_time);
         if let EngineKind::Disk(options) = config.engine {
             let identity = EngineIdentity::new(dir.identity().cluster_id.clone(), config.id);
             match FjallEngine::open(config.data.join("engine"), &identity, options) {
@@ -441,12 +457,26 @@ impl NodeProcess {
                 }
             }
         };
+        // A GC thread that cannot start leaves the data uncollected, not the node down.
+        let gc = config.gc.and_then(|g| {
+            let stop = Arc::new(AtomicBool::new(false));
+            super::gc_worker::spawn(
+                Arc::downgrade(&node),
+                Arc::downgrade(&coordinator),
+                g,
+                stop.clone(),
+            )
+            .inspect_err(|e| eprintln!("surgedb node {}: no GC thread: {e}", config.id))
+            .ok()
+            .map(|handle| (stop, handle))
+        });
         Ok(NodeProcess {
             server,
             node,
             coordinator,
             transport,
             mysql,
+            gc,
             dir,
         })
     }
@@ -511,6 +541,11 @@ impl NodeProcess {
                 "surgedb node {}: stopping: {ended} lock wait(s) ended",
                 self.node.id()
             );
+        }
+        // Not joined: a collection in progress may spend a request's backoff on regions
+        // that are stopping; it holds nothing that must be released before the steps below.
+        if let Some((stop, _thread)) = self.gc {
+            stop.store(true, Ordering::SeqCst);
         }
         // MySQL sessions first: their rollbacks need the coordinator and the regions.
         if let Some(m) = self.mysql {

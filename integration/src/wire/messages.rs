@@ -18,7 +18,8 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// 3: the txn crate's format 2 (its `CommitMerge` carries the target's version;
 /// `RegionError::NodeStopping`, in responses and in a [`super::TxnFailure`]'s `TxnError`).
 /// 4: the txn crate's format 3 (`ScanWrites` / `Writes` for the replica stream;
-/// `TxnError::StreamRecordTooSlow`, `ReservedKey` and `StreamRecord`).
+/// `TxnError::StreamRecordTooSlow`, `ReservedKey` and `StreamRecord`). 5: the txn
+/// crate's format 4 (`Gc` / `Gc`, and `KeyError::TooOld` inside `TxnError::Key`).
 ///
 /// Bump it whenever these frames or the txn crate's types they carry change encoding. Two
 /// checks keep them from drifting apart silently: the assertion below stops the build when
@@ -27,10 +28,10 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// [`super::TxnFailure`]), `TxnFailure`, [`super::TxnReply`] (with the txn crate's
 /// `HotOutcome`) or the [`super::TxnOp`]s carrying the txn crate's `TxnMode`, `HotOp` and
 /// `HotHints` change, which the txn crate's version does not cover.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 const _: () = assert!(
-    surge_txn::rpc::PROTOCOL_VERSION == 3,
+    surge_txn::rpc::PROTOCOL_VERSION == 4,
     "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
 );
 

@@ -41,20 +41,28 @@ pub struct ProcCluster {
 impl ProcCluster {
     /// `surgedb cluster start --nodes N --data DIR --lock-mode MODE`.
     pub fn start(nodes: usize, lock_mode: &str) -> ProcCluster {
+        Self::start_with_args(nodes, lock_mode, &[])
+    }
+
+    /// As [`ProcCluster::start`], with `node_args` given to every node process.
+    pub fn start_with_args(nodes: usize, lock_mode: &str, node_args: &[&str]) -> ProcCluster {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("cluster");
         let d = dir.to_str().unwrap();
         let n = nodes.to_string();
-        let (ok, out, err) = surgedb(&[
-            "cluster",
-            "start",
-            "--nodes",
-            &n,
-            "--data",
-            d,
-            "--lock-mode",
-            lock_mode,
-        ]);
+        let mut args = vec![
+            "cluster".to_string(),
+            "start".into(),
+            "--nodes".into(),
+            n,
+            "--data".into(),
+            d.into(),
+            "--lock-mode".into(),
+            lock_mode.into(),
+        ];
+        args.extend(node_args.iter().map(|a| format!("--node-arg={a}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, out, err) = surgedb(&args);
         assert!(ok, "cluster start failed:\n{out}\n{err}");
         let manifest = ClusterManifest::load(&dir).unwrap();
         ProcCluster { tmp, dir, manifest }

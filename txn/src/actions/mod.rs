@@ -16,6 +16,7 @@
 mod acquire_pessimistic_lock;
 mod check_txn_status;
 mod commit;
+mod gc;
 mod one_pc;
 mod pessimistic_rollback;
 mod prewrite;
@@ -31,6 +32,7 @@ pub use acquire_pessimistic_lock::{
 };
 pub use check_txn_status::{TxnStatus, check_txn_status};
 pub use commit::commit;
+pub use gc::{GcScan, GcStats, gc, gc_scan};
 pub use one_pc::commit_ts_floor;
 pub use pessimistic_rollback::pessimistic_rollback;
 pub use prewrite::{CommitKind, TxnProps, prewrite};

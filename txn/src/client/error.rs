@@ -285,6 +285,7 @@ impl From<KeyError> for TxnError {
             KeyError::LockWaitTimeout { key, lock_ts } => {
                 TxnError::LockWaitTimeout { key, lock_ts }
             }
+            other @ KeyError::TooOld { .. } => TxnError::Key(other),
         }
     }
 }

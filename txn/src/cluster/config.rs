@@ -45,6 +45,9 @@ pub struct ClusterConfig {
     pub split_size: Option<u64>,
     /// Where the nodes keep their regions' data.
     pub engine: EngineKind,
+    /// Every node's [`KvNodeConfig::gc_life_time`](crate::KvNodeConfig::gc_life_time)
+    /// (`None`: no bound on timestamps and no GC).
+    pub gc_life_time: Option<Duration>,
 }
 
 /// Where a node keeps its regions' data.
@@ -162,6 +165,13 @@ impl ClusterConfig {
         self.split_size = bytes;
         self
     }
+
+    /// Sets [`ClusterConfig::gc_life_time`].
+    #[must_use]
+    pub fn with_gc_life_time(mut self, life_time: Option<Duration>) -> Self {
+        self.gc_life_time = life_time;
+        self
+    }
 }
 
 impl Default for ClusterConfig {
@@ -188,6 +198,7 @@ impl Default for ClusterConfig {
                     .with_memtable_bytes(8 << 20)
                     .with_worker_threads(1),
             ),
+            gc_life_time: None,
         }
     }
 }

@@ -147,6 +147,7 @@ impl LocalCluster {
         cfg.transfer_timeout = self.config.transfer_timeout;
         cfg.merge_max_lock_bytes = self.config.merge_max_lock_bytes;
         cfg.split_size = self.config.split_size;
+        cfg.gc_life_time = self.config.gc_life_time;
         // Half the smallest election timeout: see `KvNodeConfig::read_lease`.
         cfg.read_lease = self.config.tick * self.config.election_tick / 2;
         let node = KvNode::start(

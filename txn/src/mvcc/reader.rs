@@ -166,7 +166,7 @@ impl<'a> MvccReader<'a> {
 
     /// Visits `key`'s write records with `commit_ts <= ts`, newest first, until `visit`
     /// returns `Ok(false)`.
-    fn for_each_version(
+    pub(crate) fn for_each_version(
         &self,
         key: &[u8],
         ts: u64,

@@ -70,6 +70,14 @@ pub struct KvNodeConfig {
     /// The node's disk engine, shared by its regions (`None`: each region keeps its data
     /// in a [`MemEngine`], rebuilt from the Raft log at a restart).
     pub disk_engine: Option<Arc<FjallEngine>>,
+    /// How long a transaction may run: reads at, and locks of transactions started at,
+    /// timestamps older than this (by the node's clock) are refused with
+    /// [`KeyError::TooOld`](crate::KeyError::TooOld), and the node accepts MVCC garbage
+    /// collection ([`KvRequest::Gc`]) only below that bound. `None` (the default for the
+    /// library, where tests use small made-up timestamps): no bound, and GC requests are
+    /// refused. `surgedb node` sets 10 minutes (TiDB's `tidb_gc_life_time`). Every node of
+    /// a cluster must have the same value.
+    pub gc_life_time: Option<Duration>,
 }
 
 impl KvNodeConfig {
@@ -148,6 +156,13 @@ impl KvNodeConfig {
         self
     }
 
+    /// Sets [`KvNodeConfig::gc_life_time`].
+    #[must_use]
+    pub fn with_gc_life_time(mut self, life_time: Option<Duration>) -> Self {
+        self.gc_life_time = life_time;
+        self
+    }
+
     /// Sets [`KvNodeConfig::read_lease`].
     #[must_use]
     pub fn with_read_lease(mut self, lease: Duration) -> Self {
@@ -173,6 +188,7 @@ impl Default for KvNodeConfig {
             // raft-lite's default election timeout is 10 ticks of 10 ms at the least.
             read_lease: Duration::from_millis(40),
             disk_engine: None,
+            gc_life_time: None,
         }
     }
 }

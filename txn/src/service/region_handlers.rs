@@ -24,6 +24,10 @@ const ONE_PC_MAX_DRIFT_MS: u64 = 1000;
 const WAIT_SLICE: Duration = Duration::from_millis(1500);
 const _: () = assert!(WAIT_SLICE.as_millis() * 2 == DETECTOR_EDGE_TTL.as_millis());
 
+/// About how many write records one `Gc` request looks at (a region of old, clean keys is
+/// walked in requests of this size, each a bounded read on the leader).
+const GC_SCAN_RECORDS: u64 = 16 * 1024;
+
 /// What a handler fails with.
 enum Failure {
     Region(RegionError),
@@ -70,8 +74,8 @@ impl KvNode {
             // Not under the raft guard: a lock wait may last a second, and stopping the
             // node must not wait for it.
             let result = self
-                .peer(ctx.region_id)
-                .map_err(Failure::from)
+                .check_age(start_ts)
+                .and_then(|()| self.peer(ctx.region_id).map_err(Failure::from))
                 .and_then(|peer| {
                     self.acquire_pessimistic_lock(
                         &peer,
@@ -100,6 +104,26 @@ impl KvNode {
             .map_err(Failure::from)
             .and_then(|peer| self.dispatch(raft, &peer, ctx, req));
         self.answer(result)
+    }
+
+    /// The oldest timestamp this node serves reads at and takes new locks for (0: no bound,
+    /// see [`KvNodeConfig::gc_life_time`](crate::KvNodeConfig::gc_life_time)).
+    pub(super) fn oldest_served(&self) -> u64 {
+        self.config.gc_life_time.map_or(0, |life| {
+            let life = u64::try_from(life.as_millis()).unwrap_or(u64::MAX);
+            crate::compose_ts(crate::ts::wall_clock_ms().saturating_sub(life), 0)
+        })
+    }
+
+    /// Refuses `ts` when it is older than the GC life time allows: a read there, or a lock
+    /// of a transaction started there, could meet versions garbage collection removed (or a
+    /// rollback record it removed, which guarded against that very lock).
+    fn check_age(&self, ts: u64) -> Result<(), Failure> {
+        let oldest = self.oldest_served();
+        if ts < oldest {
+            return Err(Failure::Key(KeyError::TooOld { ts, oldest }));
+        }
+        Ok(())
     }
 
     fn answer(&self, result: Handled) -> KvResponse {
@@ -149,6 +173,7 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
+                self.check_age(version)?;
                 self.read_ready(raft, peer, &ctx, &[&key])?;
                 let value = peer.read(version, &key, None, true, |r| {
                     crate::point_get(r, &key, version, &bypass_locks)
@@ -161,6 +186,7 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
+                self.check_age(version)?;
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 self.read_ready(raft, peer, &ctx, &refs)?;
                 // One snapshot for every key (a point read each for the one-phase guard).
@@ -181,6 +207,7 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
+                self.check_age(version)?;
                 self.read_ready(raft, peer, &ctx, &[&start])?;
                 let info = peer.info();
                 let end = clamp_end(end, info.end_key());
@@ -192,6 +219,7 @@ impl KvNode {
             KvRequest::Prewrite {
                 mutations, props, ..
             } => {
+                self.check_age(props.start_ts)?;
                 let keys: Vec<Vec<u8>> = mutations.iter().map(|(m, _)| m.key().to_vec()).collect();
                 let one_pc = match props.commit_kind {
                     CommitKind::OnePc { commit_ts } => {
@@ -394,11 +422,79 @@ impl KvNode {
                 })?;
                 Ok(KvResponse::Writes { writes })
             }
+            KvRequest::Gc {
+                safe_point,
+                start,
+                limit_keys,
+                ..
+            } => self.gc(raft, peer, &ctx, safe_point, start, limit_keys),
             other => Ok(KvResponse::RegionError(RegionError::ServerIsBusy {
                 region_id: ctx.region_id,
                 reason: format!("{} is not a region request", other.name()),
             })),
         }
+    }
+
+    /// One step of MVCC garbage collection of `peer`'s region below `safe_point` from
+    /// `start`: a bounded scan for keys with garbage on a snapshot, then [`crate::gc`] of
+    /// those keys under their latches in one Raft proposal (so every replica removes the
+    /// same records).
+    fn gc(
+        &self,
+        raft: &RaftNode,
+        peer: &RegionPeer,
+        ctx: &Context,
+        safe_point: u64,
+        start: Vec<u8>,
+        limit_keys: usize,
+    ) -> Handled {
+        // Nothing is deleted below a timestamp this node would still serve.
+        let oldest = self.oldest_served();
+        if oldest == 0 || safe_point >= oldest {
+            return Err(Failure::Key(KeyError::TooOld {
+                ts: safe_point,
+                oldest,
+            }));
+        }
+        let info = peer.info();
+        let start = start.max(info.start.clone());
+        self.read_ready(raft, peer, ctx, &[&start])?;
+        let found = peer.read_locks_in(None, &start, info.end_key(), |r| {
+            crate::gc_scan(
+                r,
+                &start,
+                info.end_key(),
+                safe_point,
+                limit_keys,
+                GC_SCAN_RECORDS,
+            )
+        })?;
+        let removed = if found.keys.is_empty() {
+            crate::GcStats::default()
+        } else {
+            peer.write(
+                raft,
+                ctx,
+                &found.keys,
+                safe_point,
+                None,
+                None,
+                self.timeout(),
+                |r, txn, _| {
+                    let mut total = crate::GcStats::default();
+                    for key in &found.keys {
+                        total.add(crate::gc(txn, r, key, safe_point)?);
+                    }
+                    Ok(total)
+                },
+            )?
+        };
+        Ok(KvResponse::Gc {
+            keys: found.keys.len() as u64,
+            removed,
+            records_seen: found.records_seen,
+            resume_key: found.resume_key,
+        })
     }
 
     /// Runs `action` on every key of `keys` in one write (under their latches, one Raft

@@ -14,8 +14,9 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 /// (`target_version`), and [`crate::RegionError::NodeStopping`] is new (a peer of version 1
 /// could decode neither). 3: `KvRequest::ScanWrites` and `KvResponse::Writes` (added as
 /// the last variants, so every earlier message encodes as before, but a peer of version 2
-/// cannot decode those two), and `TxnError`'s stream variants.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// cannot decode those two), and `TxnError`'s stream variants. 4: `KvRequest::Gc`,
+/// `KvResponse::Gc` and `KeyError::TooOld` (again added last).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// One key of a pessimistic lock request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -313,6 +314,23 @@ pub enum KvRequest {
         /// How many ids (at least one is handed out).
         count: u64,
     },
+    /// MVCC garbage collection of one region below `safe_point` (see [`crate::actions::gc`]),
+    /// from `start` on: the leader finds up to `limit_keys` keys with garbage and removes it
+    /// in one Raft proposal. Refused (`KeyError::TooOld`) unless the node has a
+    /// [`gc_life_time`](crate::KvNodeConfig::gc_life_time) and `safe_point` is older than
+    /// it: the node must refuse every read below the safe point before it deletes anything.
+    /// The caller resolves the locks of transactions started below it first.
+    Gc {
+        /// Region and epoch.
+        ctx: Context,
+        /// Collect what no read at or above this timestamp can see.
+        safe_point: u64,
+        /// First key.
+        #[serde(with = "serde_bytes")]
+        start: Vec<u8>,
+        /// At most this many keys per request (0: no limit).
+        limit_keys: usize,
+    },
 }
 
 impl KvRequest {
@@ -347,6 +365,7 @@ impl KvRequest {
             KvRequest::NodeStatus => "node_status",
             KvRequest::ScanWrites { .. } => "scan_writes",
             KvRequest::AllocRegionIds { .. } => "alloc_region_ids",
+            KvRequest::Gc { .. } => "gc",
         }
     }
 
@@ -366,7 +385,8 @@ impl KvRequest {
             | KvRequest::ResolveLock { ctx, .. }
             | KvRequest::TxnHeartBeat { ctx, .. }
             | KvRequest::ScanLock { ctx, .. }
-            | KvRequest::ScanWrites { ctx, .. } => Some(ctx),
+            | KvRequest::ScanWrites { ctx, .. }
+            | KvRequest::Gc { ctx, .. } => Some(ctx),
             _ => None,
         }
     }

@@ -59,6 +59,18 @@ pub enum KeyError {
         /// The holder.
         lock_ts: u64,
     },
+    /// A read at, or a lock of a transaction started at, `ts`, older than the node's GC
+    /// life time allows (`oldest` is the oldest timestamp it serves): garbage collection may
+    /// have removed versions that read needs. Also the answer to a `Gc` request whose
+    /// safe point is not older than that bound. TiDB's "GC life time is shorter than
+    /// transaction duration".
+    #[error("timestamp {ts} is older than the GC life time allows (the oldest served is {oldest})")]
+    TooOld {
+        /// The timestamp refused.
+        ts: u64,
+        /// The oldest timestamp served (0: the node serves no GC, see `KvNodeConfig::gc_life_time`).
+        oldest: u64,
+    },
 }
 
 /// A region as the node sees it (for status).
@@ -178,5 +190,17 @@ pub enum KvResponse {
     Writes {
         /// The puts found and where to resume.
         writes: crate::ScannedWrites,
+    },
+    /// Reply to `Gc`.
+    Gc {
+        /// Keys whose garbage was removed.
+        keys: u64,
+        /// What was removed.
+        removed: crate::GcStats,
+        /// Write records looked at.
+        records_seen: u64,
+        /// Where to continue (`None`: the region is done).
+        #[serde(with = "serde_bytes")]
+        resume_key: Option<Vec<u8>>,
     },
 }

@@ -1,0 +1,59 @@
+//! MVCC garbage collection in a cluster of `surgedb node` processes: the node leading the
+//! meta group collects old versions on its own, reads see the newest values, and a
+//! transaction older than the GC life time is refused.
+
+#![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{ProcCluster, wait_until};
+use surge_txn::{KeyError, TxnError, TxnMode};
+
+/// The records every node's log says its collections removed.
+fn removed_records(c: &ProcCluster) -> u64 {
+    (1..=3)
+        .flat_map(|n| {
+            c.log(n)
+                .lines()
+                .filter(|l| l.contains(": gc below "))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|line| {
+            let (before, _) = line.split_once(" records and ")?;
+            before.rsplit(' ').next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+#[test]
+fn the_meta_leaders_node_collects_old_versions_and_old_transactions_are_refused() {
+    let c = ProcCluster::start_with_args(
+        3,
+        "in-memory",
+        &[
+            "--gc-life-time-secs=2",
+            "--gc-interval-secs=1",
+            "--gc-margin-secs=1",
+        ],
+    );
+    let client = c.client();
+    let txn = client.txn();
+    for i in 0..40 {
+        let mut t = txn.begin(TxnMode::Optimistic).unwrap();
+        t.put(b"gc/k", format!("v{i}").as_bytes()).unwrap();
+        t.commit().unwrap();
+    }
+    let mut old = txn.begin(TxnMode::Optimistic).unwrap();
+    // 39 older versions of the key go once the safe point (now - 3 s) passes the 40th.
+    wait_until(Duration::from_secs(60), || removed_records(&c) >= 39);
+    assert_eq!(txn.get(b"gc/k").unwrap(), Some(b"v39".to_vec()));
+    match old.get(b"gc/k") {
+        Err(TxnError::Key(KeyError::TooOld { ts, oldest })) => assert!(ts < oldest),
+        other => panic!("a read older than the life time: {other:?}"),
+    }
+    let logs: String = (1..=3).map(|n| c.log(n)).collect();
+    assert!(!logs.contains("gc failed"), "{logs}");
+}

@@ -1,0 +1,177 @@
+//! [`TxnClient::gc`]: MVCC garbage collection of the whole cluster below a safe point, as
+//! TiDB's GC worker drives it: resolve the locks of transactions started below the safe
+//! point, then ask each region's leader to remove what no read at or above it can see.
+
+use serde::{Deserialize, Serialize};
+
+use super::backoff::Backoff;
+use super::dispatch::context;
+use super::error::TxnError;
+use super::resolver::Resolution;
+use super::txn_client::TxnClient;
+use crate::{GcStats, KeyError, KvRequest, KvResponse};
+
+/// Locks listed per `ScanLock` request of the resolve phase.
+const LOCKS_PER_SCAN: usize = 256;
+
+/// Keys collected per `Gc` request (one Raft proposal each).
+const KEYS_PER_GC: usize = 256;
+
+/// What [`TxnClient::gc`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcReport {
+    /// The safe point collected below.
+    pub safe_point: u64,
+    /// Regions walked (a region that split during the run counts once per part).
+    pub regions: u64,
+    /// Locks of transactions started below the safe point that were settled (committed or
+    /// rolled back from their primary's status).
+    pub locks_resolved: u64,
+    /// Such locks whose transaction is still alive (left alone: it cannot read or lock
+    /// below the safe point any more, and its commit lands above it).
+    pub locks_alive: u64,
+    /// Keys that had garbage.
+    pub keys: u64,
+    /// What was removed.
+    pub removed: GcStats,
+    /// Write records looked at.
+    pub records_seen: u64,
+}
+
+impl TxnClient {
+    /// A safe point `older_than` behind a fresh timestamp of the oracle (its physical
+    /// part moved back; logical part 0): for [`TxnClient::gc`], pass the nodes' GC life
+    /// time plus a margin for clock skew between nodes.
+    ///
+    /// # Errors
+    /// As [`TxnClient::current_ts`].
+    pub fn safe_point_older_than(&self, older_than: std::time::Duration) -> Result<u64, TxnError> {
+        let back = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
+        let now = self.current_ts()?;
+        Ok(crate::compose_ts(
+            crate::physical_ms(now).saturating_sub(back),
+            0,
+        ))
+    }
+
+    /// Collects the cluster's MVCC garbage below `safe_point` (see
+    /// [`actions::gc`](crate::actions::gc) for what goes).
+    ///
+    /// First every lock of a transaction started below `safe_point` is settled from its
+    /// primary's status, in every region: a committed primary's record may itself be
+    /// collected (a newer version of the primary key below the safe point makes it
+    /// garbage), after which nobody could tell that its remaining locks belong to a
+    /// committed transaction. Then each region's leader removes the garbage, a bounded
+    /// batch of keys per Raft proposal.
+    ///
+    /// Every node must refuse reads and new locks below `safe_point` before it is called:
+    /// a node without a [`gc_life_time`](crate::KvNodeConfig::gc_life_time), or one whose
+    /// life time does not yet reach back past `safe_point`, answers
+    /// [`KeyError::TooOld`] and nothing is collected there. A caller picks a safe point
+    /// some margin older than the nodes' life time (a minute, for clock skew between
+    /// nodes).
+    ///
+    /// # Errors
+    /// [`KeyError::TooOld`] (as `TxnError::Key`) from a node that refuses the safe point;
+    /// region and transport errors once the backoff budget of one step is spent.
+    pub fn gc(&self, safe_point: u64) -> Result<GcReport, TxnError> {
+        let _span = tracing::info_span!("gc", safe_point).entered();
+        let mut report = GcReport {
+            safe_point,
+            ..GcReport::default()
+        };
+        self.resolve_locks_below(safe_point, &mut report)?;
+        self.collect_regions(safe_point, &mut report)?;
+        tracing::info!(?report, "gc done");
+        Ok(report)
+    }
+
+    fn resolve_locks_below(&self, safe_point: u64, report: &mut GcReport) -> Result<(), TxnError> {
+        let core = self.core();
+        let Some(max_ts) = safe_point.checked_sub(1) else {
+            return Ok(());
+        };
+        let mut key = Vec::new();
+        loop {
+            let mut bo = Backoff::new(&core.config);
+            let region = core.locate(&key, &mut bo)?;
+            let req = KvRequest::ScanLock {
+                ctx: context(&region),
+                max_ts,
+                start: key.clone(),
+                end: None,
+                limit: LOCKS_PER_SCAN,
+            };
+            let locks = match core.send_region(&region, req, &mut bo)? {
+                None => continue,
+                Some(KvResponse::Locks { locks }) => locks,
+                Some(KvResponse::KeyError(e)) => return Err(e.into()),
+                Some(other) => return Err(TxnError::unexpected("scan_lock", &other)),
+            };
+            for lock in &locks {
+                let mut bo = Backoff::new(&core.config);
+                match core.resolve_lock(lock, 0, &mut bo)? {
+                    Resolution::Resolved => report.locks_resolved += 1,
+                    Resolution::Alive | Resolution::Bypass(_) => report.locks_alive += 1,
+                }
+            }
+            match locks.last() {
+                // Possibly more in this region: go on after the last lock listed.
+                Some(last) if locks.len() >= LOCKS_PER_SCAN => {
+                    key = last.key.clone();
+                    key.push(0);
+                }
+                _ => match region.info.end_key() {
+                    Some(end) => key = end.to_vec(),
+                    None => return Ok(()),
+                },
+            }
+        }
+    }
+
+    fn collect_regions(&self, safe_point: u64, report: &mut GcReport) -> Result<(), TxnError> {
+        let core = self.core();
+        let mut key = Vec::new();
+        loop {
+            let mut bo = Backoff::new(&core.config);
+            let region = core.locate(&key, &mut bo)?;
+            let req = KvRequest::Gc {
+                ctx: context(&region),
+                safe_point,
+                start: key.clone(),
+                limit_keys: KEYS_PER_GC,
+            };
+            // An answer came from `region` at the epoch the cache knows (a split since is a
+            // region error and a fresh lookup), so its end is the end of what was walked.
+            let resume = match core.send_region(&region, req, &mut bo)? {
+                None => continue,
+                Some(KvResponse::Gc {
+                    keys,
+                    removed,
+                    records_seen,
+                    resume_key,
+                }) => {
+                    report.keys += keys;
+                    report.removed.add(removed);
+                    report.records_seen += records_seen;
+                    resume_key
+                }
+                Some(KvResponse::KeyError(e @ KeyError::TooOld { .. })) => {
+                    return Err(TxnError::Key(e));
+                }
+                Some(KvResponse::KeyError(e)) => return Err(e.into()),
+                Some(other) => return Err(TxnError::unexpected("gc", &other)),
+            };
+            match resume {
+                Some(next) => key = next,
+                None => {
+                    report.regions += 1;
+                    match region.info.end_key() {
+                        Some(end) => key = end.to_vec(),
+                        None => return Ok(()),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! MVCC garbage collection on a three-node cluster (`TxnClient::gc`): old versions go, every
+//! read at or above the safe point still sees what it saw, a lock left by a transaction
+//! whose primary committed is committed before its primary's record can go, and reads or
+//! locks older than the GC life time are refused.
+
+use std::time::Duration;
+
+mod support;
+
+use surge_txn::actions::CommitKind;
+use surge_txn::codec::{compose_ts, physical_ms};
+use surge_txn::rpc::KvResponse;
+use surge_txn::{ClientConfig, KeyError, LockMode, TxnError, TxnMode};
+
+use support::{Layout, TestCluster, commit_keys, prewrite_request, txn_props};
+
+/// The nodes' GC life time: reads and locks older than this are refused.
+const LIFE: Duration = Duration::from_millis(1500);
+
+fn cluster(life: Option<Duration>) -> TestCluster {
+    TestCluster::start_with(Layout::new(4, LockMode::InMemory), |c| {
+        c.gc_life_time = life;
+    })
+}
+
+/// A safe point older than the nodes' life time by `margin`, from a fresh timestamp.
+fn safe_point(c: &TestCluster, margin: Duration) -> u64 {
+    let back = u64::try_from((LIFE + margin).as_millis()).expect("ms");
+    compose_ts(physical_ms(c.timestamp()) - back, 0)
+}
+
+fn long(i: u8) -> Vec<u8> {
+    vec![i; 300]
+}
+
+#[test]
+fn gc_removes_old_versions_and_keeps_every_read_at_or_above_the_safe_point() {
+    let c = cluster(Some(LIFE));
+    let client = c.client(ClientConfig::default());
+    // `a`: five versions, long and short values; `b`: a put, then a delete.
+    for i in 0..5u8 {
+        let mut t = client.begin(TxnMode::Optimistic).unwrap();
+        let value = if i % 2 == 0 { long(i) } else { vec![i] };
+        t.put(b"a", &value).unwrap();
+        t.commit().unwrap();
+    }
+    let mut t = client.begin(TxnMode::Pessimistic).unwrap();
+    t.put(b"b", b"gone soon").unwrap();
+    t.commit().unwrap();
+    let mut t = client.begin(TxnMode::Pessimistic).unwrap();
+    t.delete(b"b").unwrap();
+    t.commit().unwrap();
+
+    // A transaction whose primary (`p`, one region) committed while its secondary (`s`,
+    // another region) still holds its lock: its coordinator died between the two.
+    let start = c.timestamp();
+    let props = txn_props(b"p", start, 0, CommitKind::TwoPc);
+    for key in [&b"p"[..], &b"\xf0s"[..]] {
+        let r = c.call_leader(key, |ctx| {
+            prewrite_request(ctx, &[(key, b"from the half-done txn")], props.clone())
+        });
+        assert!(
+            matches!(r, KvResponse::Prewrite { .. }),
+            "prewrite {key:?}: {r:?}"
+        );
+    }
+    let commit_ts = c.timestamp();
+    let r = commit_keys(&c.cluster, &[b"p"], start, commit_ts);
+    assert!(matches!(r, KvResponse::Done), "commit p: {r:?}");
+    // A newer version of `p` makes the half-done transaction's record there garbage.
+    let mut t = client.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"p", b"newer").unwrap();
+    t.commit().unwrap();
+
+    let mut old = client.begin(TxnMode::Optimistic).unwrap();
+    std::thread::sleep(LIFE + Duration::from_millis(700));
+    let sp = safe_point(&c, Duration::from_millis(200));
+    let report = client.gc(sp).unwrap();
+    assert_eq!(report.safe_point, sp);
+    assert_eq!(report.locks_resolved, 1, "{report:?}");
+    assert_eq!(report.locks_alive, 0, "{report:?}");
+    // a: four older versions (two of them long values); b: both records; p: the half-done
+    // transaction's record.
+    assert_eq!(report.removed.records, 4 + 2 + 1, "{report:?}");
+    assert_eq!(report.removed.values, 2, "{report:?}");
+    assert_eq!(report.keys, 3, "{report:?}");
+    assert!(report.regions >= 4, "{report:?}");
+
+    assert_eq!(client.get(b"a").unwrap(), Some(long(4)));
+    assert_eq!(client.get(b"b").unwrap(), None);
+    assert_eq!(client.get(b"p").unwrap(), Some(b"newer".to_vec()));
+    assert_eq!(
+        client.get(b"\xf0s").unwrap(),
+        Some(b"from the half-done txn".to_vec()),
+        "the secondary was committed before its primary's record went"
+    );
+    // Not even at the safe point itself: it is older than the life time.
+    let oldest = compose_ts(physical_ms(c.timestamp()) - 1000, 0);
+    assert_eq!(c.get_at(b"a", oldest), Some(long(4)));
+
+    // Nothing left below the same safe point.
+    let again = client.gc(sp).unwrap();
+    assert_eq!(again.removed.records, 0, "{again:?}");
+    assert_eq!(again.keys, 0, "{again:?}");
+
+    // A transaction older than the life time can neither read nor write (its rollback,
+    // below the safe point, is the next GC's garbage).
+    match old.get(b"a") {
+        Err(TxnError::Key(KeyError::TooOld { ts, oldest })) => assert!(ts < oldest),
+        other => panic!("old read: {other:?}"),
+    }
+    old.put(b"c", b"late").unwrap();
+    match old.commit() {
+        Err(TxnError::Key(KeyError::TooOld { .. })) => {}
+        other => panic!("old commit: {other:?}"),
+    }
+    assert_eq!(client.get(b"c").unwrap(), None);
+
+    // A safe point the nodes would still serve reads at is refused before anything goes.
+    let now = c.timestamp();
+    match client.gc(now) {
+        Err(TxnError::Key(KeyError::TooOld { ts, oldest })) => {
+            assert_eq!(ts, now);
+            assert!(oldest < now);
+        }
+        other => panic!("gc at now: {other:?}"),
+    }
+}
+
+#[test]
+fn a_cluster_without_a_life_time_refuses_gc_and_serves_old_timestamps() {
+    let c = cluster(None);
+    let client = c.client(ClientConfig::default());
+    let mut t = client.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"k", b"v1").unwrap();
+    t.commit().unwrap();
+    let first = c.timestamp();
+    let mut t = client.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"k", b"v2").unwrap();
+    t.commit().unwrap();
+    match client.gc(first) {
+        Err(TxnError::Key(KeyError::TooOld { oldest: 0, .. })) => {}
+        other => panic!("gc without a life time: {other:?}"),
+    }
+    assert_eq!(c.get_at(b"k", first), Some(b"v1".to_vec()));
+}
