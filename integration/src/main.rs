@@ -154,17 +154,20 @@ struct NodeArgs {
     /// (MariaDB before 11.7): commit by rename off, for comparisons.
     #[arg(long)]
     binlog_copy: bool,
-    /// How long a transaction may run, in seconds: reads and locks older than this are
-    /// refused, and MVCC versions older than it (plus a minute) are garbage collected
-    /// (every node must agree). 0: no bound and no garbage collection.
-    #[arg(long, default_value_t = 600)]
+    /// Turn on MVCC garbage collection with this transaction life time, in seconds (600 is
+    /// TiDB's): reads and locks older than it are refused, and versions older than it plus
+    /// the margin are collected (every node must agree). 0, the default: off (see the txn
+    /// crate's README, "Garbage collection of old versions", for what it does not cover
+    /// yet).
+    #[arg(long, default_value_t = 0)]
     gc_life_time_secs: u64,
     /// How often the node leading the meta group collects MVCC garbage, in seconds.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     gc_interval_secs: u64,
     /// How much older than the life time the GC safe point is, in seconds: the bound on
-    /// clock skew between the nodes.
-    #[arg(long, default_value_t = 60)]
+    /// clock skew between the nodes (at least 5: the timestamp oracle may also run up to
+    /// 3 s ahead of the clocks after a leader change).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..))]
     gc_margin_secs: u64,
 }
 

@@ -36,7 +36,7 @@ fn the_meta_leaders_node_collects_old_versions_and_old_transactions_are_refused(
         &[
             "--gc-life-time-secs=2",
             "--gc-interval-secs=1",
-            "--gc-margin-secs=1",
+            "--gc-margin-secs=5",
         ],
     );
     let client = c.client();
@@ -47,7 +47,7 @@ fn the_meta_leaders_node_collects_old_versions_and_old_transactions_are_refused(
         t.commit().unwrap();
     }
     let mut old = txn.begin(TxnMode::Optimistic).unwrap();
-    // 39 older versions of the key go once the safe point (now - 3 s) passes the 40th.
+    // 39 older versions of the key go once the safe point (now - 7 s) passes the 40th.
     wait_until(Duration::from_secs(60), || removed_records(&c) >= 39);
     assert_eq!(txn.get(b"gc/k").unwrap(), Some(b"v39".to_vec()));
     match old.get(b"gc/k") {

@@ -144,3 +144,49 @@ fn a_cluster_without_a_life_time_refuses_gc_and_serves_old_timestamps() {
     }
     assert_eq!(c.get_at(b"k", first), Some(b"v1".to_vec()));
 }
+
+#[test]
+fn a_gc_request_walks_a_region_in_parts_and_answers_where_to_resume() {
+    let c = cluster(Some(LIFE));
+    let client = c.client(ClientConfig::default());
+    // Three keys of one region with two versions each.
+    for round in 0..2u8 {
+        for key in [&b"r1"[..], b"r2", b"r3"] {
+            let mut t = client.begin(TxnMode::Optimistic).unwrap();
+            t.put(key, &[round]).unwrap();
+            t.commit().unwrap();
+        }
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(700));
+    let sp = safe_point(&c, Duration::from_millis(200));
+    let mut start = b"r".to_vec();
+    let mut parts = Vec::new();
+    loop {
+        let reply = c.call_leader(&start, |ctx| surge_txn::rpc::KvRequest::Gc {
+            ctx,
+            safe_point: sp,
+            start: start.clone(),
+            limit_keys: 1,
+        });
+        let KvResponse::Gc {
+            keys,
+            removed,
+            resume_key,
+            ..
+        } = reply
+        else {
+            panic!("gc: {reply:?}");
+        };
+        parts.push((keys, removed.records));
+        match resume_key {
+            Some(next) if next.starts_with(b"r") => start = next,
+            _ => break,
+        }
+    }
+    // One key (and its one older version) per request; the walk then leaves the keys.
+    assert_eq!(&parts[..3], &[(1, 1), (1, 1), (1, 1)], "{parts:?}");
+    assert!(parts[3..].iter().all(|p| p.1 == 0), "{parts:?}");
+    for key in [&b"r1"[..], b"r2", b"r3"] {
+        assert_eq!(client.get(key).unwrap(), Some(vec![1]));
+    }
+}

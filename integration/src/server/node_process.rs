@@ -82,8 +82,8 @@ pub struct NodeConfig {
     /// of a cluster must have the same settings, so that their copies are byte-identical.
     pub stream: Option<crate::stream::StreamConfig>,
     /// The bound on transaction age and the MVCC garbage collection run by the node that
-    /// leads the meta group (`None`: no bound and no collection; every node of a cluster
-    /// must agree).
+    /// leads the meta group (`None`, the default: no bound and no collection; every node of
+    /// a cluster must agree).
     pub gc: Option<GcConfig>,
 }
 
@@ -108,7 +108,7 @@ impl Default for NodeConfig {
             coordinator: ClientConfig::default(),
             engine: EngineKind::Disk(FjallOptions::default()),
             stream: Some(crate::stream::StreamConfig::new(PathBuf::new())),
-            gc: Some(GcConfig::default()),
+            gc: None,
         }
     }
 }

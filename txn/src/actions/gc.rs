@@ -18,8 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Cf, decode_key, encode_key, split_ts};
-use crate::mvcc::{MvccError, MvccReader, MvccTxn, Write, WriteType};
+use crate::mvcc::{MvccError, MvccReader, MvccTxn, Write, WriteType, WriteWalk};
 
 /// What [`gc`] removed of one key.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,9 +37,11 @@ impl GcStats {
     }
 }
 
-/// Removes `key`'s garbage below `safe_point` (see the module docs) into `txn`; returns what
-/// it removed. Deterministic in the snapshot: a repeated call after the first one applied
-/// removes nothing.
+/// Removes `key`'s garbage below `safe_point` (see the module docs) into `txn`, at most
+/// `limit` records of it (`0`: no limit; any part of a key's garbage may go alone, newest
+/// first here, so a key with more is finished by later calls); returns what it removed.
+/// Deterministic in the snapshot: a repeated call after the first one applied removes
+/// nothing.
 ///
 /// # Errors
 /// [`MvccError::Corrupt`] for a damaged key or record.
@@ -49,6 +50,7 @@ pub fn gc(
     reader: &MvccReader<'_>,
     key: &[u8],
     safe_point: u64,
+    limit: u64,
 ) -> Result<GcStats, MvccError> {
     let mut stats = GcStats::default();
     // Set once the newest data record at or below the safe point was passed: from there on
@@ -70,7 +72,7 @@ pub fn gc(
         if remove {
             remove_record(txn, key, commit_ts, &write, &mut stats);
         }
-        Ok(true)
+        Ok(limit == 0 || stats.records < limit)
     })?;
     Ok(stats)
 }
@@ -116,70 +118,37 @@ pub fn gc_scan(
         resume_key: None,
         records_seen: 0,
     };
-    if end.is_some_and(|end| end <= start) {
-        return Ok(out);
-    }
-    let encoded_end = end.map(encode_key);
-    // The encoded key being visited, its decoded form, its records at or below the safe
-    // point so far, and whether it was already taken.
-    let mut current: Vec<u8> = Vec::new();
-    let mut current_key: Vec<u8> = Vec::new();
+    // The current key's records at or below the safe point so far, and whether it was
+    // already taken.
     let mut below = 0u32;
     let mut taken = false;
-    let mut error = None;
-    let corrupt = |engine_key: &[u8], detail: String| MvccError::Corrupt {
-        what: "write cf key",
-        key: engine_key.to_vec(),
-        detail,
-    };
-    reader.snapshot().scan(
-        Cf::Write,
-        &encode_key(start),
-        encoded_end.as_deref(),
-        &mut |engine_key, value| {
-            let step = (|| -> Result<bool, MvccError> {
-                let (encoded, commit_ts) =
-                    split_ts(engine_key).map_err(|e| corrupt(engine_key, e.to_string()))?;
-                if encoded != current.as_slice() {
-                    let (key, used) =
-                        decode_key(encoded).map_err(|e| corrupt(engine_key, e.to_string()))?;
-                    if used != encoded.len() {
-                        return Err(corrupt(engine_key, "trailing bytes after the key".into()));
-                    }
-                    let full = (limit_keys > 0 && out.keys.len() >= limit_keys)
-                        || (limit_records > 0 && out.records_seen >= limit_records);
-                    if full {
-                        out.resume_key = Some(key);
-                        return Ok(false);
-                    }
-                    current = encoded.to_vec();
-                    current_key = key;
-                    below = 0;
-                    taken = false;
-                }
-                out.records_seen += 1;
-                if taken || commit_ts > safe_point {
-                    return Ok(true);
-                }
-                below += 1;
-                // Only the record type is needed: a Put is the one record that may stay.
-                let is_put = Write::from_bytes(&current_key, value)?.write_type == WriteType::Put;
-                if below >= 2 || !is_put {
-                    out.keys.push(current_key.clone());
-                    taken = true;
-                }
-                Ok(true)
-            })();
-            step.unwrap_or_else(|e| {
-                error = Some(e);
-                false
-            })
-        },
-    );
-    match error {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
+    out.resume_key = reader.walk_writes(start, end, |step| match step {
+        WriteWalk::NextKey => {
+            below = 0;
+            taken = false;
+            Ok(!((limit_keys > 0 && out.keys.len() >= limit_keys)
+                || (limit_records > 0 && out.records_seen >= limit_records)))
+        }
+        WriteWalk::Record {
+            key,
+            commit_ts,
+            value,
+        } => {
+            out.records_seen += 1;
+            if taken || commit_ts > safe_point {
+                return Ok(true);
+            }
+            below += 1;
+            // Only the record type is needed: a Put is the one record that may stay.
+            let is_put = Write::from_bytes(key, value)?.write_type == WriteType::Put;
+            if below >= 2 || !is_put {
+                out.keys.push(key.to_vec());
+                taken = true;
+            }
+            Ok(true)
+        }
+    })?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::engine::{Engine, MemEngine, Modify, WriteBatch, encode_key_with_ts};
+use crate::engine::{
+    Cf, Engine, MemEngine, Modify, WriteBatch, decode_key, encode_key_with_ts, split_ts,
+};
 
 /// One committed history step of a key: `(kind, start_ts, commit_ts, long value?)`.
 type Step = (WriteType, u64, u64, bool);
@@ -57,6 +59,11 @@ fn engine_with(history: &[(Vec<u8>, Vec<Step>)]) -> MemEngine {
 
 /// Runs [`gc`] on every key of `keys` at `safe_point` and applies the result.
 fn collect(engine: &MemEngine, keys: &[Vec<u8>], safe_point: u64) -> GcStats {
+    collect_at_most(engine, keys, safe_point, 0)
+}
+
+/// As [`collect`], at most `limit` records per key.
+fn collect_at_most(engine: &MemEngine, keys: &[Vec<u8>], safe_point: u64, limit: u64) -> GcStats {
     let mut txn = MvccTxn::new(safe_point);
     let mut total = GcStats::default();
     {
@@ -64,7 +71,7 @@ fn collect(engine: &MemEngine, keys: &[Vec<u8>], safe_point: u64) -> GcStats {
         let snap = engine.snapshot();
         let reader = MvccReader::new(&*snap, None);
         for key in keys {
-            total.add(gc(&mut txn, &reader, key, safe_point).expect("gc"));
+            total.add(gc(&mut txn, &reader, key, safe_point, limit).expect("gc"));
         }
     }
     let mut batch = txn.into_writes().into_batch();
@@ -131,6 +138,29 @@ fn keeps_the_newest_put_at_or_below_the_safe_point_and_everything_above() {
 }
 
 #[test]
+fn a_limit_cuts_a_keys_garbage_into_parts_that_each_keep_reads_intact() {
+    use WriteType::*;
+    let key = b"h".to_vec();
+    let steps: Vec<Step> = (0..7u64)
+        .map(|i| (Put, 10 * i + 1, 10 * i + 2, i % 2 == 1))
+        .collect();
+    let engine = engine_with(&[(key.clone(), steps)]);
+    let mut parts = Vec::new();
+    loop {
+        let removed = collect_at_most(&engine, std::slice::from_ref(&key), 100, 2);
+        if removed.records == 0 {
+            break;
+        }
+        parts.push(removed.records);
+        let snap = engine.snapshot();
+        let reader = MvccReader::new(&*snap, None);
+        assert_eq!(reader.get(&key, 100).unwrap(), Some(b"v61".to_vec()));
+    }
+    assert_eq!(parts, vec![2, 2, 2], "six older versions, two at a time");
+    assert_eq!(contents(&engine), (vec![(key, 62)], 0));
+}
+
+#[test]
 fn a_delete_at_the_safe_point_goes_with_everything_older() {
     use WriteType::*;
     let key = b"d".to_vec();
@@ -193,7 +223,7 @@ fn a_damaged_record_is_an_error_naming_it() {
     let reader = MvccReader::new(&*snap, None);
     let mut txn = MvccTxn::new(9);
     assert!(matches!(
-        gc(&mut txn, &reader, b"x", 9),
+        gc(&mut txn, &reader, b"x", 9, 0),
         Err(MvccError::Corrupt { .. })
     ));
     assert!(matches!(

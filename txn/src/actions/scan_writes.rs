@@ -8,8 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Cf, decode_key, encode_key, split_ts};
-use crate::mvcc::{MvccError, MvccReader, Write, WriteType};
+use crate::mvcc::{MvccError, MvccReader, Write, WriteType, WriteWalk};
 
 /// One committed put found by [`scan_writes`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,71 +60,39 @@ pub fn scan_writes(
         puts: Vec::new(),
         resume_key: None,
     };
-    if end.is_some_and(|end| end <= start) || upto_commit_ts <= after_commit_ts {
+    if upto_commit_ts <= after_commit_ts {
         return Ok(out);
     }
-    let encoded_end = end.map(encode_key);
-    let mut error = None;
-    // The encoded user key being visited and its decoded form.
-    let mut current: Vec<u8> = Vec::new();
-    let mut current_key: Vec<u8> = Vec::new();
     let mut bytes = 0usize;
-    let corrupt = |engine_key: &[u8], detail: String| MvccError::Corrupt {
-        what: "write cf key",
-        key: engine_key.to_vec(),
-        detail,
-    };
-    reader.snapshot().scan(
-        Cf::Write,
-        &encode_key(start),
-        encoded_end.as_deref(),
-        &mut |engine_key, value| {
-            let step = (|| -> Result<bool, MvccError> {
-                let (encoded, commit_ts) =
-                    split_ts(engine_key).map_err(|e| corrupt(engine_key, e.to_string()))?;
-                if encoded != current.as_slice() {
-                    let (key, used) =
-                        decode_key(encoded).map_err(|e| corrupt(engine_key, e.to_string()))?;
-                    if used != encoded.len() {
-                        return Err(corrupt(engine_key, "trailing bytes after the key".into()));
-                    }
-                    let full = (limit > 0 && out.puts.len() >= limit)
-                        || (limit_bytes > 0 && bytes >= limit_bytes);
-                    if full {
-                        out.resume_key = Some(key);
-                        return Ok(false);
-                    }
-                    current = encoded.to_vec();
-                    current_key = key;
-                }
+    out.resume_key =
+        reader.walk_writes(start, end, |step| match step {
+            WriteWalk::NextKey => Ok(!((limit > 0 && out.puts.len() >= limit)
+                || (limit_bytes > 0 && bytes >= limit_bytes))),
+            WriteWalk::Record {
+                key,
+                commit_ts,
+                value,
+            } => {
                 if commit_ts <= after_commit_ts || commit_ts > upto_commit_ts {
                     return Ok(true);
                 }
-                let write = Write::from_bytes(&current_key, value)?;
+                let write = Write::from_bytes(key, value)?;
                 if write.write_type != WriteType::Put {
                     return Ok(true);
                 }
                 let start_ts = write.start_ts;
-                let value = reader.put_value(&current_key, write)?;
+                let value = reader.put_value(key, write)?;
                 bytes = bytes.saturating_add(value.len());
                 out.puts.push(CommittedPut {
-                    key: current_key.clone(),
+                    key: key.to_vec(),
                     commit_ts,
                     start_ts,
                     value,
                 });
                 Ok(true)
-            })();
-            step.unwrap_or_else(|e| {
-                error = Some(e);
-                false
-            })
-        },
-    );
-    match error {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
+            }
+        })?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -73,7 +73,8 @@ impl TxnClient {
     ///
     /// # Errors
     /// [`KeyError::TooOld`] (as `TxnError::Key`) from a node that refuses the safe point;
-    /// region and transport errors once the backoff budget of one step is spent.
+    /// region and transport errors once the backoff budget of one step (one region's
+    /// answer) is spent.
     pub fn gc(&self, safe_point: u64) -> Result<GcReport, TxnError> {
         let _span = tracing::info_span!("gc", safe_point).entered();
         let mut report = GcReport {
@@ -92,8 +93,9 @@ impl TxnClient {
             return Ok(());
         };
         let mut key = Vec::new();
+        // One budget per step: region errors retry within it, an answer starts the next.
+        let mut bo = Backoff::new(&core.config);
         loop {
-            let mut bo = Backoff::new(&core.config);
             let region = core.locate(&key, &mut bo)?;
             let req = KvRequest::ScanLock {
                 ctx: context(&region),
@@ -108,6 +110,7 @@ impl TxnClient {
                 Some(KvResponse::KeyError(e)) => return Err(e.into()),
                 Some(other) => return Err(TxnError::unexpected("scan_lock", &other)),
             };
+            bo = Backoff::new(&core.config);
             for lock in &locks {
                 let mut bo = Backoff::new(&core.config);
                 match core.resolve_lock(lock, 0, &mut bo)? {
@@ -132,8 +135,8 @@ impl TxnClient {
     fn collect_regions(&self, safe_point: u64, report: &mut GcReport) -> Result<(), TxnError> {
         let core = self.core();
         let mut key = Vec::new();
+        let mut bo = Backoff::new(&core.config);
         loop {
-            let mut bo = Backoff::new(&core.config);
             let region = core.locate(&key, &mut bo)?;
             let req = KvRequest::Gc {
                 ctx: context(&region),
@@ -162,6 +165,7 @@ impl TxnClient {
                 Some(KvResponse::KeyError(e)) => return Err(e.into()),
                 Some(other) => return Err(TxnError::unexpected("gc", &other)),
             };
+            bo = Backoff::new(&core.config);
             match resume {
                 Some(next) => key = next,
                 None => {

@@ -11,6 +11,7 @@ mod write;
 pub use error::{LockInfo, LockNotFoundReason, MvccError};
 pub use lock::{Lock, LockType, SHORT_VALUE_MAX_LEN};
 pub use mutation::{Mutation, PessimisticAction};
+pub(crate) use reader::WriteWalk;
 pub use reader::{MvccReader, TxnCommitRecord};
 pub use txn::{MvccTxn, TxnWrites};
 pub use write::{Write, WriteType};

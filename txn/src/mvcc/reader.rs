@@ -114,6 +114,22 @@ fn decode_user_key(cf: Cf, encoded: &[u8]) -> Result<Vec<u8>, MvccError> {
     }
 }
 
+/// One step of [`MvccReader::walk_writes`].
+pub(crate) enum WriteWalk<'a> {
+    /// The walk reaches a new user key: `Ok(false)` stops it before the key's records, and
+    /// the walk returns the key.
+    NextKey,
+    /// A write record of the current key.
+    Record {
+        /// The user key.
+        key: &'a [u8],
+        /// The record's timestamp.
+        commit_ts: u64,
+        /// The encoded record.
+        value: &'a [u8],
+    },
+}
+
 /// [`Snapshot::scan`] with a visitor that may fail: the scan stops at the first error,
 /// which is returned.
 fn try_scan(
@@ -343,6 +359,54 @@ impl<'a> MvccReader<'a> {
         Ok(out)
     }
 
+    /// Visits the write records of the user keys in `[start, end)` (no end: to the last
+    /// key) in key order, a key's newest first, telling `visit` of each new key before its
+    /// records; `Ok(false)` from `visit` stops the walk. Returns the key the walk stopped
+    /// before, when `visit` refused a [`WriteWalk::NextKey`].
+    ///
+    /// # Errors
+    /// [`MvccError::Corrupt`] for a damaged key; `visit`'s errors.
+    pub(crate) fn walk_writes(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        mut visit: impl FnMut(WriteWalk<'_>) -> Result<bool, MvccError>,
+    ) -> Result<Option<Vec<u8>>, MvccError> {
+        if end.is_some_and(|end| end <= start) {
+            return Ok(None);
+        }
+        let encoded_end = end.map(encode_key);
+        // The encoded key being visited and its decoded form.
+        let mut current: Vec<u8> = Vec::new();
+        let mut current_key: Vec<u8> = Vec::new();
+        let mut stopped_before = None;
+        try_scan(
+            self.snap,
+            Cf::Write,
+            &encode_key(start),
+            encoded_end.as_deref(),
+            |engine_key, value| {
+                let (encoded, commit_ts) = split_ts(engine_key)
+                    .map_err(|e| corrupt_key(Cf::Write, engine_key, e.to_string()))?;
+                if encoded != current.as_slice() {
+                    let key = decode_user_key(Cf::Write, encoded)?;
+                    if !visit(WriteWalk::NextKey)? {
+                        stopped_before = Some(key);
+                        return Ok(false);
+                    }
+                    current = encoded.to_vec();
+                    current_key = key;
+                }
+                visit(WriteWalk::Record {
+                    key: &current_key,
+                    commit_ts,
+                    value,
+                })
+            },
+        )?;
+        Ok(stopped_before)
+    }
+
     /// The values visible at `ts` of user keys in `[start, end)` (no end: to the last key),
     /// at most `limit` of them (`0`: all), in key order, ignoring locks. Deleted keys are
     /// left out.
@@ -358,42 +422,34 @@ impl<'a> MvccReader<'a> {
         ts: u64,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MvccError> {
         let mut out = Vec::new();
-        if end.is_some_and(|end| end <= start) {
-            return Ok(out);
-        }
-        let encoded_end = end.map(encode_key);
-        // The encoded key being visited, and whether its visible version was already found.
-        let mut current: Vec<u8> = Vec::new();
+        // Whether the current key's visible version was already found.
         let mut settled = false;
-        try_scan(
-            self.snap,
-            Cf::Write,
-            &encode_key(start),
-            encoded_end.as_deref(),
-            |engine_key, value| {
-                let (encoded, commit_ts) = split_ts(engine_key)
-                    .map_err(|e| corrupt_key(Cf::Write, engine_key, e.to_string()))?;
-                if encoded != current.as_slice() {
-                    current = encoded.to_vec();
-                    settled = false;
-                }
+        self.walk_writes(start, end, |step| match step {
+            WriteWalk::NextKey => {
+                settled = false;
+                Ok(true)
+            }
+            WriteWalk::Record {
+                key,
+                commit_ts,
+                value,
+            } => {
                 if settled || commit_ts > ts {
                     return Ok(true);
                 }
-                let key = decode_user_key(Cf::Write, encoded)?;
-                let write = Write::from_bytes(&key, value)?;
+                let write = Write::from_bytes(key, value)?;
                 match write.write_type {
                     WriteType::Lock | WriteType::Rollback => return Ok(true),
                     WriteType::Delete => {}
                     WriteType::Put => {
-                        let value = self.put_value(&key, write)?;
-                        out.push((key, value));
+                        let value = self.put_value(key, write)?;
+                        out.push((key.to_vec(), value));
                     }
                 }
                 settled = true;
                 Ok(!(limit > 0 && out.len() >= limit))
-            },
-        )?;
+            }
+        })?;
         Ok(out)
     }
 }

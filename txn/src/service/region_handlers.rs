@@ -28,6 +28,10 @@ const _: () = assert!(WAIT_SLICE.as_millis() * 2 == DETECTOR_EDGE_TTL.as_millis(
 /// walked in requests of this size, each a bounded read on the leader).
 const GC_SCAN_RECORDS: u64 = 16 * 1024;
 
+/// At most this many records are removed by one `Gc` request (one Raft proposal of about
+/// 100 bytes a record): a hot key's thousands of versions go in several.
+const GC_RECORDS_PER_PROPOSAL: u64 = 4096;
+
 /// What a handler fails with.
 enum Failure {
     Region(RegionError),
@@ -119,6 +123,18 @@ impl KvNode {
     /// of a transaction started there, could meet versions garbage collection removed (or a
     /// rollback record it removed, which guarded against that very lock).
     fn check_age(&self, ts: u64) -> Result<(), Failure> {
+        self.check_read_age(ts, &[])
+    }
+
+    /// [`KvNode::check_age`] for a point read of `keys`, except that a read of the replica
+    /// stream's reserved keys only is served at any age: each of
+    /// those keys is written once and never overwritten, so garbage collection never
+    /// removes what such a read sees (a stream follower far behind reads payloads at
+    /// their records' commit_ts).
+    fn check_read_age(&self, ts: u64, keys: &[&[u8]]) -> Result<(), Failure> {
+        if !keys.is_empty() && keys.iter().all(|k| crate::stream::is_reserved_key(k)) {
+            return Ok(());
+        }
         let oldest = self.oldest_served();
         if ts < oldest {
             return Err(Failure::Key(KeyError::TooOld { ts, oldest }));
@@ -173,7 +189,7 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
-                self.check_age(version)?;
+                self.check_read_age(version, &[&key])?;
                 self.read_ready(raft, peer, &ctx, &[&key])?;
                 let value = peer.read(version, &key, None, true, |r| {
                     crate::point_get(r, &key, version, &bypass_locks)
@@ -186,8 +202,8 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
-                self.check_age(version)?;
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                self.check_read_age(version, &refs)?;
                 self.read_ready(raft, peer, &ctx, &refs)?;
                 // One snapshot for every key (a point read each for the one-phase guard).
                 let pairs = peer.read_points(version, &keys, |r| {
@@ -459,7 +475,9 @@ impl KvNode {
         let info = peer.info();
         let start = start.max(info.start.clone());
         self.read_ready(raft, peer, ctx, &[&start])?;
-        let found = peer.read_locks_in(None, &start, info.end_key(), |r| {
+        // A plain snapshot read (checked to still hold the range), not under the lock
+        // table's guard: the scan may be long, and lock writes must not wait for it.
+        let found = peer.read(safe_point, &start, info.end_key(), false, |r| {
             crate::gc_scan(
                 r,
                 &start,
@@ -469,31 +487,41 @@ impl KvNode {
                 GC_SCAN_RECORDS,
             )
         })?;
-        let removed = if found.keys.is_empty() {
-            crate::GcStats::default()
-        } else {
-            peer.write(
-                raft,
-                ctx,
-                &found.keys,
-                safe_point,
-                None,
-                None,
-                self.timeout(),
-                |r, txn, _| {
-                    let mut total = crate::GcStats::default();
-                    for key in &found.keys {
-                        total.add(crate::gc(txn, r, key, safe_point)?);
+        if found.keys.is_empty() {
+            return Ok(KvResponse::Gc {
+                keys: 0,
+                removed: crate::GcStats::default(),
+                records_seen: found.records_seen,
+                resume_key: found.resume_key,
+            });
+        }
+        let t = self.timeout();
+        let (removed, done, cut_at) = peer.write(
+            raft,
+            ctx,
+            &found.keys,
+            safe_point,
+            None,
+            None,
+            t,
+            |r, txn, _| {
+                let mut total = crate::GcStats::default();
+                for (i, key) in found.keys.iter().enumerate() {
+                    let left = GC_RECORDS_PER_PROPOSAL - total.records;
+                    total.add(crate::gc(txn, r, key, safe_point, left)?);
+                    if total.records >= GC_RECORDS_PER_PROPOSAL {
+                        // This key may have more: the next request starts at it.
+                        return Ok((total, i as u64 + 1, Some(key.clone())));
                     }
-                    Ok(total)
-                },
-            )?
-        };
+                }
+                Ok((total, found.keys.len() as u64, None))
+            },
+        )?;
         Ok(KvResponse::Gc {
-            keys: found.keys.len() as u64,
+            keys: done,
             removed,
             records_seen: found.records_seen,
-            resume_key: found.resume_key,
+            resume_key: cut_at.or(found.resume_key),
         })
     }
 
