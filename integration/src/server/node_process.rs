@@ -542,8 +542,10 @@ impl NodeProcess {
                 self.node.id()
             );
         }
-        // Not joined: a collection in progress may spend a request's backoff on regions
-        // that are stopping; it holds nothing that must be released before the steps below.
+        // Not joined: a collection in progress may spend a request's backoff (20 s) on
+        // regions that are stopping. Until it ends it keeps the node (and so its disk
+        // engine) and the coordinator alive; the steps below stop both, and a process
+        // exit ends the thread.
         if let Some((stop, _thread)) = self.gc {
             stop.store(true, Ordering::SeqCst);
         }
