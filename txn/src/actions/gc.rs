@@ -40,7 +40,7 @@ impl GcStats {
 /// Removes `key`'s garbage below `safe_point` (see the module docs) into `txn`, at most
 /// `limit` records of it (`0`: no limit; any part of a key's garbage may go alone, newest
 /// first here, so a key with more is finished by later calls); returns what it removed.
-/// Deterministic in the snapshot: a repeated call after the first one applied removes
+/// Deterministic in the snapshot; once a call without a limit applied, another removes
 /// nothing.
 ///
 /// # Errors
