@@ -1,7 +1,6 @@
 //! [`ClientCore`]: what every clone of a client and every transaction share.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
 use surge_raft_lite::NodeId;
@@ -71,8 +70,5 @@ impl ClientCore {
 /// Milliseconds since the physical part of `ts` by the local clock (0 if the clock is
 /// behind).
 pub(crate) fn age_ms(ts: u64) -> u64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    now.saturating_sub(crate::physical_ms(ts))
+    crate::ts::wall_clock_ms().saturating_sub(crate::physical_ms(ts))
 }

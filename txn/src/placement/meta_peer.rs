@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -37,13 +37,6 @@ pub(crate) struct MetaPeer {
     window_ms: u64,
     /// The leader's lease: timestamps are handed out without a quorum round while it holds.
     lease: Lease,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 impl MetaPeer {
@@ -117,7 +110,7 @@ impl MetaPeer {
             o.limit = applied_limit;
             o.generation = generation;
         }
-        let now = compose_ts(now_ms(), 0);
+        let now = compose_ts(crate::ts::wall_clock_ms(), 0);
         let next = (o.last + u64::from(count.max(1))).max(now);
         if next > o.limit {
             let limit = compose_ts(physical_ms(next) + self.window_ms, 0);
