@@ -28,8 +28,9 @@ const _: () = assert!(WAIT_SLICE.as_millis() * 2 == DETECTOR_EDGE_TTL.as_millis(
 /// walked in requests of this size, each a bounded read on the leader).
 const GC_SCAN_RECORDS: u64 = 16 * 1024;
 
-/// At most this many records are removed by one `Gc` request (one Raft proposal of about
-/// 100 bytes a record): a hot key's thousands of versions go in several.
+/// At most this many records are removed by one `Gc` request (one Raft proposal, each
+/// record a delete of its encoded key, plus its long value's key when it has one; the
+/// entry's size was not measured): a hot key's thousands of versions go in several.
 const GC_RECORDS_PER_PROPOSAL: u64 = 4096;
 
 /// What a handler fails with.
