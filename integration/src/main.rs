@@ -154,12 +154,11 @@ struct NodeArgs {
     /// (MariaDB before 11.7): commit by rename off, for comparisons.
     #[arg(long)]
     binlog_copy: bool,
-    /// Turn on MVCC garbage collection with this transaction life time, in seconds (600 is
-    /// TiDB's): reads and locks older than it are refused, and versions older than it plus
-    /// the margin are collected (every node must agree). 0, the default: off (see the txn
-    /// crate's README, "Garbage collection of old versions", for what it does not cover
-    /// yet).
-    #[arg(long, default_value_t = 0)]
+    /// MVCC garbage collection's transaction life time, in seconds (600, TiDB's, by
+    /// default): reads and locks older than it are refused, and versions older than it plus
+    /// the margin are collected (every node must agree). 0 turns garbage collection off:
+    /// every version is kept for ever, and old reads are served.
+    #[arg(long, default_value_t = 600)]
     gc_life_time_secs: u64,
     /// How often the node leading the meta group collects MVCC garbage, in seconds.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
@@ -169,6 +168,11 @@ struct NodeArgs {
     /// 3 s ahead of the clocks after a leader change).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..))]
     gc_margin_secs: u64,
+    /// How long a node's GC hold outlives the node, in seconds: the safe point stays below
+    /// what a crashed node's coordinator needs to settle its in-doubt transactions for this
+    /// long (TiCDC's `gc-ttl` is 86400 too).
+    #[arg(long, default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
+    gc_hold_ttl_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -658,6 +662,7 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
             .with_life_time(Duration::from_secs(args.gc_life_time_secs))
             .with_interval(Duration::from_secs(args.gc_interval_secs))
             .with_margin(Duration::from_secs(args.gc_margin_secs))
+            .with_hold_ttl(Duration::from_secs(args.gc_hold_ttl_secs))
     });
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);

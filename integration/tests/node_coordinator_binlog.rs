@@ -9,6 +9,8 @@
 //!   in-doubt transactions and the same checks hold;
 //! - a node restarted with an in-doubt transaction while its peers are down: it serves,
 //!   refuses transactions (`NotReady`) until its recovery can settle it, then logs it;
+//! - with garbage collection on, a node down longer than the GC life time with an in-doubt
+//!   transaction: its GC hold keeps what its recovery needs;
 //! - `surgedb binlog verify` on the cluster directory, and on a damaged file.
 //!
 //! `SURGE_LONG=1` runs more kill cycles.
@@ -223,6 +225,59 @@ fn check_binlog(c: &ProcCluster, store: Option<&Client>, ledger: &Ledger) {
         by_node.values().map(Vec::len).sum::<usize>(),
         by_node.len()
     );
+}
+
+/// Restarts node 1 with its coordinator set to stop at the commit point (primary committed,
+/// binlog group not written), commits `marker` there ([`run_one`]), and kills it at that
+/// point: the transaction is left in doubt, its node down.
+fn leave_in_doubt_on_node_1(c: &ProcCluster, client: &Client, marker: &str) {
+    c.kill9(1);
+    c.restart_with_env(
+        1,
+        &[(TXN_CRASH_ENV, txn_crash_points::AFTER_PRIMARY_COMMIT)],
+    );
+    wait_coordinator_ready(c, client, 1, Duration::from_secs(60));
+    let committing = {
+        let client = client.clone();
+        let marker = marker.to_string();
+        std::thread::spawn(move || run_one(&client, Some(1), &marker, false))
+    };
+    wait_until(Duration::from_secs(30), || {
+        c.log(1).contains("reached txn.commit.after_primary_commit")
+    });
+    c.kill9(1);
+    assert_eq!(committing.join().unwrap(), Outcome::Undetermined);
+}
+
+/// Waits up to `timeout` for node 1's coordinator to be ready, having logged one in-doubt
+/// transaction (the one [`leave_in_doubt_on_node_1`] left, committed), and checks the
+/// binlogs: `marker` logged once, with its own values.
+fn settled_and_logged_on_node_1(c: &ProcCluster, client: &Client, marker: &str, timeout: Duration) {
+    let state = wait_coordinator_ready(c, client, 1, timeout);
+    assert!(
+        matches!(
+            state,
+            CoordinatorState::Ready {
+                recovered_logged_now: 1,
+                ..
+            }
+        ),
+        "{state:?}\n{}",
+        c.log(1)
+    );
+    assert!(
+        client
+            .txn()
+            .get(format!("a/{marker}").as_bytes())
+            .unwrap()
+            .is_some()
+    );
+    let ledger: Ledger = Arc::default();
+    ledger.lock().insert(
+        marker.to_string(),
+        (marker.as_bytes().to_vec(), Outcome::Undetermined),
+    );
+    check_binlog(c, Some(client), &ledger);
 }
 
 fn wait_coordinator_ready(
@@ -515,21 +570,7 @@ fn a_node_restarted_while_its_peers_are_down_refuses_transactions_until_its_reco
     let client = c.client();
 
     // A transaction in doubt on node 1: its primary committed, its binlog group not written.
-    c.kill9(1);
-    c.restart_with_env(
-        1,
-        &[(TXN_CRASH_ENV, txn_crash_points::AFTER_PRIMARY_COMMIT)],
-    );
-    wait_coordinator_ready(&c, &client, 1, Duration::from_secs(60));
-    let committing = {
-        let client = client.clone();
-        std::thread::spawn(move || run_one(&client, Some(1), "in-doubt", false))
-    };
-    wait_until(Duration::from_secs(30), || {
-        c.log(1).contains("reached txn.commit.after_primary_commit")
-    });
-    c.kill9(1);
-    assert_eq!(committing.join().unwrap(), Outcome::Undetermined);
+    leave_in_doubt_on_node_1(&c, &client, "in-doubt");
 
     // The whole cluster goes down; node 1 comes back alone.
     c.kill9(2);
@@ -555,25 +596,45 @@ fn a_node_restarted_while_its_peers_are_down_refuses_transactions_until_its_reco
     // The peers come back: recovery finishes in the background and logs it.
     c.restart(2);
     c.restart(3);
-    let state = wait_coordinator_ready(&c, &client, 1, Duration::from_secs(90));
-    assert!(
-        matches!(
-            state,
-            CoordinatorState::Ready {
-                recovered_logged_now: 1,
-                ..
-            }
-        ),
-        "{state:?}\n{}",
-        c.log(1)
-    );
-    let ledger: Ledger = Arc::default();
-    ledger.lock().insert(
-        "in-doubt".into(),
-        (b"in-doubt".to_vec(), Outcome::Undetermined),
-    );
-    assert!(client.txn().get(b"a/in-doubt").unwrap().is_some());
-    check_binlog(&c, Some(&client), &ledger);
+    settled_and_logged_on_node_1(&c, &client, "in-doubt", Duration::from_secs(90));
+}
+
+#[test]
+fn with_gc_on_a_node_down_longer_than_the_life_time_still_settles_its_in_doubt_transaction() {
+    // Life time 2 s, margin 5 s: the safe point trails the clock by 7 s, collected every
+    // second by the meta leader's node.
+    let c = ProcCluster::start_with_args(3, "in-memory", common::FAST_GC_ARGS);
+    let client = c.client();
+
+    // In doubt on node 1: its primary committed, its binlog group not written.
+    leave_in_doubt_on_node_1(&c, &client, "held");
+
+    // While node 1 is down, both keys get newer versions (the reads settle its locks on
+    // the way), and the safe point's clock passes all of them: without node 1's hold, the
+    // collection would remove the primary's commit record and the values the recovery
+    // must log, and the recovery's reads would be older than the life time.
+    for i in 0..5 {
+        let mut t = client.txn().begin(TxnMode::Optimistic).unwrap();
+        for k in ["a/held", "x/held"] {
+            t.put(k.as_bytes(), format!("newer {i}").as_bytes())
+                .unwrap();
+        }
+        t.commit().unwrap();
+    }
+    let rounds = |c: &ProcCluster| {
+        (2..=3)
+            .map(|n| c.log(n).matches(": gc below ").count())
+            .sum::<usize>()
+    };
+    let before = rounds(&c);
+    std::thread::sleep(Duration::from_secs(9));
+    wait_until(Duration::from_secs(30), || rounds(&c) >= before + 3);
+
+    c.restart(1);
+    // Logged with the values it committed, not the newer ones.
+    settled_and_logged_on_node_1(&c, &client, "held", Duration::from_secs(60));
+    let logs: String = (1..=3).map(|n| c.log(n)).collect();
+    assert!(!logs.contains("gc failed"), "{logs}");
 }
 
 /// The keys of every lock in `key`'s region, as `ScanLock` on its leader lists them (in-memory

@@ -30,15 +30,7 @@ fn removed_records(c: &ProcCluster) -> u64 {
 
 #[test]
 fn the_meta_leaders_node_collects_old_versions_and_old_transactions_are_refused() {
-    let c = ProcCluster::start_with_args(
-        3,
-        "in-memory",
-        &[
-            "--gc-life-time-secs=2",
-            "--gc-interval-secs=1",
-            "--gc-margin-secs=5",
-        ],
-    );
+    let c = ProcCluster::start_with_args(3, "in-memory", common::FAST_GC_ARGS);
     let client = c.client();
     let txn = client.txn();
     for i in 0..40 {

@@ -98,9 +98,9 @@ pub mod workload;
 
 pub use client::{
     BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
-    DEFAULT_HOT_AUTO_THRESHOLD, GcReport, HotChange, HotCounters, HotGroupObserver, HotGroupRecord,
-    HotOp, HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair, NodeStatusResult,
-    RegionView, RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
+    DEFAULT_HOT_AUTO_THRESHOLD, GcHoldOptions, GcReport, HotChange, HotCounters, HotGroupObserver,
+    HotGroupRecord, HotOp, HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair,
+    NodeStatusResult, RegionView, RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
 pub use engine::{
@@ -125,6 +125,7 @@ pub use surge_binlog::{
 pub use surge_hotspot::Hints as HotHints;
 // The errors a `TxnError` carries, and what they carry.
 pub use mvcc::{LockInfo, LockNotFoundReason, MvccError};
+pub use placement::GcHold;
 pub use region::{LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
 pub use service::{KeyError, KvNode, KvNodeConfig, ServiceError, WaitForEdge};
 

@@ -1,7 +1,8 @@
 //! MVCC garbage collection on a three-node cluster (`TxnClient::gc`): old versions go, every
 //! read at or above the safe point still sees what it saw, a lock left by a transaction
 //! whose primary committed is committed before its primary's record can go, and reads or
-//! locks older than the GC life time are refused.
+//! locks older than the GC life time are refused; a GC hold keeps the safe point below it
+//! until it is removed or expires.
 
 use std::time::Duration;
 
@@ -9,8 +10,8 @@ mod support;
 
 use surge_txn::actions::CommitKind;
 use surge_txn::codec::{compose_ts, physical_ms};
-use surge_txn::rpc::KvResponse;
-use surge_txn::{ClientConfig, KeyError, LockMode, TxnError, TxnMode};
+use surge_txn::rpc::{KvRequest, KvResponse};
+use surge_txn::{ClientConfig, GcHoldOptions, KeyError, LockMode, TxnClient, TxnError, TxnMode};
 
 use support::{Layout, TestCluster, commit_keys, prewrite_request, txn_props};
 
@@ -189,4 +190,112 @@ fn a_gc_request_walks_a_region_in_parts_and_answers_where_to_resume() {
     for key in [&b"r1"[..], b"r2", b"r3"] {
         assert_eq!(client.get(key).unwrap(), Some(vec![1]));
     }
+}
+
+/// A plain and a held point read of `key` at `version` on its leader.
+fn reads_at(c: &TestCluster, key: &[u8], version: u64) -> (KvResponse, KvResponse) {
+    let plain = c.call_leader(key, |ctx| KvRequest::Get {
+        ctx,
+        key: key.to_vec(),
+        version,
+        bypass_locks: Vec::new(),
+    });
+    let held = c.call_leader(key, |ctx| KvRequest::GetHeld {
+        ctx,
+        key: key.to_vec(),
+        version,
+        bypass_locks: Vec::new(),
+    });
+    (plain, held)
+}
+
+#[test]
+fn a_gc_hold_keeps_the_safe_point_below_it_until_removed_and_held_reads_see_what_it_kept() {
+    let c = cluster(Some(LIFE));
+    let client = c.client(ClientConfig::default());
+    let hold = c.timestamp();
+    client
+        .set_gc_hold(7, hold, Duration::from_secs(600))
+        .unwrap();
+    let mut t = client.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"h", b"old").unwrap();
+    t.commit().unwrap();
+    let between = c.timestamp();
+    let mut t = client.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"h", b"new").unwrap();
+    t.commit().unwrap();
+    // An expired hold counts for nothing and is dropped when the holds are listed.
+    client.set_gc_hold(8, 1, Duration::ZERO).unwrap();
+    let holds = client.gc_holds().unwrap();
+    assert_eq!(
+        holds.iter().map(|h| (h.owner, h.ts)).collect::<Vec<_>>(),
+        vec![(7, hold)]
+    );
+
+    std::thread::sleep(LIFE + Duration::from_millis(700));
+    let sp = client
+        .safe_point_older_than(LIFE + Duration::from_millis(200))
+        .unwrap();
+    assert_eq!(sp, hold, "the hold is older than the life time allows");
+    client.gc(sp).unwrap();
+    // `between` is older than the life time, so a plain read there is refused; the held
+    // read sees the version the hold kept (without the hold, the collection would have
+    // removed it: the newer version is below the life-time safe point).
+    let (plain, held) = reads_at(&c, b"h", between);
+    assert!(
+        matches!(plain, KvResponse::KeyError(KeyError::TooOld { .. })),
+        "{plain:?}"
+    );
+    assert!(
+        matches!(&held, KvResponse::Get { value: Some(v) } if v == b"old"),
+        "{held:?}"
+    );
+
+    client.remove_gc_hold(7).unwrap();
+    assert!(client.gc_holds().unwrap().is_empty());
+    let sp = client
+        .safe_point_older_than(LIFE + Duration::from_millis(200))
+        .unwrap();
+    assert!(sp > between, "no hold: the safe point follows the clock");
+    let report = client.gc(sp).unwrap();
+    assert!(report.removed.records >= 1, "{report:?}");
+    let (_, held) = reads_at(&c, b"h", between);
+    assert!(
+        matches!(held, KvResponse::Get { value: None }),
+        "collected below the safe point: {held:?}"
+    );
+    assert_eq!(client.get(b"h").unwrap(), Some(b"new".to_vec()));
+}
+
+#[test]
+fn a_client_with_gc_hold_options_sets_its_hold_at_open_and_moves_it_with_the_clock() {
+    let c = cluster(Some(LIFE));
+    let behind = LIFE + Duration::from_millis(200);
+    let config = ClientConfig::default()
+        .with_heartbeat_interval(Duration::from_millis(50))
+        .with_gc_hold(Some(
+            GcHoldOptions::new(3, behind).with_refresh(Duration::from_millis(100)),
+        ));
+    let before = c.timestamp();
+    let client = TxnClient::open(c.cluster.router(), config).unwrap();
+    let first = client.gc_holds().unwrap();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].owner, 3);
+    let back = u64::try_from(behind.as_millis()).unwrap();
+    // Set at open, `behind` the clock (the oracle runs close to it).
+    assert!(
+        physical_ms(first[0].ts) + back + 5_000 >= physical_ms(before),
+        "{first:?}"
+    );
+    assert!(physical_ms(first[0].ts) + back <= physical_ms(c.timestamp()) + 5_000);
+    std::thread::sleep(Duration::from_millis(600));
+    let later = client.gc_holds().unwrap();
+    assert!(
+        later[0].ts > first[0].ts,
+        "refreshed: {first:?} then {later:?}"
+    );
+    assert!(
+        later[0].expires_ms >= first[0].expires_ms + 400,
+        "{later:?}"
+    );
 }

@@ -25,16 +25,22 @@ pub struct GcConfig {
     /// must stay below it, or a node with a slow clock could still serve a read that the
     /// collection below the safe point broke.
     pub margin: Duration,
+    /// How long a node's coordinator's GC hold outlives the node
+    /// ([`GcHoldOptions::ttl`](surge_txn::GcHoldOptions::ttl)): a node down longer than
+    /// this with transactions in doubt may find their records collected when it comes
+    /// back.
+    pub hold_ttl: Duration,
 }
 
 impl Default for GcConfig {
     /// A 10-minute life time (TiDB's `tidb_gc_life_time`), a collection every 5 minutes,
-    /// a 1-minute margin.
+    /// a 1-minute margin, holds that outlive their node by 24 hours (TiCDC's `gc-ttl`).
     fn default() -> GcConfig {
         GcConfig {
             life_time: Duration::from_secs(600),
             interval: Duration::from_secs(300),
             margin: Duration::from_secs(60),
+            hold_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -58,6 +64,13 @@ impl GcConfig {
     #[must_use]
     pub fn with_margin(mut self, margin: Duration) -> Self {
         self.margin = margin;
+        self
+    }
+
+    /// Sets [`GcConfig::hold_ttl`].
+    #[must_use]
+    pub fn with_hold_ttl(mut self, hold_ttl: Duration) -> Self {
+        self.hold_ttl = hold_ttl;
         self
     }
 }

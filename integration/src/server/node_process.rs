@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use surge_raft_lite::{Node as RaftNode, NodeId, NodeOptions, TcpTransport, Wal, WalOptions};
 use surge_txn::{
-    BinlogOptions, ClientConfig, EngineIdentity, EngineKind, FjallEngine, FjallOptions, KvNode,
-    KvNodeConfig, LockMode,
+    BinlogOptions, ClientConfig, EngineIdentity, EngineKind, FjallEngine, FjallOptions,
+    GcHoldOptions, KvNode, KvNodeConfig, LockMode,
 };
 
 use super::coordinator::NodeCoordinator;
@@ -127,7 +127,8 @@ impl NodeConfig {
 
     /// The coordinator's configuration: [`NodeConfig::coordinator`] with its binlog in
     /// `DATA/binlog`, server id and GTID domain = the node id, so that the files of
-    /// different nodes never clash in one replica (each node is its own MariaDB primary).
+    /// different nodes never clash in one replica (each node is its own MariaDB primary),
+    /// and, when [`NodeConfig::gc`] is set, a GC hold owned by the node id.
     ///
     /// # Errors
     /// [`NodeError::IdTooLarge`] when the node id does not fit a binlog server id.
@@ -144,7 +145,21 @@ impl NodeConfig {
                 .with_server_id(id)
                 .with_gtid_domain(id),
         };
-        Ok(self.coordinator.clone().with_binlog(Some(options)))
+        // With garbage collection on, the coordinator keeps a GC hold, so that a crash
+        // followed by a downtime longer than the life time keeps what its recovery needs.
+        let hold = self.gc.map(|g| {
+            GcHoldOptions::new(self.id, g.life_time + g.margin)
+                .with_ttl(g.hold_ttl)
+                .with_refresh(
+                    g.interval
+                        .clamp(Duration::from_secs(1), Duration::from_secs(30)),
+                )
+        });
+        Ok(self
+            .coordinator
+            .clone()
+            .with_binlog(Some(options))
+            .with_gc_hold(hold))
     }
 
     /// Sets [`NodeConfig::id`].

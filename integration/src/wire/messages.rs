@@ -20,6 +20,7 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// 4: the txn crate's format 3 (`ScanWrites` / `Writes` for the replica stream;
 /// `TxnError::StreamRecordTooSlow`, `ReservedKey` and `StreamRecord`). 5: the txn
 /// crate's format 4 (`Gc` / `Gc`, and `KeyError::TooOld` inside `TxnError::Key`).
+/// 6: the txn crate's format 5 (`SetGcHold`, `GcHolds` / `GcHolds`, `GetHeld`).
 ///
 /// Bump it whenever these frames or the txn crate's types they carry change encoding. Two
 /// checks keep them from drifting apart silently: the assertion below stops the build when
@@ -28,10 +29,10 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// [`super::TxnFailure`]), `TxnFailure`, [`super::TxnReply`] (with the txn crate's
 /// `HotOutcome`) or the [`super::TxnOp`]s carrying the txn crate's `TxnMode`, `HotOp` and
 /// `HotHints` change, which the txn crate's version does not cover.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 const _: () = assert!(
-    surge_txn::rpc::PROTOCOL_VERSION == 4,
+    surge_txn::rpc::PROTOCOL_VERSION == 5,
     "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
 );
 

@@ -11,6 +11,14 @@ use std::time::Duration;
 use surgedb::local::{ClusterManifest, StartOptions, signal};
 use surgedb::{Client, ClientOptions, RemoteConfig};
 
+/// Node arguments for garbage collection on a test's time scale: a 2 s life time, a
+/// collection every second, a 5 s margin (the safe point trails the clock by 7 s).
+pub const FAST_GC_ARGS: &[&str] = &[
+    "--gc-life-time-secs=2",
+    "--gc-interval-secs=1",
+    "--gc-margin-secs=5",
+];
+
 /// The `surgedb` binary under test.
 pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_surgedb"))
@@ -36,6 +44,8 @@ pub struct ProcCluster {
     pub tmp: tempfile::TempDir,
     pub dir: PathBuf,
     pub manifest: ClusterManifest,
+    /// The `node_args` it started with, given again to a restarted node.
+    pub node_args: Vec<String>,
 }
 
 impl ProcCluster {
@@ -65,7 +75,12 @@ impl ProcCluster {
         let (ok, out, err) = surgedb(&args);
         assert!(ok, "cluster start failed:\n{out}\n{err}");
         let manifest = ClusterManifest::load(&dir).unwrap();
-        ProcCluster { tmp, dir, manifest }
+        ProcCluster {
+            tmp,
+            dir,
+            manifest,
+            node_args: node_args.iter().map(|a| (*a).to_string()).collect(),
+        }
     }
 
     pub fn dir_str(&self) -> &str {
@@ -124,9 +139,11 @@ impl ProcCluster {
     }
 
     /// As [`ProcCluster::restart`], with `env` set in the node's environment (a crash
-    /// point, say).
+    /// point, say). The node gets the `node_args` the cluster started with again (not its
+    /// `--lock-mode`, which `surgedb cluster start` gave it).
     pub fn restart_with_env(&self, node: u64, env: &[(&str, &str)]) {
         let opts = StartOptions::new(exe())
+            .with_node_args(self.node_args.clone())
             .with_node_env(
                 env.iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))

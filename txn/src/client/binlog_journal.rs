@@ -317,6 +317,11 @@ impl Journal {
         self.sync_to(seq)
     }
 
+    /// The start_ts of the oldest prepare not settled yet.
+    pub(crate) fn oldest_open(&self) -> Option<u64> {
+        self.writer.lock().open.keys().next().copied()
+    }
+
     /// Appends a settled record for `start_ts` (not fsynced: see the module docs) and
     /// compacts the journal once it is large.
     ///

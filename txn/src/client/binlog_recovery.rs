@@ -175,15 +175,18 @@ impl ClientCore {
                 cache.delete(key).map_err(err)?;
                 continue;
             }
-            let value = self
-                .snapshot_get(key, commit_ts)?
-                .ok_or_else(|| TxnError::Binlog {
-                    detail: format!(
-                        "txn {} committed at {commit_ts} but key {:?} has no value there",
-                        p.start_ts,
-                        String::from_utf8_lossy(key)
-                    ),
-                })?;
+            // Held: the GC life time may have passed while this coordinator was down, and
+            // its GC hold (`gc_hold.rs`), set before the transaction prepared, kept every
+            // version at or above its start_ts.
+            let value =
+                self.snapshot_get_held(key, commit_ts)?
+                    .ok_or_else(|| TxnError::Binlog {
+                        detail: format!(
+                            "txn {} committed at {commit_ts} but key {:?} has no value there",
+                            p.start_ts,
+                            String::from_utf8_lossy(key)
+                        ),
+                    })?;
             match change {
                 RowChange::Insert => cache.put(key, &value).map_err(err)?,
                 _ => cache.update(key, &value).map_err(err)?,

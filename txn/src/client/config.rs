@@ -80,6 +80,10 @@ pub struct ClientConfig {
     /// replication stream ([`crate::TxnClient::stream_scan`]). Default: on, 5 s skew bound,
     /// 1 MiB chunks ([`crate::StreamOptions`]).
     pub stream: crate::StreamOptions,
+    /// The GC hold this client keeps as a coordinator ([`super::gc_hold::GcHoldOptions`]):
+    /// set it when the cluster collects garbage and the client has a binlog. Default
+    /// `None`.
+    pub gc_hold: Option<super::gc_hold::GcHoldOptions>,
 }
 
 impl Default for ClientConfig {
@@ -98,6 +102,7 @@ impl Default for ClientConfig {
             secondary_pace: Some(Duration::from_millis(2)),
             binlog: None,
             stream: crate::StreamOptions::default(),
+            gc_hold: None,
         }
     }
 }
@@ -191,6 +196,13 @@ impl ClientConfig {
     #[must_use]
     pub fn with_stream(mut self, stream: crate::StreamOptions) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// Sets [`ClientConfig::gc_hold`].
+    #[must_use]
+    pub fn with_gc_hold(mut self, hold: Option<super::gc_hold::GcHoldOptions>) -> Self {
+        self.gc_hold = hold;
         self
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct ClientCore {
         std::sync::OnceLock<crossbeam_channel::Sender<super::secondaries::SecondaryJob>>,
     /// The coordinator's binlog (`binlog_writer.rs`), set at construction.
     pub(crate) binlog: super::binlog_writer::BinlogSlot,
+    /// When this client last set its GC hold (`gc_hold.rs`; `None`: not yet).
+    pub(crate) gc_hold_set: Mutex<Option<std::time::Instant>>,
     /// The largest stream watermark this client returned (`stream_reader.rs`), so the ones
     /// it returns never go back.
     pub(crate) stream_resolved: std::sync::atomic::AtomicU64,

@@ -40,18 +40,20 @@ pub struct GcReport {
 
 impl TxnClient {
     /// A safe point `older_than` behind a fresh timestamp of the oracle (its physical
-    /// part moved back; logical part 0): for [`TxnClient::gc`], pass the nodes' GC life
-    /// time plus a margin for clock skew between nodes.
+    /// part moved back; logical part 0), and at or below every [`GcHold`](crate::GcHold)
+    /// in force: for [`TxnClient::gc`], pass the nodes' GC life time plus a margin for
+    /// clock skew between nodes.
     ///
     /// # Errors
     /// As [`TxnClient::current_ts`].
     pub fn safe_point_older_than(&self, older_than: std::time::Duration) -> Result<u64, TxnError> {
         let back = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
+        // The holds first: one set after this reading is at or above a timestamp taken
+        // after it, hence above the safe point computed from that timestamp.
+        let held = self.gc_holds()?.iter().map(|h| h.ts).min();
         let now = self.current_ts()?;
-        Ok(crate::compose_ts(
-            crate::physical_ms(now).saturating_sub(back),
-            0,
-        ))
+        let by_time = crate::compose_ts(crate::physical_ms(now).saturating_sub(back), 0);
+        Ok(held.map_or(by_time, |h| h.min(by_time)))
     }
 
     /// Collects the cluster's MVCC garbage below `safe_point` (see

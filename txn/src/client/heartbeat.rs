@@ -78,6 +78,7 @@ pub(crate) fn spawn(core: Weak<ClientCore>, interval: Duration, stopped: Receive
                 }
                 let Some(core) = core.upgrade() else { return };
                 core.heartbeat_tick();
+                core.gc_hold_tick();
             }
         });
     if let Err(e) = spawned {

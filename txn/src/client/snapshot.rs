@@ -18,15 +18,44 @@ impl ClientCore {
     /// [`TxnError::KeyIsLocked`] when a live lock blocks the read for the whole budget;
     /// region errors after retries.
     pub(crate) fn snapshot_get(&self, key: &[u8], ts: u64) -> Result<Option<Vec<u8>>, TxnError> {
-        let _span = tracing::debug_span!("snapshot_get", ts).entered();
+        self.point_read(key, ts, false)
+    }
+
+    /// [`ClientCore::snapshot_get`] served below the GC life time (`KvRequest::GetHeld`):
+    /// only for a caller whose GC hold has covered `ts` since before it was committed.
+    ///
+    /// # Errors
+    /// As [`ClientCore::snapshot_get`].
+    pub(crate) fn snapshot_get_held(
+        &self,
+        key: &[u8],
+        ts: u64,
+    ) -> Result<Option<Vec<u8>>, TxnError> {
+        self.point_read(key, ts, true)
+    }
+
+    fn point_read(&self, key: &[u8], ts: u64, held: bool) -> Result<Option<Vec<u8>>, TxnError> {
+        let _span = tracing::debug_span!("snapshot_get", ts, held).entered();
         let mut bo = Backoff::new(&self.config);
         let mut bypass = Vec::new();
         loop {
-            let reply = self.send_key(key, &mut bo, |ctx| KvRequest::Get {
-                ctx,
-                key: key.to_vec(),
-                version: ts,
-                bypass_locks: bypass.clone(),
+            let reply = self.send_key(key, &mut bo, |ctx| {
+                let (key, version, bypass_locks) = (key.to_vec(), ts, bypass.clone());
+                if held {
+                    KvRequest::GetHeld {
+                        ctx,
+                        key,
+                        version,
+                        bypass_locks,
+                    }
+                } else {
+                    KvRequest::Get {
+                        ctx,
+                        key,
+                        version,
+                        bypass_locks,
+                    }
+                }
             })?;
             match reply {
                 KvResponse::Get { value } => return Ok(value),

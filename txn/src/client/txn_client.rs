@@ -48,6 +48,7 @@ impl TxnClient {
             pool: BatchPool::new(me.clone(), BATCH_THREADS),
             secondaries: std::sync::OnceLock::new(),
             binlog,
+            gc_hold_set: Mutex::new(None),
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
             stream_lock_floor: std::sync::atomic::AtomicU64::new(0),
             stream_calls: std::sync::atomic::AtomicU64::new(0),
@@ -76,6 +77,9 @@ impl TxnClient {
         if let Some(b) = client.core.binlog.get()? {
             b.check()?;
         }
+        // Before the first transaction: a crash before the first refresh must find the
+        // transactions it leaves in doubt covered.
+        client.core.publish_gc_hold()?;
         Ok(client)
     }
 

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use surge_raft_lite::{Node as RaftNode, StateMachine};
 
+use super::gc_hold::GcHold;
 use super::meta_state::{META_REGION_ID, MetaCommand, MetaState};
 use crate::region::{Lease, RegionError, RegionInfo, raft_error};
 use crate::{compose_ts, physical_ms};
@@ -65,6 +66,15 @@ impl MetaPeer {
 
     pub(crate) fn scan(&self, start: &[u8], limit: usize) -> Vec<RegionInfo> {
         self.state.lock().scan(start, limit)
+    }
+
+    /// The GC holds this replica has applied that are not expired at `now_ms`, and whether
+    /// it holds expired ones too.
+    pub(crate) fn gc_holds(&self, now_ms: u64) -> (Vec<GcHold>, bool) {
+        let state = self.state.lock();
+        let live = state.live_gc_holds(now_ms);
+        let expired = live.len() < state.gc_holds.len();
+        (live, expired)
     }
 
     /// Of `reports`, those that would change this replica's map if applied: a region it

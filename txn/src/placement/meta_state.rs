@@ -1,9 +1,11 @@
-//! [`MetaState`]: what the meta group replicates: the region map and the oracle's limit.
+//! [`MetaState`]: what the meta group replicates: the region map, the oracle's limit and
+//! the GC holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::gc_hold::GcHold;
 use crate::region::RegionInfo;
 
 /// The id of the meta group: the Raft group that holds the region map and the timestamp
@@ -28,6 +30,9 @@ pub(crate) struct MetaState {
     /// Regions merged away. An id is never used again, so a report of one of them that
     /// arrives after its removal (a retried split report, say) is stale and ignored.
     pub(crate) removed: BTreeSet<u64>,
+    /// The GC holds by owner; an expired one stays until an `ExpireGcHolds` drops it (the
+    /// readers skip it meanwhile).
+    pub(crate) gc_holds: BTreeMap<u64, GcHold>,
 }
 
 /// One entry of the meta group's log.
@@ -45,6 +50,13 @@ pub(crate) enum MetaCommand {
     /// Hand out this many region ids in a row (at least one; the apply result carries the
     /// first).
     AllocRegionIds(u64),
+    /// Set (or replace) the owner's GC hold.
+    SetGcHold(GcHold),
+    /// Drop the owner's GC hold.
+    RemoveGcHold(u64),
+    /// Drop every GC hold expired at this wall-clock time (ms; the proposer's clock, so
+    /// every replica drops the same ones).
+    ExpireGcHolds(u64),
 }
 
 impl MetaState {
@@ -69,6 +81,15 @@ impl MetaState {
             }
             MetaCommand::AllocRegionId => return self.alloc_ids(1),
             MetaCommand::AllocRegionIds(n) => return self.alloc_ids(n),
+            MetaCommand::SetGcHold(h) => {
+                self.gc_holds.insert(h.owner, h);
+            }
+            MetaCommand::RemoveGcHold(owner) => {
+                self.gc_holds.remove(&owner);
+            }
+            MetaCommand::ExpireGcHolds(now_ms) => {
+                self.gc_holds.retain(|_, h| !h.expired_at(now_ms))
+            }
         }
         0
     }
@@ -79,6 +100,15 @@ impl MetaState {
         let id = self.next_region_id.max(META_REGION_ID + 1);
         self.next_region_id = id.saturating_add(n.clamp(1, MAX_REGION_ID_BATCH));
         id
+    }
+
+    /// The GC holds not expired at wall-clock time `now_ms`, by owner.
+    pub(crate) fn live_gc_holds(&self, now_ms: u64) -> Vec<GcHold> {
+        self.gc_holds
+            .values()
+            .filter(|h| !h.expired_at(now_ms))
+            .copied()
+            .collect()
     }
 
     /// The region holding `key`.
@@ -199,5 +229,29 @@ mod tests {
         s.apply(MetaCommand::SetTsoLimit(10));
         s.apply(MetaCommand::SetTsoLimit(5));
         assert_eq!(s.tso_limit, 10);
+    }
+
+    #[test]
+    fn a_gc_hold_is_replaced_by_its_owner_and_dropped_on_expiry_or_removal() {
+        let hold = |owner, ts, expires_ms| GcHold {
+            owner,
+            ts,
+            expires_ms,
+        };
+        let mut s = MetaState::default();
+        s.apply(MetaCommand::SetGcHold(hold(1, 100, 1_000)));
+        s.apply(MetaCommand::SetGcHold(hold(2, 50, 2_000)));
+        s.apply(MetaCommand::SetGcHold(hold(1, 120, 3_000)));
+        assert_eq!(
+            s.live_gc_holds(999),
+            vec![hold(1, 120, 3_000), hold(2, 50, 2_000)]
+        );
+        // Expired holds stop counting before a command drops them.
+        assert_eq!(s.live_gc_holds(2_000), vec![hold(1, 120, 3_000)]);
+        s.apply(MetaCommand::ExpireGcHolds(2_500));
+        assert_eq!(s.gc_holds.len(), 1);
+        s.apply(MetaCommand::RemoveGcHold(1));
+        s.apply(MetaCommand::RemoveGcHold(7));
+        assert!(s.gc_holds.is_empty());
     }
 }

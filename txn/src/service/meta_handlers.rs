@@ -3,7 +3,7 @@
 use super::node::KvNode;
 use super::request::KvRequest;
 use super::response::{KvResponse, WaitForEdge};
-use crate::placement::{META_REGION_ID, MetaCommand};
+use crate::placement::{GcHold, META_REGION_ID, MetaCommand};
 use crate::region::RegionError;
 
 impl KvNode {
@@ -104,13 +104,6 @@ impl KvNode {
                 }
             }
             KvRequest::ReportRegions { put, remove } => {
-                let raft = self.raft.read_recursive();
-                let Some(raft) = raft.as_ref() else {
-                    return KvResponse::RegionError(RegionError::NotLeader {
-                        region_id: META_REGION_ID,
-                        leader: None,
-                    });
-                };
                 // Heartbeats repeat what the map holds: propose only what changes it.
                 let put = self.meta.news(put);
                 if put.is_empty() && remove.is_empty() {
@@ -121,15 +114,69 @@ impl KvNode {
                     .map(MetaCommand::PutRegion)
                     .chain(remove.into_iter().map(MetaCommand::RemoveRegion))
                     .collect();
-                match self.meta.propose(raft, cmds, self.config.proposal_timeout) {
-                    Ok(_) => KvResponse::Done,
-                    Err(e) => KvResponse::RegionError(self.with_hint(e)),
-                }
+                self.propose_meta(cmds)
             }
+            KvRequest::SetGcHold { owner, ts, ttl_ms } => {
+                let cmd = if ts == 0 {
+                    MetaCommand::RemoveGcHold(owner)
+                } else {
+                    MetaCommand::SetGcHold(GcHold {
+                        owner,
+                        ts,
+                        expires_ms: crate::ts::wall_clock_ms().saturating_add(ttl_ms),
+                    })
+                };
+                self.propose_meta(vec![cmd])
+            }
+            KvRequest::GcHolds => self.gc_holds(),
             other => KvResponse::RegionError(RegionError::ServerIsBusy {
                 region_id: META_REGION_ID,
                 reason: format!("{} is not a meta request", other.name()),
             }),
         }
+    }
+
+    /// Proposes `cmds` to the meta group; `Done` once applied.
+    fn propose_meta(&self, cmds: Vec<MetaCommand>) -> KvResponse {
+        let raft = self.raft.read_recursive();
+        let Some(raft) = raft.as_ref() else {
+            return KvResponse::RegionError(RegionError::NotLeader {
+                region_id: META_REGION_ID,
+                leader: None,
+            });
+        };
+        match self.meta.propose(raft, cmds, self.config.proposal_timeout) {
+            Ok(_) => KvResponse::Done,
+            Err(e) => KvResponse::RegionError(self.with_hint(e)),
+        }
+    }
+
+    /// The GC holds in force. A quorum round first, so that a new leader has applied every
+    /// hold set under its predecessors (a hold it missed would let a safe point pass it);
+    /// expired holds are dropped through the log, so that every replica forgets them.
+    fn gc_holds(&self) -> KvResponse {
+        {
+            let raft = self.raft.read_recursive();
+            let Some(raft) = raft.as_ref() else {
+                return KvResponse::RegionError(RegionError::NotLeader {
+                    region_id: META_REGION_ID,
+                    leader: None,
+                });
+            };
+            if let Err(e) = raft.read_index(META_REGION_ID, self.config.proposal_timeout) {
+                return KvResponse::RegionError(
+                    self.with_hint(crate::region::raft_error(META_REGION_ID, e)),
+                );
+            }
+        }
+        let now = crate::ts::wall_clock_ms();
+        let (holds, expired) = self.meta.gc_holds(now);
+        if expired
+            && let KvResponse::RegionError(e) =
+                self.propose_meta(vec![MetaCommand::ExpireGcHolds(now)])
+        {
+            return KvResponse::RegionError(e);
+        }
+        KvResponse::GcHolds { holds }
     }
 }

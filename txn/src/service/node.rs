@@ -619,7 +619,9 @@ impl KvNode {
             | KvRequest::CleanUpTxn { .. }
             | KvRequest::AllocRegionId
             | KvRequest::AllocRegionIds { .. }
-            | KvRequest::ReportRegions { .. } => self.handle_meta(req),
+            | KvRequest::ReportRegions { .. }
+            | KvRequest::SetGcHold { .. }
+            | KvRequest::GcHolds => self.handle_meta(req),
             KvRequest::TransferLeader { .. }
             | KvRequest::SplitRegion { .. }
             | KvRequest::MergeRegions { .. }

@@ -171,6 +171,22 @@ impl KvNode {
         Ok(())
     }
 
+    fn point_get(
+        &self,
+        raft: &RaftNode,
+        peer: &RegionPeer,
+        ctx: &Context,
+        key: &[u8],
+        version: u64,
+        bypass_locks: &[u64],
+    ) -> Handled {
+        self.read_ready(raft, peer, ctx, &[key])?;
+        let value = peer.read(version, key, None, true, |r| {
+            crate::point_get(r, key, version, bypass_locks)
+        })?;
+        Ok(KvResponse::Get { value })
+    }
+
     fn timeout(&self) -> Duration {
         self.config.proposal_timeout
     }
@@ -191,12 +207,15 @@ impl KvNode {
                 ..
             } => {
                 self.check_read_age(version, &[&key])?;
-                self.read_ready(raft, peer, &ctx, &[&key])?;
-                let value = peer.read(version, &key, None, true, |r| {
-                    crate::point_get(r, &key, version, &bypass_locks)
-                })?;
-                Ok(KvResponse::Get { value })
+                self.point_get(raft, peer, &ctx, &key, version, &bypass_locks)
             }
+            // No age check: the caller's GC hold vouches for the versions (see the request).
+            KvRequest::GetHeld {
+                key,
+                version,
+                bypass_locks,
+                ..
+            } => self.point_get(raft, peer, &ctx, &key, version, &bypass_locks),
             KvRequest::BatchGet {
                 keys,
                 version,

@@ -15,8 +15,10 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 /// could decode neither). 3: `KvRequest::ScanWrites` and `KvResponse::Writes` (added as
 /// the last variants, so every earlier message encodes as before, but a peer of version 2
 /// cannot decode those two), and `TxnError`'s stream variants. 4: `KvRequest::Gc`,
-/// `KvResponse::Gc` and `KeyError::TooOld` (again added last).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// `KvResponse::Gc` and `KeyError::TooOld` (again added last). 5: `KvRequest::SetGcHold`,
+/// `GcHolds` and `GetHeld`, `KvResponse::GcHolds` (added last), and a meta group state
+/// with the GC holds (a meta snapshot of version 4 does not decode).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// One key of a pessimistic lock request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -331,6 +333,34 @@ pub enum KvRequest {
         /// At most this many keys per request (0: no limit).
         limit_keys: usize,
     },
+    /// GC holds (meta leader): sets `owner`'s [`GcHold`](crate::GcHold) at `ts`, expiring
+    /// `ttl_ms` after now on the leader's clock; `ts` 0 removes it. Replies `Done`.
+    SetGcHold {
+        /// Whose hold (one per owner).
+        owner: u64,
+        /// No safe point above this (0: remove the hold).
+        ts: u64,
+        /// How long it counts without being set again.
+        ttl_ms: u64,
+    },
+    /// GC holds (meta leader): the holds in force (`GcHolds`), after dropping the expired
+    /// ones through the meta group's log.
+    GcHolds,
+    /// A `Get` served below the GC life time: for a caller whose [`GcHold`](crate::GcHold)
+    /// has covered `version` since before it was committed, so that no collection removed
+    /// what the read sees (a coordinator's binlog recovery rebuilding a transaction it
+    /// left in doubt, after being down longer than the life time). Otherwise as `Get`.
+    GetHeld {
+        /// Region and epoch.
+        ctx: Context,
+        /// The key.
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+        /// The read timestamp.
+        version: u64,
+        /// As for `Get`.
+        bypass_locks: Vec<u64>,
+    },
 }
 
 impl KvRequest {
@@ -366,6 +396,9 @@ impl KvRequest {
             KvRequest::ScanWrites { .. } => "scan_writes",
             KvRequest::AllocRegionIds { .. } => "alloc_region_ids",
             KvRequest::Gc { .. } => "gc",
+            KvRequest::SetGcHold { .. } => "set_gc_hold",
+            KvRequest::GcHolds => "gc_holds",
+            KvRequest::GetHeld { .. } => "get_held",
         }
     }
 
@@ -386,7 +419,8 @@ impl KvRequest {
             | KvRequest::TxnHeartBeat { ctx, .. }
             | KvRequest::ScanLock { ctx, .. }
             | KvRequest::ScanWrites { ctx, .. }
-            | KvRequest::Gc { ctx, .. } => Some(ctx),
+            | KvRequest::Gc { ctx, .. }
+            | KvRequest::GetHeld { ctx, .. } => Some(ctx),
             _ => None,
         }
     }

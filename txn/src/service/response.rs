@@ -203,4 +203,9 @@ pub enum KvResponse {
         #[serde(with = "serde_bytes")]
         resume_key: Option<Vec<u8>>,
     },
+    /// Reply to `GcHolds`: the holds in force, by owner.
+    GcHolds {
+        /// The holds.
+        holds: Vec<crate::GcHold>,
+    },
 }

@@ -1,0 +1,163 @@
+//! GC holds (PD's service safe points): a floor under the cluster's GC safe point, in the
+//! meta group, that [`TxnClient::safe_point_older_than`] respects. A coordinator with a
+//! binlog keeps one ([`GcHoldOptions`]) so that a crash followed by a downtime longer than
+//! the GC life time does not cost it the fate of the transactions it left in doubt.
+//!
+//! Why the coordinator's hold covers them: every transaction it prepares after setting
+//! the hold at `now - behind` started at most the life time before (a node refuses older
+//! locks, `KeyError::TooOld`) and so at or above the hold, with `behind - life time` as
+//! the margin for clock skew; the ones prepared before are still open in the journal, and
+//! the hold is never above the oldest of those. So while the hold is set, no collection
+//! removes the primary's commit record or a value the recovery reads back.
+
+use std::time::{Duration, Instant};
+
+use super::backoff::Backoff;
+use super::core::ClientCore;
+use super::error::TxnError;
+use super::txn_client::TxnClient;
+use crate::{GcHold, KvRequest, KvResponse};
+
+/// The GC hold a coordinator keeps ([`ClientConfig::gc_hold`](crate::ClientConfig::gc_hold)):
+/// set when [`TxnClient::open`] has settled the binlog, then again every `refresh` on the
+/// client's heartbeat thread, at `behind` before the client's clock (never above the
+/// oldest transaction its journal holds open).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcHoldOptions {
+    /// The hold's owner (one hold per owner: give each coordinator its own, say its node
+    /// id).
+    pub owner: u64,
+    /// How far behind the clock the hold is: the nodes' GC life time plus the clock-skew
+    /// margin the GC worker uses.
+    pub behind: Duration,
+    /// How long the hold lasts if the client stops refreshing it (crashed, or gone for
+    /// good). A coordinator down longer than this can no longer count on its in-doubt
+    /// transactions' records. Default 24 hours (TiCDC's `gc-ttl`).
+    pub ttl: Duration,
+    /// How often it is set again. Default 30 s.
+    pub refresh: Duration,
+}
+
+impl GcHoldOptions {
+    /// A hold for `owner`, `behind` the clock, with the default TTL and refresh.
+    pub fn new(owner: u64, behind: Duration) -> GcHoldOptions {
+        GcHoldOptions {
+            owner,
+            behind,
+            ttl: Duration::from_secs(24 * 3600),
+            refresh: Duration::from_secs(30),
+        }
+    }
+
+    /// Sets [`GcHoldOptions::ttl`].
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets [`GcHoldOptions::refresh`].
+    #[must_use]
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl TxnClient {
+    /// Sets `owner`'s GC hold at `ts` (replacing the one it had), lasting `ttl` on the meta
+    /// leader's clock unless set again. `ts` must be at or below what the owner needs kept:
+    /// versions already collected above a hold set late do not come back.
+    ///
+    /// # Errors
+    /// [`TxnError::Protocol`] for a `ts` of 0; as [`TxnClient::current_ts`] otherwise.
+    pub fn set_gc_hold(&self, owner: u64, ts: u64, ttl: Duration) -> Result<(), TxnError> {
+        if ts == 0 {
+            return Err(TxnError::Protocol {
+                detail: format!("GC hold of owner {owner} at timestamp 0"),
+            });
+        }
+        self.core().send_gc_hold(owner, ts, millis(ttl))
+    }
+
+    /// Removes `owner`'s GC hold (nothing if it has none).
+    ///
+    /// # Errors
+    /// As [`TxnClient::current_ts`].
+    pub fn remove_gc_hold(&self, owner: u64) -> Result<(), TxnError> {
+        self.core().send_gc_hold(owner, 0, 0)
+    }
+
+    /// The GC holds in force, by owner; expired ones are dropped on the way.
+    ///
+    /// # Errors
+    /// As [`TxnClient::current_ts`].
+    pub fn gc_holds(&self) -> Result<Vec<GcHold>, TxnError> {
+        self.core().gc_holds()
+    }
+}
+
+impl ClientCore {
+    fn send_gc_hold(&self, owner: u64, ts: u64, ttl_ms: u64) -> Result<(), TxnError> {
+        let mut bo = Backoff::new(&self.config);
+        let req = KvRequest::SetGcHold { owner, ts, ttl_ms };
+        match self.meta_call(&req, &mut bo)? {
+            KvResponse::Done => Ok(()),
+            KvResponse::KeyError(e) => Err(e.into()),
+            other => Err(TxnError::unexpected("set_gc_hold", &other)),
+        }
+    }
+
+    pub(crate) fn gc_holds(&self) -> Result<Vec<GcHold>, TxnError> {
+        let mut bo = Backoff::new(&self.config);
+        match self.meta_call(&KvRequest::GcHolds, &mut bo)? {
+            KvResponse::GcHolds { holds } => Ok(holds),
+            KvResponse::KeyError(e) => Err(e.into()),
+            other => Err(TxnError::unexpected("gc_holds", &other)),
+        }
+    }
+
+    /// Sets this client's GC hold now, if it keeps one; returns the timestamp set.
+    ///
+    /// # Errors
+    /// As [`TxnClient::set_gc_hold`].
+    pub(crate) fn publish_gc_hold(&self) -> Result<Option<u64>, TxnError> {
+        let Some(opts) = self.config.gc_hold else {
+            return Ok(None);
+        };
+        let by_clock = crate::compose_ts(
+            crate::ts::wall_clock_ms().saturating_sub(millis(opts.behind)),
+            0,
+        );
+        let oldest_open = self
+            .binlog
+            .get()
+            .ok()
+            .flatten()
+            .and_then(|b| b.journal.oldest_open());
+        let ts = oldest_open.map_or(by_clock, |o| o.min(by_clock)).max(1);
+        self.send_gc_hold(opts.owner, ts, millis(opts.ttl))?;
+        *self.gc_hold_set.lock() = Some(Instant::now());
+        Ok(Some(ts))
+    }
+
+    /// On the heartbeat thread: sets the hold again once `refresh` has passed since the
+    /// last time (at once if it was never set); a failure is tried again next tick.
+    pub(crate) fn gc_hold_tick(&self) {
+        let Some(opts) = self.config.gc_hold else {
+            return;
+        };
+        let due = self
+            .gc_hold_set
+            .lock()
+            .is_none_or(|at| at.elapsed() >= opts.refresh);
+        if due && let Err(e) = self.publish_gc_hold() {
+            tracing::warn!(owner = opts.owner, error = %e, "GC hold not refreshed; retrying next tick");
+        }
+    }
+}
