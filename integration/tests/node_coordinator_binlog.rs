@@ -606,7 +606,9 @@ fn with_gc_on_a_node_down_longer_than_the_life_time_still_settles_its_in_doubt_t
     let c = ProcCluster::start_with_args(3, "in-memory", common::FAST_GC_ARGS);
     let client = c.client();
 
-    // In doubt on node 1: its primary committed, its binlog group not written.
+    // In doubt on node 1: its primary committed, its binlog group not written. Its
+    // start_ts is later than this.
+    let before_begin_ms = surge_txn::codec::physical_ms(client.txn().current_ts().unwrap());
     leave_in_doubt_on_node_1(&c, &client, "held");
 
     // While node 1 is down, both keys get newer versions (the reads settle its locks on
@@ -629,6 +631,23 @@ fn with_gc_on_a_node_down_longer_than_the_life_time_still_settles_its_in_doubt_t
     let before = rounds(&c);
     std::thread::sleep(Duration::from_secs(9));
     wait_until(Duration::from_secs(30), || rounds(&c) >= before + 3);
+    // Every collection stayed below the transaction (node 1's hold, from before it
+    // began): without the hold, these rounds' safe points (7 s behind their clocks) would
+    // be past it.
+    for n in 2..=3 {
+        for line in c.log(n).lines().filter(|l| l.contains(": gc below ")) {
+            let sp: u64 = line
+                .split(": gc below ")
+                .nth(1)
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|sp| sp.parse().ok())
+                .unwrap_or_else(|| panic!("unparsed: {line}"));
+            assert!(
+                surge_txn::codec::physical_ms(sp) < before_begin_ms,
+                "node {n} collected past the in-doubt transaction: {line}"
+            );
+        }
+    }
 
     c.restart(1);
     // Logged with the values it committed, not the newer ones.

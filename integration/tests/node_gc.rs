@@ -1,6 +1,7 @@
 //! MVCC garbage collection in a cluster of `surgedb node` processes: the node leading the
-//! meta group collects old versions on its own, reads see the newest values, and a
-//! transaction older than the GC life time is refused.
+//! meta group collects old versions on its own, reads see the newest values, a
+//! transaction older than the GC life time is refused, and a node's GC hold goes with a
+//! clean stop.
 
 #![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
 
@@ -48,4 +49,21 @@ fn the_meta_leaders_node_collects_old_versions_and_old_transactions_are_refused(
     }
     let logs: String = (1..=3).map(|n| c.log(n)).collect();
     assert!(!logs.contains("gc failed"), "{logs}");
+
+    // Each node's coordinator keeps a GC hold; a clean stop with nothing in doubt removes
+    // its node's hold, so it does not hold the collection back until its TTL.
+    let owners = |client: &surgedb::Client| {
+        let mut o: Vec<u64> = client
+            .txn()
+            .gc_holds()
+            .unwrap()
+            .iter()
+            .map(|h| h.owner)
+            .collect();
+        o.sort_unstable();
+        o
+    };
+    assert_eq!(owners(&client), vec![1, 2, 3]);
+    c.stop_node(3);
+    assert_eq!(owners(&client), vec![1, 2], "{}", c.log(3));
 }

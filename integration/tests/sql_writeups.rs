@@ -318,9 +318,25 @@ fn lock_loss(lock_mode: &str) -> (String, String, String) {
         // The lock died with the leader: T2's delete goes through on the new leader.
         assert!(
             t2.wait_for("1 row affected", 1, Duration::from_secs(40)),
-            "T2's delete did not go through after the leader's kill:\n{}\ncounters:\n{}",
+            "T2's delete did not go through after node {leader}'s kill (sessions on node \
+             {via}):\n{}\nT1:\n{}\ncounters:\n{}\nleader now: {:?}\nlogs of the survivors \
+             (last 40 lines each):\n{}",
             t2.text(),
-            sql_ok(&c, via, "show global status like 'Pessimistic_lock%';")
+            t1.text(),
+            sql_ok(&c, via, "show global status like 'Pessimistic_lock%';"),
+            std::panic::catch_unwind(|| leader_of_table(&c, via, "s000", "t")).ok(),
+            (1..=3u64)
+                .filter(|n| *n != leader)
+                .map(|n| {
+                    let log = c.log(n);
+                    let lines: Vec<&str> = log.lines().collect();
+                    format!(
+                        "node {n}:\n{}",
+                        lines[lines.len().saturating_sub(40)..].join("\n")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         t2.send("commit;");
         assert!(

@@ -11,7 +11,10 @@ mod support;
 use surge_txn::actions::CommitKind;
 use surge_txn::codec::{compose_ts, physical_ms};
 use surge_txn::rpc::{KvRequest, KvResponse};
-use surge_txn::{ClientConfig, GcHoldOptions, KeyError, LockMode, TxnClient, TxnError, TxnMode};
+use surge_txn::{
+    BinlogOptions, ClientConfig, GcHold, GcHoldOptions, KeyError, LockMode, TxnClient, TxnError,
+    TxnMode,
+};
 
 use support::{Layout, TestCluster, commit_keys, prewrite_request, txn_props};
 
@@ -267,35 +270,108 @@ fn a_gc_hold_keeps_the_safe_point_below_it_until_removed_and_held_reads_see_what
     assert_eq!(client.get(b"h").unwrap(), Some(b"new".to_vec()));
 }
 
+/// A client keeping hold `owner`, `LIFE` plus 200 ms behind its clock, heartbeating every
+/// `heartbeat` (its refreshes: every 100 ms, on that thread).
+fn hold_config(owner: u64, heartbeat: Duration) -> ClientConfig {
+    ClientConfig::default()
+        .with_heartbeat_interval(heartbeat)
+        .with_gc_hold(Some(
+            GcHoldOptions::new(owner, LIFE + Duration::from_millis(200))
+                .with_refresh(Duration::from_millis(100)),
+        ))
+}
+
+fn hold_of(client: &TxnClient, owner: u64) -> Option<GcHold> {
+    client
+        .gc_holds()
+        .expect("list the GC holds")
+        .into_iter()
+        .find(|h| h.owner == owner)
+}
+
 #[test]
 fn a_client_with_gc_hold_options_sets_its_hold_at_open_and_moves_it_with_the_clock() {
     let c = cluster(Some(LIFE));
-    let behind = LIFE + Duration::from_millis(200);
-    let config = ClientConfig::default()
-        .with_heartbeat_interval(Duration::from_millis(50))
-        .with_gc_hold(Some(
-            GcHoldOptions::new(3, behind).with_refresh(Duration::from_millis(100)),
-        ));
-    let before = c.timestamp();
-    let client = TxnClient::open(c.cluster.router(), config).unwrap();
-    let first = client.gc_holds().unwrap();
-    assert_eq!(first.len(), 1, "{first:?}");
-    assert_eq!(first[0].owner, 3);
-    let back = u64::try_from(behind.as_millis()).unwrap();
-    // Set at open, `behind` the clock (the oracle runs close to it).
+    let observer = c.client(ClientConfig::default());
+    let back = u64::try_from((LIFE + Duration::from_millis(200)).as_millis()).unwrap();
+
+    // Set by `open` itself: this client's heartbeat thread does not tick within the test.
+    let before = physical_ms(c.timestamp());
+    let _quiet =
+        TxnClient::open(c.cluster.router(), hold_config(3, Duration::from_secs(600))).unwrap();
+    let set = hold_of(&observer, 3).expect("the hold is set when open returns");
+    let after = physical_ms(c.timestamp());
+    // `behind` the client's clock, which the oracle follows within a few seconds.
     assert!(
-        physical_ms(first[0].ts) + back + 5_000 >= physical_ms(before),
-        "{first:?}"
+        physical_ms(set.ts) + back + 3_000 >= before && physical_ms(set.ts) + back <= after + 3_000,
+        "{set:?}, oracle {before}..{after}"
     );
-    assert!(physical_ms(first[0].ts) + back <= physical_ms(c.timestamp()) + 5_000);
+    // A client made with `new` and the same options sets it on its first tick.
+    let _ticking = TxnClient::new(
+        c.cluster.router(),
+        hold_config(4, Duration::from_millis(50)),
+    );
+    let mut first = None;
+    for _ in 0..100 {
+        first = hold_of(&observer, 4);
+        if first.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = first.expect("set on the first heartbeat tick");
     std::thread::sleep(Duration::from_millis(600));
-    let later = client.gc_holds().unwrap();
+    let later = hold_of(&observer, 4).unwrap();
+    assert!(later.ts > first.ts, "refreshed: {first:?} then {later:?}");
+    assert!(later.expires_ms >= first.expires_ms + 400, "{later:?}");
+}
+
+#[test]
+fn a_coordinators_hold_stays_at_a_prepare_its_journal_holds_open() {
+    let c = cluster(Some(LIFE));
+    let dir = tempfile::tempdir().unwrap();
+    let config = hold_config(5, Duration::from_millis(50)).with_binlog(Some(
+        BinlogOptions::new(dir.path()).with_large_commit_threshold(1 << 20),
+    ));
+    let coordinator = TxnClient::open(c.cluster.router(), config).unwrap();
+    let observer = c.client(ClientConfig::default());
+    let mut t = coordinator.begin(TxnMode::Optimistic).unwrap();
+    let start_ts = t.start_ts();
+    // Two regions: a two-phase commit, which pauses once both keys are prewritten.
+    t.put(b"\x10j", b"1").unwrap();
+    t.put(b"\xf0j", b"1").unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let during = {
+        let (observer, seen) = (observer.clone(), seen.clone());
+        move || {
+            // Longer than the hold's distance behind the clock, with several refreshes.
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(250));
+                seen.lock().unwrap().push(hold_of(&observer, 5).unwrap());
+            }
+        }
+    };
+    t.__commit_pausing_after_prewrite(during).unwrap();
+    let seen = seen.lock().unwrap().clone();
     assert!(
-        later[0].ts > first[0].ts,
-        "refreshed: {first:?} then {later:?}"
+        seen.iter().all(|h| h.ts <= start_ts),
+        "the hold passed the open prepare at {start_ts}: {seen:?}"
     );
     assert!(
-        later[0].expires_ms >= first[0].expires_ms + 400,
-        "{later:?}"
+        seen.last().unwrap().expires_ms > seen[0].expires_ms,
+        "refreshed meanwhile: {seen:?}"
+    );
+    // Settled: the next refreshes follow the clock again.
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(hold_of(&observer, 5).unwrap().ts > start_ts);
+    // A clean stop with nothing in doubt removes it for good.
+    assert!(coordinator.release_gc_hold().unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(hold_of(&observer, 5), None);
+    let mut t = coordinator.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"\x10k", b"2").unwrap();
+    assert!(
+        matches!(t.commit(), Err(TxnError::Binlog { .. })),
+        "a released coordinator prepares nothing its hold would not cover"
     );
 }

@@ -153,9 +153,9 @@ impl NodeCoordinator {
                 node: self.node,
                 detail: match last_error {
                     Some(e) => format!(
-                        "settling a previous run's in-doubt transactions, attempt {attempts} failed: {e}"
+                        "opening (settling a previous run's in-doubt transactions, setting the GC hold), attempt {attempts} failed: {e}"
                     ),
-                    None => "settling a previous run's in-doubt transactions".into(),
+                    None => "opening (settling a previous run's in-doubt transactions, setting the GC hold)".into(),
                 },
             }),
             Slot::Stopped => Err(TxnFailure::NotReady {
@@ -228,8 +228,19 @@ fn close_binlog(node: NodeId, client: &TxnClient) -> Result<(), surge_binlog::Er
     let closed = client
         .binlog()
         .map_or(Ok(()), surge_binlog::Binlog::shutdown);
-    if let Err(e) = &closed {
-        eprintln!("surgedb node {node}: the coordinator's binlog did not close cleanly: {e}");
+    match &closed {
+        Err(e) => {
+            eprintln!("surgedb node {node}: the coordinator's binlog did not close cleanly: {e}");
+        }
+        // Closed with nothing in doubt: the GC hold has nothing left to keep, and would
+        // otherwise hold the cluster's garbage collection back until its TTL.
+        Ok(()) => {
+            if let Err(e) = client.release_gc_hold() {
+                eprintln!(
+                    "surgedb node {node}: the coordinator's GC hold was not removed (it lapses after its TTL): {e}"
+                );
+            }
+        }
     }
     closed
 }

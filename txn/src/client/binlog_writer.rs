@@ -243,6 +243,21 @@ impl ClientCore {
             return Ok(BinlogStep::off());
         };
         binlog.check()?;
+        // A prepare while the client's GC hold is not set would not be covered by it (a
+        // client made with `TxnClient::new` sets it on its first heartbeat tick; a
+        // released one never again).
+        if self.config.gc_hold.is_some()
+            && !matches!(
+                *self.gc_hold_state.lock(),
+                super::gc_hold::HoldState::SetAt(_)
+            )
+        {
+            return Err(TxnError::Binlog {
+                detail: "the coordinator's GC hold is not set (TxnClient::open sets it; \
+                         release_gc_hold removes it for good)"
+                    .to_string(),
+            });
+        }
         let mut txn = txn.ok_or_else(|| TxnError::Binlog {
             detail: "transaction has no binlog cache".to_string(),
         })?;

@@ -81,8 +81,10 @@ pub struct ClientConfig {
     /// 1 MiB chunks ([`crate::StreamOptions`]).
     pub stream: crate::StreamOptions,
     /// The GC hold this client keeps as a coordinator ([`super::gc_hold::GcHoldOptions`]):
-    /// set it when the cluster collects garbage and the client has a binlog. Default
-    /// `None`.
+    /// set it when the cluster collects garbage and the client has a binlog. Open the
+    /// client with [`crate::TxnClient::open`], which sets the hold before it returns; one
+    /// made with [`crate::TxnClient::new`] sets it on its first heartbeat tick and refuses
+    /// commits with a binlog until then. Default `None`.
     pub gc_hold: Option<super::gc_hold::GcHoldOptions>,
 }
 

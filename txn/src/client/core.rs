@@ -31,8 +31,11 @@ pub(crate) struct ClientCore {
         std::sync::OnceLock<crossbeam_channel::Sender<super::secondaries::SecondaryJob>>,
     /// The coordinator's binlog (`binlog_writer.rs`), set at construction.
     pub(crate) binlog: super::binlog_writer::BinlogSlot,
-    /// When this client last set its GC hold (`gc_hold.rs`; `None`: not yet).
-    pub(crate) gc_hold_set: Mutex<Option<std::time::Instant>>,
+    /// Where this client's own GC hold stands (`gc_hold.rs`).
+    pub(crate) gc_hold_state: Mutex<super::gc_hold::HoldState>,
+    /// Serializes the meta rounds that set or release the hold (the state's lock is only
+    /// held briefly: commits read it).
+    pub(crate) gc_hold_round: Mutex<()>,
     /// The largest stream watermark this client returned (`stream_reader.rs`), so the ones
     /// it returns never go back.
     pub(crate) stream_resolved: std::sync::atomic::AtomicU64,

@@ -48,8 +48,10 @@ impl TxnClient {
     /// As [`TxnClient::current_ts`].
     pub fn safe_point_older_than(&self, older_than: std::time::Duration) -> Result<u64, TxnError> {
         let back = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
-        // The holds first: one set after this reading is at or above a timestamp taken
-        // after it, hence above the safe point computed from that timestamp.
+        // The holds first. A hold set after this reading needs no look: a coordinator's
+        // hold is its clock less the life time and margin (or an open prepare of its, set
+        // before), at or above the safe point computed here as long as the clocks agree
+        // within the margin.
         let held = self.gc_holds()?.iter().map(|h| h.ts).min();
         let now = self.current_ts()?;
         let by_time = crate::compose_ts(crate::physical_ms(now).saturating_sub(back), 0);
@@ -65,6 +67,9 @@ impl TxnClient {
     /// garbage), after which nobody could tell that its remaining locks belong to a
     /// committed transaction. Then each region's leader removes the garbage, a bounded
     /// batch of keys per Raft proposal.
+    ///
+    /// It does not look at the [`GcHold`](crate::GcHold)s: take `safe_point` from
+    /// [`TxnClient::safe_point_older_than`], which does.
     ///
     /// Every node must refuse reads and new locks below `safe_point` before it is called:
     /// a node without a [`gc_life_time`](crate::KvNodeConfig::gc_life_time), or one whose

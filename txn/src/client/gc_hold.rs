@@ -65,6 +65,18 @@ impl GcHoldOptions {
     }
 }
 
+/// Where a client's own hold stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum HoldState {
+    /// Not set by this client yet.
+    #[default]
+    Unset,
+    /// Last set at this instant.
+    SetAt(Instant),
+    /// Removed at a clean stop ([`TxnClient::release_gc_hold`]): never set again.
+    Released,
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -82,7 +94,8 @@ impl TxnClient {
                 detail: format!("GC hold of owner {owner} at timestamp 0"),
             });
         }
-        self.core().send_gc_hold(owner, ts, millis(ttl))
+        let mut bo = Backoff::new(&self.core().config);
+        self.core().send_gc_hold(owner, ts, millis(ttl), &mut bo)
     }
 
     /// Removes `owner`'s GC hold (nothing if it has none).
@@ -90,7 +103,37 @@ impl TxnClient {
     /// # Errors
     /// As [`TxnClient::current_ts`].
     pub fn remove_gc_hold(&self, owner: u64) -> Result<(), TxnError> {
-        self.core().send_gc_hold(owner, 0, 0)
+        let mut bo = Backoff::new(&self.core().config);
+        self.core().send_gc_hold(owner, 0, 0, &mut bo)
+    }
+
+    /// At a clean stop: removes this client's own hold
+    /// ([`ClientConfig::gc_hold`](crate::ClientConfig::gc_hold)) if its journal holds no
+    /// open prepare (nothing in doubt, so nothing for the hold to keep), and never sets it
+    /// again; with an open prepare the hold stays, for the next start's recovery. Returns
+    /// whether it was removed (`false` also without a hold configured).
+    ///
+    /// Call it once no commit can prepare any more (the binlog shut down,
+    /// [`surge_binlog::Binlog::shutdown`]): a prepare made while it runs could be left
+    /// without a hold.
+    ///
+    /// # Errors
+    /// As [`TxnClient::remove_gc_hold`]; the hold then stays until its TTL.
+    pub fn release_gc_hold(&self) -> Result<bool, TxnError> {
+        let core = self.core();
+        let Some(opts) = core.config.gc_hold else {
+            return Ok(false);
+        };
+        let _round = core.gc_hold_round.lock();
+        if core.oldest_open_prepare()?.is_some() {
+            return Ok(false);
+        }
+        *core.gc_hold_state.lock() = HoldState::Released;
+        // Within half a heartbeat interval: a whole cluster stopping at once must not wait
+        // for a meta group that is gone (the hold then lapses after its TTL).
+        let mut bo = Backoff::with_budget(&core.config, core.config.heartbeat_interval / 2);
+        core.send_gc_hold(opts.owner, 0, 0, &mut bo)?;
+        Ok(true)
     }
 
     /// The GC holds in force, by owner; expired ones are dropped on the way.
@@ -103,10 +146,15 @@ impl TxnClient {
 }
 
 impl ClientCore {
-    fn send_gc_hold(&self, owner: u64, ts: u64, ttl_ms: u64) -> Result<(), TxnError> {
-        let mut bo = Backoff::new(&self.config);
+    fn send_gc_hold(
+        &self,
+        owner: u64,
+        ts: u64,
+        ttl_ms: u64,
+        bo: &mut Backoff,
+    ) -> Result<(), TxnError> {
         let req = KvRequest::SetGcHold { owner, ts, ttl_ms };
-        match self.meta_call(&req, &mut bo)? {
+        match self.meta_call(&req, bo)? {
             KvResponse::Done => Ok(()),
             KvResponse::KeyError(e) => Err(e.into()),
             other => Err(TxnError::unexpected("set_gc_hold", &other)),
@@ -122,41 +170,72 @@ impl ClientCore {
         }
     }
 
-    /// Sets this client's GC hold now, if it keeps one; returns the timestamp set.
+    /// The start_ts of the oldest prepare the journal holds open (`None`: none, or no
+    /// binlog).
     ///
     /// # Errors
-    /// As [`TxnClient::set_gc_hold`].
-    pub(crate) fn publish_gc_hold(&self) -> Result<Option<u64>, TxnError> {
+    /// [`TxnError::Binlog`] when the binlog is configured but did not open: its journal may
+    /// hold open prepares nobody can see, so no hold may be set or removed on its account.
+    fn oldest_open_prepare(&self) -> Result<Option<u64>, TxnError> {
+        Ok(self.binlog.get()?.and_then(|b| b.journal.oldest_open()))
+    }
+
+    /// Sets this client's GC hold now, if it keeps one and has not released it; returns
+    /// the timestamp set. `bo` bounds the meta round.
+    ///
+    /// # Errors
+    /// As [`TxnClient::set_gc_hold`]; [`TxnError::Binlog`] when the binlog did not open.
+    pub(crate) fn publish_gc_hold(&self, bo: &mut Backoff) -> Result<Option<u64>, TxnError> {
         let Some(opts) = self.config.gc_hold else {
             return Ok(None);
         };
+        // Held across the round, so that a release cannot slip between the reading of
+        // the journal and the write, and no two publications cross.
+        let _round = self.gc_hold_round.lock();
+        if *self.gc_hold_state.lock() == HoldState::Released {
+            return Ok(None);
+        }
         let by_clock = crate::compose_ts(
             crate::ts::wall_clock_ms().saturating_sub(millis(opts.behind)),
             0,
         );
-        let oldest_open = self
-            .binlog
-            .get()
-            .ok()
-            .flatten()
-            .and_then(|b| b.journal.oldest_open());
+        let oldest_open = self.oldest_open_prepare()?;
+        if oldest_open.is_some_and(|o| o < by_clock) {
+            // A prepare open longer than the life time: a stopped binlog whose
+            // transaction waits for the next start's recovery, say. The hold stays at it,
+            // so the cluster's GC cannot pass it while this client runs.
+            tracing::warn!(
+                owner = opts.owner,
+                start_ts = oldest_open,
+                "the GC hold stays at an old open prepare"
+            );
+        }
         let ts = oldest_open.map_or(by_clock, |o| o.min(by_clock)).max(1);
-        self.send_gc_hold(opts.owner, ts, millis(opts.ttl))?;
-        *self.gc_hold_set.lock() = Some(Instant::now());
+        // A TTL shorter than two refreshes would let a live client's hold lapse.
+        let ttl = opts.ttl.max(opts.refresh * 2);
+        self.send_gc_hold(opts.owner, ts, millis(ttl), bo)?;
+        *self.gc_hold_state.lock() = HoldState::SetAt(Instant::now());
         Ok(Some(ts))
     }
 
     /// On the heartbeat thread: sets the hold again once `refresh` has passed since the
-    /// last time (at once if it was never set); a failure is tried again next tick.
+    /// last time (at once if it was never set), within half a heartbeat interval so that
+    /// an unreachable meta group does not hold up the lock heartbeats; a failure is tried
+    /// again next tick.
     pub(crate) fn gc_hold_tick(&self) {
         let Some(opts) = self.config.gc_hold else {
             return;
         };
-        let due = self
-            .gc_hold_set
-            .lock()
-            .is_none_or(|at| at.elapsed() >= opts.refresh);
-        if due && let Err(e) = self.publish_gc_hold() {
+        let due = match *self.gc_hold_state.lock() {
+            HoldState::Unset => true,
+            HoldState::SetAt(at) => at.elapsed() >= opts.refresh,
+            HoldState::Released => false,
+        };
+        if !due {
+            return;
+        }
+        let mut bo = Backoff::with_budget(&self.config, self.config.heartbeat_interval / 2);
+        if let Err(e) = self.publish_gc_hold(&mut bo) {
             tracing::warn!(owner = opts.owner, error = %e, "GC hold not refreshed; retrying next tick");
         }
     }

@@ -48,7 +48,8 @@ impl TxnClient {
             pool: BatchPool::new(me.clone(), BATCH_THREADS),
             secondaries: std::sync::OnceLock::new(),
             binlog,
-            gc_hold_set: Mutex::new(None),
+            gc_hold_state: Mutex::new(super::gc_hold::HoldState::Unset),
+            gc_hold_round: Mutex::new(()),
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
             stream_lock_floor: std::sync::atomic::AtomicU64::new(0),
             stream_calls: std::sync::atomic::AtomicU64::new(0),
@@ -79,7 +80,8 @@ impl TxnClient {
         }
         // Before the first transaction: a crash before the first refresh must find the
         // transactions it leaves in doubt covered.
-        client.core.publish_gc_hold()?;
+        let mut bo = super::backoff::Backoff::new(&client.core.config);
+        client.core.publish_gc_hold(&mut bo)?;
         Ok(client)
     }
 

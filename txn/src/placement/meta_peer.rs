@@ -235,7 +235,7 @@ impl StateMachine for MetaStateMachine {
     }
 
     fn restore(&mut self, index: u64, data: &[u8]) {
-        match postcard::from_bytes::<MetaState>(data) {
+        match MetaState::decode(data) {
             Ok(s) => *self.peer.state.lock() = s,
             Err(e) => tracing::error!(index, error = %e, "meta snapshot refused"),
         }

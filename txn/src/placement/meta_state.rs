@@ -35,6 +35,35 @@ pub(crate) struct MetaState {
     pub(crate) gc_holds: BTreeMap<u64, GcHold>,
 }
 
+/// [`MetaState`] as protocol version 4 encoded it, before the GC holds: postcard cannot
+/// skip a missing trailing field, so a snapshot of that version decodes through this.
+#[derive(Deserialize)]
+struct MetaStateV4 {
+    regions: BTreeMap<u64, RegionInfo>,
+    tso_limit: u64,
+    next_region_id: u64,
+    removed: BTreeSet<u64>,
+}
+
+impl MetaState {
+    /// Decodes a meta snapshot of this version, or of version 4 (no GC holds).
+    pub(crate) fn decode(data: &[u8]) -> Result<MetaState, postcard::Error> {
+        postcard::from_bytes::<MetaState>(data).or_else(|e| {
+            // The whole input, or it is no snapshot of version 4 either.
+            let Ok((v4, [])) = postcard::take_from_bytes::<MetaStateV4>(data) else {
+                return Err(e);
+            };
+            Ok(MetaState {
+                regions: v4.regions,
+                tso_limit: v4.tso_limit,
+                next_region_id: v4.next_region_id,
+                removed: v4.removed,
+                gc_holds: BTreeMap::new(),
+            })
+        })
+    }
+}
+
 /// One entry of the meta group's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum MetaCommand {
@@ -253,5 +282,27 @@ mod tests {
         s.apply(MetaCommand::RemoveGcHold(1));
         s.apply(MetaCommand::RemoveGcHold(7));
         assert!(s.gc_holds.is_empty());
+    }
+
+    #[test]
+    fn a_snapshot_without_gc_holds_still_decodes() {
+        let mut s = MetaState::default();
+        for r in initial_regions(&even_split_keys(3), &[1, 2]) {
+            s.apply(MetaCommand::PutRegion(r));
+        }
+        s.apply(MetaCommand::SetTsoLimit(77));
+        s.apply(MetaCommand::RemoveRegion(9));
+        // Version 4's encoding: the same fields in the same order, without the holds.
+        let v4 = postcard::to_allocvec(&(&s.regions, s.tso_limit, s.next_region_id, &s.removed))
+            .unwrap();
+        assert_eq!(MetaState::decode(&v4).unwrap(), s);
+        s.apply(MetaCommand::SetGcHold(GcHold {
+            owner: 1,
+            ts: 5,
+            expires_ms: 6,
+        }));
+        let now = postcard::to_allocvec(&s).unwrap();
+        assert_eq!(MetaState::decode(&now).unwrap(), s);
+        assert!(MetaState::decode(&now[..now.len() - 1]).is_err());
     }
 }
