@@ -8,6 +8,8 @@
 //!   blocks, the row's leader node is killed with `kill -9`; with in-memory locks T2's delete
 //!   goes through and commits while T1's commit fails naming `PessimisticLockNotFound`, with
 //!   sync locks T1 commits;
+//! - a transaction older than the GC life time: its next read gets error 1105 naming the
+//!   life time;
 //! - sysbench's `oltp_write_only`, `oltp_read_write`, `oltp_point_select` and
 //!   `oltp_update_index`: prepare, run at 1 and 16 threads with prepared statements and with
 //!   `--db-ps-mode=disable`, cleanup, with no FATAL error.
@@ -396,6 +398,40 @@ fn a_sync_lock_survives_its_leaders_kill_and_the_holder_commits() {
     let (t1, _t2, rows) = lock_loss("sync");
     assert!(!t1.contains("ERROR"), "T1 must commit:\n{t1}");
     assert_eq!(rows.trim(), "2");
+}
+
+#[test]
+fn a_transaction_older_than_the_gc_life_time_gets_1105_in_the_stock_client() {
+    if !have_mariadb() {
+        return;
+    }
+    // A 2 s life time (GC is on by default, with 600 s).
+    let c = ProcCluster::start_with_args(3, "in-memory", common::FAST_GC_ARGS);
+    sql_ok(
+        &c,
+        1,
+        "create database g; create table g.t (id int primary key, v int); insert into g.t values (1, 10), (2, 20);",
+    );
+    let mut s = Session::open(&c, 1, "g");
+    s.send("begin;");
+    s.send("select v from t where id=1;");
+    assert!(
+        s.wait_for("1 row in set", 1, Duration::from_secs(20)),
+        "{}",
+        s.text()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    // Another row, so that nothing the transaction already read can answer.
+    s.send("select v from t where id=2;");
+    assert!(
+        s.wait_for("ERROR 1105", 1, Duration::from_secs(20)),
+        "a read 3 s into a transaction with a 2 s life time:\n{}",
+        s.text()
+    );
+    assert!(s.text().contains("GC life time"), "{}", s.text());
+    s.send("rollback;");
+    // A new transaction reads as usual.
+    assert_eq!(sql_ok(&c, 1, "select v from g.t where id=2;").trim(), "20");
 }
 
 /// Runs `sysbench SCRIPT ARGS... COMMAND`, failing the test on a FATAL error or a failed exit.
