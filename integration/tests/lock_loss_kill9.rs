@@ -32,11 +32,17 @@ struct Outcome {
 
 fn client(c: &ProcCluster) -> Client {
     // T2's lock request may wait 10 s on the node (longer than the test takes to kill the
-    // leader), so the transport's answer timeout must be longer still.
+    // leader), so the transport's answer timeout must be longer still. A 20 s lock TTL
+    // (TiDB's for pessimistic locks): the client heartbeats a primary lock older than half
+    // its TTL by a replicated lock put, which would make T1's in-memory lock outlive the
+    // leader if a busy machine stretched the steps before the kill past 1.5 s (the 3 s
+    // default); with 20 s, none comes before the kill.
     let options = ClientOptions::default()
         .with_remote(RemoteConfig::default().with_request_timeout(Duration::from_secs(15)))
         .with_txn(
-            ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(10))),
+            ClientConfig::default()
+                .with_wait_for_lock_timeout(Some(Duration::from_secs(10)))
+                .with_lock_ttl_ms(20_000),
         );
     Client::connect(&c.manifest.addrs(), options).unwrap()
 }
