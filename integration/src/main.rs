@@ -81,6 +81,30 @@ enum Command {
         #[command(subcommand)]
         command: BinlogCommand,
     },
+    /// Garbage collection's holds: list them, or remove a gone node's.
+    Gc {
+        #[command(subcommand)]
+        command: GcCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum GcCommand {
+    /// Print the GC holds in force: owner (a node id), the timestamp below which no version
+    /// is collected, its age and the time left before it expires.
+    Holds {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Remove OWNER's GC hold, so that collection passes a node that is gone for good (a
+    /// running node sets its hold again at its next refresh).
+    RemoveHold {
+        #[command(flatten)]
+        target: Target,
+        /// The hold's owner (a node id).
+        #[arg(long)]
+        owner: u64,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -605,6 +629,7 @@ fn main() -> ExitCode {
         Command::Kv { command } => ("surgedb kv", or_ok(kv(command, &mut stdout))),
         Command::Txn { target, file } => ("surgedb txn", or_ok(txn(&target, &file, &mut stdout))),
         Command::Bench { command } => ("surgedb bench", or_ok(bench(command, &mut stdout))),
+        Command::Gc { command } => ("surgedb gc", or_ok(gc(command, &mut stdout))),
     };
     exit_with(context, failure)
 }
@@ -793,6 +818,18 @@ fn kv(command: KvCommand, out: &mut impl Write) -> Result<(), String> {
         } => cli::scan(connect(&target)?.txn(), &start, end.as_deref(), limit, out)
             .map(|_| ())
             .map_err(text),
+    }
+}
+
+fn gc(command: GcCommand, out: &mut impl Write) -> Result<(), String> {
+    let text = |e: cli::KvError| e.to_string();
+    match command {
+        GcCommand::Holds { target } => cli::print_gc_holds(connect(&target)?.txn(), out)
+            .map(|_| ())
+            .map_err(text),
+        GcCommand::RemoveHold { target, owner } => {
+            cli::remove_gc_hold(connect(&target)?.txn(), owner, out).map_err(text)
+        }
     }
 }
 

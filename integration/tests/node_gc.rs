@@ -1,7 +1,7 @@
 //! MVCC garbage collection in a cluster of `surgedb node` processes: the node leading the
 //! meta group collects old versions on its own, reads see the newest values, a
-//! transaction older than the GC life time is refused, and a node's GC hold goes with a
-//! clean stop.
+//! transaction older than the GC life time is refused, a node's GC hold goes with a
+//! clean stop, and `surgedb gc holds` / `gc remove-hold` list and remove a crashed one's.
 
 #![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
 
@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ProcCluster, wait_until};
+use common::{ProcCluster, surgedb, wait_until};
 use surge_txn::{KeyError, TxnError, TxnMode};
 
 /// The records every node's log says its collections removed.
@@ -66,4 +66,32 @@ fn the_meta_leaders_node_collects_old_versions_and_old_transactions_are_refused(
     assert_eq!(owners(&client), vec![1, 2, 3]);
     c.stop_node(3);
     assert_eq!(owners(&client), vec![1, 2], "{}", c.log(3));
+
+    // A crashed node's hold stays; `surgedb gc holds` lists it and `gc remove-hold` lets
+    // the collection pass a node that is gone for good (node 3 back first: two of three
+    // nodes keep the meta group's quorum).
+    c.restart(3);
+    wait_until(Duration::from_secs(60), || owners(&client) == [1, 2, 3]);
+    c.kill9(2);
+    let (ok, out, err) = surgedb(&["gc", "holds", "--cluster-dir", c.dir_str()]);
+    assert!(ok, "{out}{err}");
+    let listed: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    assert_eq!(listed, ["1", "2", "3"], "{out}");
+    let (ok, out, err) = surgedb(&[
+        "gc",
+        "remove-hold",
+        "--owner",
+        "2",
+        "--cluster-dir",
+        c.dir_str(),
+    ]);
+    assert!(
+        ok && out.contains("removed the GC hold of owner 2"),
+        "{out}{err}"
+    );
+    assert_eq!(owners(&client), vec![1, 3]);
 }

@@ -1,10 +1,11 @@
 //! What the `surgedb` subcommands do beyond parsing arguments: `kv`, `txn FILE`,
-//! `cluster status`, `binlog verify` and `bench`.
+//! `cluster status`, `gc`, `binlog verify` and `bench`.
 
 mod bench_run;
 mod bench_sysbench;
 mod binlog_verify;
 mod connect;
+mod gc_holds;
 mod kv;
 mod replica_start;
 mod script_target;
@@ -19,6 +20,7 @@ pub use binlog_verify::{
     verify, verify_dir,
 };
 pub use connect::{ConnectError, connect_dir};
+pub use gc_holds::{print_gc_holds, remove_gc_hold};
 pub use kv::{KvError, get, scan, write};
 pub use replica_start::start_replica;
 pub use script_target::{ScriptTarget, ScriptTxn};
