@@ -10,7 +10,7 @@ use super::kv::KvError;
 
 /// Prints one line per GC hold in force: `owner`, the timestamp it holds the safe point
 /// at, that timestamp's wall-clock age, and how long until the hold expires (at the
-/// caller's clock).
+/// oracle's time, which follows the clocks).
 ///
 /// # Errors
 /// [`KvError::Txn`] when the meta group cannot be reached; [`KvError::Output`].
