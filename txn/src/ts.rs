@@ -21,6 +21,17 @@ pub(crate) fn wall_clock_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// `d` in whole milliseconds (saturating).
+pub(crate) fn duration_ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The timestamp `back_ms` milliseconds before physical time `physical_ms` (logical part
+/// 0; 0 at the most).
+pub(crate) fn ts_behind(physical_ms: u64, back_ms: u64) -> u64 {
+    compose_ts(physical_ms.saturating_sub(back_ms), 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

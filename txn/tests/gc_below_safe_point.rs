@@ -188,6 +188,7 @@ fn a_gc_request_walks_a_region_in_parts_and_answers_where_to_resume() {
         }
     }
     // One key (and its one older version) per request; the walk then leaves the keys.
+    assert_eq!(parts.len(), 3, "one request per key, none more: {parts:?}");
     assert_eq!(&parts[..3], &[(1, 1), (1, 1), (1, 1)], "{parts:?}");
     assert!(parts[3..].iter().all(|p| p.1 == 0), "{parts:?}");
     for key in [&b"r1"[..], b"r2", b"r3"] {

@@ -108,7 +108,8 @@ pub(super) fn spawn(
         })
 }
 
-/// One collection: a safe point `life_time + margin` behind now, then
+/// One collection: a safe point `life_time + margin` behind now (and at or below every GC
+/// hold), then
 /// [`TxnClient::gc`](surge_txn::TxnClient::gc); the outcome goes to the node's log.
 fn run_once(id: u64, coordinator: &NodeCoordinator, config: &GcConfig) {
     let Ok(client) = coordinator.client() else {
@@ -116,18 +117,9 @@ fn run_once(id: u64, coordinator: &NodeCoordinator, config: &GcConfig) {
     };
     let started = Instant::now();
     let back = config.life_time + config.margin;
-    // The oracle may run a few seconds ahead of the clocks (after a meta leader change it
-    // starts above its durable window), and the nodes bound reads by their clocks: the
-    // safe point is the older of the two readings.
-    let by_clock = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .saturating_sub(back);
-    let by_clock =
-        surge_txn::codec::compose_ts(u64::try_from(by_clock.as_millis()).unwrap_or(u64::MAX), 0);
     let outcome = client
         .safe_point_older_than(back)
-        .and_then(|sp| client.gc(sp.min(by_clock)));
+        .and_then(|sp| client.gc(sp));
     match outcome {
         Ok(r) => eprintln!(
             "surgedb node {id}: gc below {}: {} regions, {} locks settled ({} alive), {} keys, \

@@ -57,19 +57,10 @@ pub fn gc(
     // everything goes.
     let mut remove_all = false;
     reader.for_each_version(key, safe_point, |commit_ts, write| {
-        let remove = match write.write_type {
-            WriteType::Put if !remove_all => {
-                remove_all = true;
-                false
-            }
-            WriteType::Delete if !remove_all => {
-                remove_all = true;
-                true
-            }
-            WriteType::Lock | WriteType::Rollback => true,
-            WriteType::Put | WriteType::Delete => true,
-        };
-        if remove {
+        // Only the newest data record stays, and only if it is a put.
+        let keep = !remove_all && write.write_type == WriteType::Put;
+        remove_all |= matches!(write.write_type, WriteType::Put | WriteType::Delete);
+        if !keep {
             remove_record(txn, key, commit_ts, &write, &mut stats);
         }
         Ok(limit == 0 || stats.records < limit)
@@ -118,13 +109,13 @@ pub fn gc_scan(
         resume_key: None,
         records_seen: 0,
     };
-    // The current key's records at or below the safe point so far, and whether it was
-    // already taken.
-    let mut below = 0u32;
+    // Whether the current key had a record at or below the safe point already, and
+    // whether it was taken.
+    let mut seen_below = false;
     let mut taken = false;
     out.resume_key = reader.walk_writes(start, end, |step| match step {
         WriteWalk::NextKey => {
-            below = 0;
+            seen_below = false;
             taken = false;
             Ok(!((limit_keys > 0 && out.keys.len() >= limit_keys)
                 || (limit_records > 0 && out.records_seen >= limit_records)))
@@ -138,13 +129,13 @@ pub fn gc_scan(
             if taken || commit_ts > safe_point {
                 return Ok(true);
             }
-            below += 1;
             // Only the record type is needed: a Put is the one record that may stay.
             let is_put = Write::from_bytes(key, value)?.write_type == WriteType::Put;
-            if below >= 2 || !is_put {
+            if seen_below || !is_put {
                 out.keys.push(key.to_vec());
                 taken = true;
             }
+            seen_below = true;
             Ok(true)
         }
     })?;

@@ -9,7 +9,7 @@ use super::dispatch::context;
 use super::error::TxnError;
 use super::resolver::Resolution;
 use super::txn_client::TxnClient;
-use crate::{GcStats, KeyError, KvRequest, KvResponse};
+use crate::{GcStats, KvRequest, KvResponse};
 
 /// Locks listed per `ScanLock` request of the resolve phase.
 const LOCKS_PER_SCAN: usize = 256;
@@ -39,22 +39,24 @@ pub struct GcReport {
 }
 
 impl TxnClient {
-    /// A safe point `older_than` behind a fresh timestamp of the oracle (its physical
-    /// part moved back; logical part 0), and at or below every [`GcHold`](crate::GcHold)
-    /// in force: for [`TxnClient::gc`], pass the nodes' GC life time plus a margin for
-    /// clock skew between nodes.
+    /// A safe point `older_than` behind both a fresh timestamp of the oracle and this
+    /// machine's clock (the older of the two; logical part 0), and at or below every
+    /// [`GcHold`](crate::GcHold) in force: for [`TxnClient::gc`], pass the nodes' GC life
+    /// time plus a margin for clock skew between nodes. The clock counts because the
+    /// nodes bound reads by their clocks, and the oracle may run a few seconds ahead of
+    /// them (after a meta leader change it starts above its durable window).
     ///
     /// # Errors
     /// As [`TxnClient::current_ts`].
     pub fn safe_point_older_than(&self, older_than: std::time::Duration) -> Result<u64, TxnError> {
-        let back = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
+        let back = crate::ts::duration_ms(older_than);
         // The holds first. A hold set after this reading needs no look: a coordinator's
         // hold is its clock less the life time and margin (or an open prepare of its, set
         // before), at or above the safe point computed here as long as the clocks agree
         // within the margin.
         let held = self.gc_holds()?.iter().map(|h| h.ts).min();
-        let now = self.current_ts()?;
-        let by_time = crate::compose_ts(crate::physical_ms(now).saturating_sub(back), 0);
+        let now_ms = crate::physical_ms(self.current_ts()?).min(crate::ts::wall_clock_ms());
+        let by_time = crate::ts::ts_behind(now_ms, back);
         Ok(held.map_or(by_time, |h| h.min(by_time)))
     }
 
@@ -74,12 +76,12 @@ impl TxnClient {
     /// Every node must refuse reads and new locks below `safe_point` before it is called:
     /// a node without a [`gc_life_time`](crate::KvNodeConfig::gc_life_time), or one whose
     /// life time does not yet reach back past `safe_point`, answers
-    /// [`KeyError::TooOld`] and nothing is collected there. A caller picks a safe point
+    /// [`KeyError::TooOld`](crate::KeyError::TooOld) and nothing is collected there. A caller picks a safe point
     /// some margin older than the nodes' life time (a minute, for clock skew between
     /// nodes).
     ///
     /// # Errors
-    /// [`KeyError::TooOld`] (as `TxnError::Key`) from a node that refuses the safe point;
+    /// [`KeyError::TooOld`](crate::KeyError::TooOld) (as `TxnError::Key`) from a node that refuses the safe point;
     /// region and transport errors once the backoff budget of one step (one region's
     /// answer) is spent.
     pub fn gc(&self, safe_point: u64) -> Result<GcReport, TxnError> {
@@ -99,87 +101,99 @@ impl TxnClient {
         let Some(max_ts) = safe_point.checked_sub(1) else {
             return Ok(());
         };
-        let mut key = Vec::new();
-        // One budget per step: region errors retry within it, an answer starts the next.
-        let mut bo = Backoff::new(&core.config);
-        loop {
-            let region = core.locate(&key, &mut bo)?;
-            let req = KvRequest::ScanLock {
-                ctx: context(&region),
+        self.walk_regions(
+            |ctx, start| KvRequest::ScanLock {
+                ctx,
                 max_ts,
-                start: key.clone(),
+                start,
                 end: None,
                 limit: LOCKS_PER_SCAN,
-            };
-            let locks = match core.send_region(&region, req, &mut bo)? {
-                None => continue,
-                Some(KvResponse::Locks { locks }) => locks,
-                Some(KvResponse::KeyError(e)) => return Err(e.into()),
-                Some(other) => return Err(TxnError::unexpected("scan_lock", &other)),
-            };
-            bo = Backoff::new(&core.config);
-            for lock in &locks {
-                let mut bo = Backoff::new(&core.config);
-                match core.resolve_lock(lock, 0, &mut bo)? {
-                    Resolution::Resolved => report.locks_resolved += 1,
-                    Resolution::Alive | Resolution::Bypass(_) => report.locks_alive += 1,
+            },
+            |reply| {
+                let KvResponse::Locks { locks } = reply else {
+                    return Err(TxnError::unexpected("scan_lock", &reply));
+                };
+                for lock in &locks {
+                    let mut bo = Backoff::new(&core.config);
+                    match core.resolve_lock(lock, 0, &mut bo)? {
+                        Resolution::Resolved => report.locks_resolved += 1,
+                        Resolution::Alive | Resolution::Bypass(_) => report.locks_alive += 1,
+                    }
                 }
-            }
-            match locks.last() {
                 // Possibly more in this region: go on after the last lock listed.
-                Some(last) if locks.len() >= LOCKS_PER_SCAN => {
-                    key = last.key.clone();
-                    key.push(0);
-                }
-                _ => match region.info.end_key() {
-                    Some(end) => key = end.to_vec(),
-                    None => return Ok(()),
-                },
-            }
-        }
+                Ok(locks
+                    .last()
+                    .filter(|_| locks.len() >= LOCKS_PER_SCAN)
+                    .map(|last| {
+                        let mut next = last.key.clone();
+                        next.push(0);
+                        next
+                    }))
+            },
+        )?;
+        Ok(())
     }
 
     fn collect_regions(&self, safe_point: u64, report: &mut GcReport) -> Result<(), TxnError> {
-        let core = self.core();
-        let mut key = Vec::new();
-        let mut bo = Backoff::new(&core.config);
-        loop {
-            let region = core.locate(&key, &mut bo)?;
-            let req = KvRequest::Gc {
-                ctx: context(&region),
+        let regions = self.walk_regions(
+            |ctx, start| KvRequest::Gc {
+                ctx,
                 safe_point,
-                start: key.clone(),
+                start,
                 limit_keys: KEYS_PER_GC,
-            };
-            // An answer came from `region` at the epoch the cache knows (a split since is a
-            // region error and a fresh lookup), so its end is the end of what was walked.
-            let resume = match core.send_region(&region, req, &mut bo)? {
-                None => continue,
-                Some(KvResponse::Gc {
+            },
+            |reply| match reply {
+                KvResponse::Gc {
                     keys,
                     removed,
                     records_seen,
                     resume_key,
-                }) => {
+                } => {
                     report.keys += keys;
                     report.removed.add(removed);
                     report.records_seen += records_seen;
-                    resume_key
+                    Ok(resume_key)
                 }
-                Some(KvResponse::KeyError(e @ KeyError::TooOld { .. })) => {
-                    return Err(TxnError::Key(e));
-                }
+                other => Err(TxnError::unexpected("gc", &other)),
+            },
+        )?;
+        report.regions += regions;
+        Ok(())
+    }
+
+    /// Walks every region from the start of the key space: `request` builds the request
+    /// for a region's context and a start key in it, `answer` takes its reply and says
+    /// where to go on inside the region (`None`: the region is done). Region errors retry
+    /// within one backoff budget per step; a key error ends the walk. Returns the regions
+    /// finished. An answer came from the region at the epoch the cache knows (a split
+    /// since is a region error and a fresh lookup), so its end is the end of what was
+    /// walked.
+    fn walk_regions(
+        &self,
+        mut request: impl FnMut(crate::Context, Vec<u8>) -> KvRequest,
+        mut answer: impl FnMut(KvResponse) -> Result<Option<Vec<u8>>, TxnError>,
+    ) -> Result<u64, TxnError> {
+        let core = self.core();
+        let mut key = Vec::new();
+        let mut regions = 0;
+        // One budget per step: region errors retry within it, an answer starts the next.
+        let mut bo = Backoff::new(&core.config);
+        loop {
+            let region = core.locate(&key, &mut bo)?;
+            let req = request(context(&region), key.clone());
+            let resume = match core.send_region(&region, req, &mut bo)? {
+                None => continue,
                 Some(KvResponse::KeyError(e)) => return Err(e.into()),
-                Some(other) => return Err(TxnError::unexpected("gc", &other)),
+                Some(reply) => answer(reply)?,
             };
             bo = Backoff::new(&core.config);
             match resume {
                 Some(next) => key = next,
                 None => {
-                    report.regions += 1;
+                    regions += 1;
                     match region.info.end_key() {
                         Some(end) => key = end.to_vec(),
-                        None => return Ok(()),
+                        None => return Ok(regions),
                     }
                 }
             }

@@ -77,10 +77,6 @@ pub(crate) enum HoldState {
     Released,
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 impl TxnClient {
     /// Sets `owner`'s GC hold at `ts` (replacing the one it had), lasting `ttl` on the meta
     /// leader's clock unless set again. `ts` must be at or below what the owner needs kept:
@@ -95,7 +91,8 @@ impl TxnClient {
             });
         }
         let mut bo = Backoff::new(&self.core().config);
-        self.core().send_gc_hold(owner, ts, millis(ttl), &mut bo)
+        self.core()
+            .send_gc_hold(owner, ts, crate::ts::duration_ms(ttl), &mut bo)
     }
 
     /// Removes `owner`'s GC hold (nothing if it has none).
@@ -195,9 +192,9 @@ impl ClientCore {
         if *self.gc_hold_state.lock() == HoldState::Released {
             return Ok(None);
         }
-        let by_clock = crate::compose_ts(
-            crate::ts::wall_clock_ms().saturating_sub(millis(opts.behind)),
-            0,
+        let by_clock = crate::ts::ts_behind(
+            crate::ts::wall_clock_ms(),
+            crate::ts::duration_ms(opts.behind),
         );
         let oldest_open = self.oldest_open_prepare()?;
         if oldest_open.is_some_and(|o| o < by_clock) {
@@ -213,7 +210,7 @@ impl ClientCore {
         let ts = oldest_open.map_or(by_clock, |o| o.min(by_clock)).max(1);
         // A TTL shorter than two refreshes would let a live client's hold lapse.
         let ttl = opts.ttl.max(opts.refresh * 2);
-        self.send_gc_hold(opts.owner, ts, millis(ttl), bo)?;
+        self.send_gc_hold(opts.owner, ts, crate::ts::duration_ms(ttl), bo)?;
         *self.gc_hold_state.lock() = HoldState::SetAt(Instant::now());
         Ok(Some(ts))
     }

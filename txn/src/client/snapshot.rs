@@ -18,7 +18,12 @@ impl ClientCore {
     /// [`TxnError::KeyIsLocked`] when a live lock blocks the read for the whole budget;
     /// region errors after retries.
     pub(crate) fn snapshot_get(&self, key: &[u8], ts: u64) -> Result<Option<Vec<u8>>, TxnError> {
-        self.point_read(key, ts, false)
+        self.point_read(key, ts, |ctx, key, version, bypass_locks| KvRequest::Get {
+            ctx,
+            key,
+            version,
+            bypass_locks,
+        })
     }
 
     /// [`ClientCore::snapshot_get`] served below the GC life time (`KvRequest::GetHeld`):
@@ -31,31 +36,30 @@ impl ClientCore {
         key: &[u8],
         ts: u64,
     ) -> Result<Option<Vec<u8>>, TxnError> {
-        self.point_read(key, ts, true)
+        self.point_read(key, ts, |ctx, key, version, bypass_locks| {
+            KvRequest::GetHeld {
+                ctx,
+                key,
+                version,
+                bypass_locks,
+            }
+        })
     }
 
-    fn point_read(&self, key: &[u8], ts: u64, held: bool) -> Result<Option<Vec<u8>>, TxnError> {
-        let _span = tracing::debug_span!("snapshot_get", ts, held).entered();
+    /// A point read built by `request` (context, key, version, locks to bypass), resolving
+    /// the locks it meets.
+    fn point_read(
+        &self,
+        key: &[u8],
+        ts: u64,
+        request: fn(Context, Vec<u8>, u64, Vec<u64>) -> KvRequest,
+    ) -> Result<Option<Vec<u8>>, TxnError> {
+        let _span = tracing::debug_span!("snapshot_get", ts).entered();
         let mut bo = Backoff::new(&self.config);
         let mut bypass = Vec::new();
         loop {
             let reply = self.send_key(key, &mut bo, |ctx| {
-                let (key, version, bypass_locks) = (key.to_vec(), ts, bypass.clone());
-                if held {
-                    KvRequest::GetHeld {
-                        ctx,
-                        key,
-                        version,
-                        bypass_locks,
-                    }
-                } else {
-                    KvRequest::Get {
-                        ctx,
-                        key,
-                        version,
-                        bypass_locks,
-                    }
-                }
+                request(ctx, key.to_vec(), ts, bypass.clone())
             })?;
             match reply {
                 KvResponse::Get { value } => return Ok(value),

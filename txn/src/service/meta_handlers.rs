@@ -15,19 +15,12 @@ impl KvNode {
             }));
         }
         match req {
-            KvRequest::GetTimestamp { count } => {
-                let raft = self.raft.read_recursive();
-                let Some(raft) = raft.as_ref() else {
-                    return KvResponse::RegionError(RegionError::NotLeader {
-                        region_id: META_REGION_ID,
-                        leader: None,
-                    });
-                };
-                match self.meta.get_ts(raft, count, self.config.proposal_timeout) {
-                    Ok(ts) => KvResponse::Timestamp { ts },
-                    Err(e) => KvResponse::RegionError(self.with_hint(e)),
-                }
-            }
+            KvRequest::GetTimestamp { count } => self.with_meta_raft(|raft| {
+                let ts = self
+                    .meta
+                    .get_ts(raft, count, self.config.proposal_timeout)?;
+                Ok(KvResponse::Timestamp { ts })
+            }),
             KvRequest::GetRegion { key } => KvResponse::Regions {
                 regions: self
                     .meta
@@ -88,20 +81,12 @@ impl KvNode {
                     KvRequest::AllocRegionIds { count } => MetaCommand::AllocRegionIds(count),
                     _ => MetaCommand::AllocRegionId,
                 };
-                let raft = self.raft.read_recursive();
-                let Some(raft) = raft.as_ref() else {
-                    return KvResponse::RegionError(RegionError::NotLeader {
-                        region_id: META_REGION_ID,
-                        leader: None,
-                    });
-                };
-                match self
-                    .meta
-                    .propose(raft, vec![cmd], self.config.proposal_timeout)
-                {
-                    Ok(id) => KvResponse::RegionId { id },
-                    Err(e) => KvResponse::RegionError(self.with_hint(e)),
-                }
+                self.with_meta_raft(|raft| {
+                    let id = self
+                        .meta
+                        .propose(raft, vec![cmd], self.config.proposal_timeout)?;
+                    Ok(KvResponse::RegionId { id })
+                })
             }
             KvRequest::ReportRegions { put, remove } => {
                 // Heartbeats repeat what the map holds: propose only what changes it.
@@ -136,8 +121,12 @@ impl KvNode {
         }
     }
 
-    /// Proposes `cmds` to the meta group; `Done` once applied.
-    fn propose_meta(&self, cmds: Vec<MetaCommand>) -> KvResponse {
+    /// Runs `f` with this node's Raft node (answering `NotLeader` when it has none: it is
+    /// stopping); a region error `f` returns becomes the answer, with a leader hint.
+    fn with_meta_raft(
+        &self,
+        f: impl FnOnce(&surge_raft_lite::Node) -> Result<KvResponse, RegionError>,
+    ) -> KvResponse {
         let raft = self.raft.read_recursive();
         let Some(raft) = raft.as_ref() else {
             return KvResponse::RegionError(RegionError::NotLeader {
@@ -145,37 +134,37 @@ impl KvNode {
                 leader: None,
             });
         };
-        match self.meta.propose(raft, cmds, self.config.proposal_timeout) {
-            Ok(_) => KvResponse::Done,
-            Err(e) => KvResponse::RegionError(self.with_hint(e)),
-        }
+        f(raft).unwrap_or_else(|e| KvResponse::RegionError(self.with_hint(e)))
+    }
+
+    /// Proposes `cmds` to the meta group; `Done` once applied.
+    fn propose_meta(&self, cmds: Vec<MetaCommand>) -> KvResponse {
+        self.with_meta_raft(|raft| {
+            self.meta
+                .propose(raft, cmds, self.config.proposal_timeout)?;
+            Ok(KvResponse::Done)
+        })
     }
 
     /// The GC holds in force. A quorum round first, so that a new leader has applied every
     /// hold set under its predecessors (a hold it missed would let a safe point pass it);
     /// expired holds are dropped through the log, so that every replica forgets them.
     fn gc_holds(&self) -> KvResponse {
-        {
-            let raft = self.raft.read_recursive();
-            let Some(raft) = raft.as_ref() else {
-                return KvResponse::RegionError(RegionError::NotLeader {
-                    region_id: META_REGION_ID,
-                    leader: None,
-                });
-            };
-            if let Err(e) = raft.read_index(META_REGION_ID, self.config.proposal_timeout) {
-                return KvResponse::RegionError(
-                    self.with_hint(crate::region::raft_error(META_REGION_ID, e)),
-                );
-            }
+        let confirmed = self.with_meta_raft(|raft| {
+            raft.read_index(META_REGION_ID, self.config.proposal_timeout)
+                .map_err(|e| crate::region::raft_error(META_REGION_ID, e))?;
+            Ok(KvResponse::Done)
+        });
+        if !matches!(confirmed, KvResponse::Done) {
+            return confirmed;
         }
         let now = crate::ts::wall_clock_ms();
         let (holds, expired) = self.meta.gc_holds(now);
-        if expired
-            && let KvResponse::RegionError(e) =
-                self.propose_meta(vec![MetaCommand::ExpireGcHolds(now)])
-        {
-            return KvResponse::RegionError(e);
+        if expired {
+            let dropped = self.propose_meta(vec![MetaCommand::ExpireGcHolds(now)]);
+            if !matches!(dropped, KvResponse::Done) {
+                return dropped;
+            }
         }
         KvResponse::GcHolds { holds }
     }

@@ -115,8 +115,7 @@ impl KvNode {
     /// see [`KvNodeConfig::gc_life_time`](crate::KvNodeConfig::gc_life_time)).
     pub(super) fn oldest_served(&self) -> u64 {
         self.config.gc_life_time.map_or(0, |life| {
-            let life = u64::try_from(life.as_millis()).unwrap_or(u64::MAX);
-            crate::compose_ts(crate::ts::wall_clock_ms().saturating_sub(life), 0)
+            crate::ts::ts_behind(crate::ts::wall_clock_ms(), crate::ts::duration_ms(life))
         })
     }
 
@@ -124,23 +123,27 @@ impl KvNode {
     /// of a transaction started there, could meet versions garbage collection removed (or a
     /// rollback record it removed, which guarded against that very lock).
     fn check_age(&self, ts: u64) -> Result<(), Failure> {
-        self.check_read_age(ts, &[])
+        let oldest = self.oldest_served();
+        if ts < oldest {
+            return Err(Failure::Key(KeyError::TooOld { ts, oldest }));
+        }
+        Ok(())
     }
 
     /// [`KvNode::check_age`] for a point read of `keys`, except that a read of the replica
     /// stream's reserved keys only is served at any age: each of
     /// those keys is written once and never overwritten, so garbage collection never
     /// removes what such a read sees (a stream follower far behind reads payloads at
-    /// their records' commit_ts).
+    /// their records' commit_ts). The keys are only looked at for a read the age refuses.
     fn check_read_age(&self, ts: u64, keys: &[&[u8]]) -> Result<(), Failure> {
-        if !keys.is_empty() && keys.iter().all(|k| crate::stream::is_reserved_key(k)) {
-            return Ok(());
+        match self.check_age(ts) {
+            Err(_)
+                if !keys.is_empty() && keys.iter().all(|k| crate::stream::is_reserved_key(k)) =>
+            {
+                Ok(())
+            }
+            checked => checked,
         }
-        let oldest = self.oldest_served();
-        if ts < oldest {
-            return Err(Failure::Key(KeyError::TooOld { ts, oldest }));
-        }
-        Ok(())
     }
 
     fn answer(&self, result: Handled) -> KvResponse {
