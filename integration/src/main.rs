@@ -86,6 +86,32 @@ enum Command {
         #[command(subcommand)]
         command: GcCommand,
     },
+    /// The replica stream's records in the store: where each node's copy stands, and
+    /// removing a gone node's position.
+    Stream {
+        #[command(subcommand)]
+        command: StreamCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum StreamCommand {
+    /// Print how far the stream records were collected and each node's position: the
+    /// record timestamp its copy still needs from, how far it is complete, and when it
+    /// said so.
+    Positions {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Remove OWNER's stream position, so that record collection passes a node that is
+    /// gone for good (a running node publishes its position again within seconds).
+    RemovePosition {
+        #[command(flatten)]
+        target: Target,
+        /// The position's owner (a node id).
+        #[arg(long)]
+        owner: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -169,6 +195,20 @@ struct NodeArgs {
     /// renamed into place (every node must agree).
     #[arg(long, default_value_t = surgedb::stream::DEFAULT_LARGE_GROUP)]
     stream_large_group: u64,
+    /// Keep the cluster's stream records (in the store, beside the rows) at least this many
+    /// seconds; older ones are deleted once every node keeping the stream has them in its
+    /// files. The files themselves are not touched.
+    #[arg(long, default_value_t = 3600)]
+    stream_retention_secs: u64,
+    /// A node that has not said where its stream stands for this many seconds stops holding
+    /// the stream records back (if it comes back needing one that went, its copy stops
+    /// with an error).
+    #[arg(long, default_value_t = 86_400)]
+    stream_position_ttl_secs: u64,
+    /// How often, in seconds, this node asks whether it collects stream records (the
+    /// smallest live node id does) and publishes its stream position (at most every 10 s).
+    #[arg(long, default_value_t = 60)]
+    stream_collect_interval_secs: u64,
     /// This node's binlog commits a transaction whose cache reaches this many bytes by
     /// renaming the cache file into the next binlog file (MariaDB 11.7's
     /// `binlog_large_commit_threshold`).
@@ -630,6 +670,7 @@ fn main() -> ExitCode {
         Command::Txn { target, file } => ("surgedb txn", or_ok(txn(&target, &file, &mut stdout))),
         Command::Bench { command } => ("surgedb bench", or_ok(bench(command, &mut stdout))),
         Command::Gc { command } => ("surgedb gc", or_ok(gc(command, &mut stdout))),
+        Command::Stream { command } => ("surgedb stream", or_ok(stream(command, &mut stdout))),
     };
     exit_with(context, failure)
 }
@@ -681,6 +722,14 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
             .with_max_file_size(args.stream_file_size)
             .with_large_group(args.stream_large_group)
+            .with_retention(
+                surgedb::stream::Retention::default()
+                    .with_keep(Duration::from_secs(args.stream_retention_secs))
+                    .with_position_ttl(Duration::from_secs(args.stream_position_ttl_secs))
+                    .with_collect_every(Duration::from_secs(
+                        args.stream_collect_interval_secs.max(1),
+                    )),
+            )
     });
     config.gc = (args.gc_life_time_secs > 0).then(|| {
         surgedb::server::GcConfig::default()
@@ -829,6 +878,20 @@ fn gc(command: GcCommand, out: &mut impl Write) -> Result<(), String> {
             .map_err(text),
         GcCommand::RemoveHold { target, owner } => {
             cli::remove_gc_hold(connect(&target)?.txn(), owner, out).map_err(text)
+        }
+    }
+}
+
+fn stream(command: StreamCommand, out: &mut impl Write) -> Result<(), String> {
+    let text = |e: cli::KvError| e.to_string();
+    match command {
+        StreamCommand::Positions { target } => {
+            cli::print_stream_positions(connect(&target)?.txn(), out)
+                .map(|_| ())
+                .map_err(text)
+        }
+        StreamCommand::RemovePosition { target, owner } => {
+            cli::remove_stream_position(connect(&target)?.txn(), owner, out).map_err(text)
         }
     }
 }

@@ -100,7 +100,8 @@ pub use client::{
     BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
     DEFAULT_HOT_AUTO_THRESHOLD, GcHoldOptions, GcReport, HotChange, HotCounters, HotGroupObserver,
     HotGroupRecord, HotOp, HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair,
-    NodeStatusResult, RegionView, RowUpdate, Transaction, TxnClient, TxnError, TxnMode,
+    NodeStatusResult, RegionView, RowUpdate, StreamCollectReport, Transaction, TxnClient, TxnError,
+    TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
 pub use engine::{
@@ -112,8 +113,8 @@ pub use engine::{
 };
 pub use stream::{
     STREAM_PREFIX, STREAM_RECORD_VERSION, StreamDecodeError, StreamGroup, StreamGroupKind,
-    StreamOptions, StreamTxn, StreamWatermark, decode_stream_record, encode_stream_record,
-    stream_events_from_cache_bytes,
+    StreamOptions, StreamPosition, StreamTxn, StreamWatermark, decode_stream_record,
+    encode_stream_record, stream_events_from_cache_bytes,
 };
 /// The binlog's SQL row types the caller builds row events from (`surge-binlog`).
 pub use surge_binlog::{

@@ -10,6 +10,7 @@ mod kv;
 mod replica_start;
 mod script_target;
 mod status;
+mod stream_positions;
 mod txn_script;
 
 pub use bench_run::{BenchOutput, bench_bigtxn, bench_hotspot, bench_locks};
@@ -25,4 +26,5 @@ pub use kv::{KvError, get, scan, write};
 pub use replica_start::start_replica;
 pub use script_target::{ScriptTarget, ScriptTxn};
 pub use status::{NodeReport, StatusError, cluster_status, print_status};
+pub use stream_positions::{print_stream_positions, remove_stream_position};
 pub use txn_script::{MAX_SLEEP_MS, ScriptError, ScriptOp, parse_script, run_script, show};

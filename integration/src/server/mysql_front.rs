@@ -130,15 +130,16 @@ fn follow(
     slot: &Mutex<Option<StreamFollower>>,
 ) -> Option<Arc<StreamFiles>> {
     let dir = cfg.dir.clone();
+    let source = TxnRecordSource::new(client).with_positions(node, cfg.retention);
+    let follower_cfg = FollowerConfig {
+        publish_every: cfg.retention.publish_every(),
+        collect_every: cfg.retention.collect_every,
+        ..FollowerConfig::default()
+    };
     let started = StreamWriter::open(cfg)
         .map_err(|e| e.to_string())
         .and_then(|w| {
-            StreamFollower::start(
-                w,
-                Box::new(TxnRecordSource::new(client)),
-                FollowerConfig::default(),
-            )
-            .map_err(|e| e.to_string())
+            StreamFollower::start(w, Box::new(source), follower_cfg).map_err(|e| e.to_string())
         });
     match started {
         Ok(f) => {

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::retention::Retention;
+
 /// The stream's server id: what a replica sees as its primary's. It must differ from every
 /// replica's own `server_id` (MariaDB drops events carrying its own id) and from the nodes'
 /// ids, which their own binlogs use.
@@ -33,6 +35,10 @@ pub struct StreamConfig {
     /// aside and renamed into place), as MariaDB 11.7 commits a large transaction by
     /// renaming its cache file into the next binlog file.
     pub large_group: u64,
+    /// How long the cluster keeps records every node has, and who collects them. Not
+    /// one of the shared settings: it changes what the store keeps, not the files' bytes
+    /// (the collecting node's policy is the one applied).
+    pub retention: Retention,
 }
 
 impl StreamConfig {
@@ -44,6 +50,7 @@ impl StreamConfig {
             domain_id: DEFAULT_STREAM_DOMAIN_ID,
             max_file_size: DEFAULT_STREAM_FILE_SIZE,
             large_group: DEFAULT_LARGE_GROUP,
+            retention: Retention::default(),
         }
     }
 
@@ -58,6 +65,13 @@ impl StreamConfig {
     #[must_use]
     pub fn with_large_group(mut self, bytes: u64) -> StreamConfig {
         self.large_group = bytes;
+        self
+    }
+
+    /// Sets [`StreamConfig::retention`].
+    #[must_use]
+    pub fn with_retention(mut self, retention: Retention) -> StreamConfig {
+        self.retention = retention;
         self
     }
 

@@ -57,6 +57,21 @@ pub enum StreamError {
         /// The cluster's (the first claimed).
         cluster: String,
     },
+    /// The cluster collected stream records this node still needs: it was not counted when
+    /// they went (down longer than the position TTL, a new data directory, or it had not
+    /// published its position yet), so its copy can no longer be completed from the
+    /// cluster's records. Its files up to the cursor stay valid and served.
+    #[error(
+        "replica stream: this node needs the cluster's records from record_ts {needed}, but \
+         records below {collected} were collected while this node was not counted; its copy \
+         stops here (see \"Retention\" in the surgedb README)"
+    )]
+    Collected {
+        /// The smallest record timestamp this node's next read needs.
+        needed: u64,
+        /// The cluster's collected mark.
+        collected: u64,
+    },
     /// Reading the cluster's stream records failed (retried by the follower).
     #[error("replica stream: reading the cluster's records: {detail}")]
     Source {

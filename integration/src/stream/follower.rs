@@ -45,6 +45,28 @@ pub trait RecordSource: Send {
         lower_record_ts: u64,
     ) -> Result<Vec<StreamedTxn>, StreamError>;
 
+    /// Tells the cluster that this copy needs no record with a record timestamp below
+    /// `lower_record_ts` and holds every transaction committed at or below `done_ts`;
+    /// returns the cluster's collected mark (records below it may be gone). The default
+    /// tells no one and answers 0.
+    ///
+    /// # Errors
+    /// [`StreamError::Source`]: retried.
+    fn publish_position(&mut self, lower_record_ts: u64, done_ts: u64) -> Result<u64, StreamError> {
+        let _ = (lower_record_ts, done_ts);
+        Ok(0)
+    }
+
+    /// Deletes the records every copy has, if this source's policy makes it this node's
+    /// turn; returns what it did (`None`: not its turn, or nothing to do). The default
+    /// collects nothing.
+    ///
+    /// # Errors
+    /// [`StreamError::Source`]: tried again at the next collection time.
+    fn collect(&mut self) -> Result<Option<Collection>, StreamError> {
+        Ok(None)
+    }
+
     /// The stream settings in force for the cluster, claiming `mine` when there are none
     /// yet. The default keeps nothing and answers `mine` (a source of one writer).
     ///
@@ -55,9 +77,17 @@ pub trait RecordSource: Send {
     }
 }
 
+/// What one collection of the cluster's stream records did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Collection {
+    /// The collected mark after it: records with a record timestamp below it are gone.
+    pub below_record_ts: u64,
+    /// Keys deleted (record chunks and external payload chunks).
+    pub keys: u64,
+}
+
 /// Before the first round: the cluster's stream settings must be this writer's (the first
-/// node to ask claims its own), since every node's copy must be the same bytes. Retries a
-/// source that cannot answer yet (a cluster still starting) until stopped.
+/// node to ask claims its own), since every node's copy must be the same bytes.
 fn agree_settings(
     writer: &StreamWriter,
     source: &mut dyn RecordSource,
@@ -66,26 +96,40 @@ fn agree_settings(
     cfg: FollowerConfig,
 ) -> Result<(), StreamError> {
     let mine = writer.config().shared_settings();
+    match until_answered(stop, status, cfg, || source.claim_settings(&mine))? {
+        Some(cluster) if cluster != mine => Err(StreamError::SettingsDiffer {
+            node: mine,
+            cluster,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `f` until it does not fail with [`StreamError::Source`] (a cluster still starting:
+/// each failure noted, then a pause), or until stopped (`Ok(None)`).
+fn until_answered<T>(
+    stop: &AtomicBool,
+    status: &Mutex<FollowerStatus>,
+    cfg: FollowerConfig,
+    mut f: impl FnMut() -> Result<T, StreamError>,
+) -> Result<Option<T>, StreamError> {
     while !stop.load(Ordering::SeqCst) {
-        match source.claim_settings(&mine) {
-            Ok(cluster) if cluster == mine => return Ok(()),
-            Ok(cluster) => {
-                return Err(StreamError::SettingsDiffer {
-                    node: mine,
-                    cluster,
-                });
-            }
+        match f() {
             Err(e @ StreamError::Source { .. }) => {
-                let mut s = status.lock();
-                s.failed_rounds += 1;
-                s.last_error = Some(e.to_string());
-                drop(s);
+                note_failure(status, &e);
                 std::thread::sleep(cfg.retry);
             }
-            Err(e) => return Err(e),
+            other => return other.map(Some),
         }
     }
-    Ok(())
+    Ok(None)
+}
+
+/// Counts a failed round (or publication, or collection) and keeps its error.
+fn note_failure(status: &Mutex<FollowerStatus>, e: &StreamError) {
+    let mut s = status.lock();
+    s.failed_rounds += 1;
+    s.last_error = Some(e.to_string());
 }
 
 /// How the follower paces itself.
@@ -96,6 +140,12 @@ pub struct FollowerConfig {
     pub interval: Duration,
     /// Pause after a failed round.
     pub retry: Duration,
+    /// How often the node publishes its stream position to the cluster (what it no
+    /// longer needs), so that records every copy has can be collected.
+    pub publish_every: Duration,
+    /// How often the node asks its source to collect (the source decides whether it is
+    /// this node's turn).
+    pub collect_every: Duration,
 }
 
 impl Default for FollowerConfig {
@@ -103,6 +153,8 @@ impl Default for FollowerConfig {
         FollowerConfig {
             interval: Duration::from_millis(50),
             retry: Duration::from_millis(200),
+            publish_every: Duration::from_secs(10),
+            collect_every: Duration::from_secs(60),
         }
     }
 }
@@ -120,6 +172,10 @@ pub struct FollowerStatus {
     pub last_error: Option<String>,
     /// Set when the writer failed: the follower stopped (restart the node).
     pub stopped: Option<String>,
+    /// The cluster's collected mark as last seen (records below it may be gone).
+    pub collected_below: u64,
+    /// Keys this node's collections deleted.
+    pub collected_keys: u64,
 }
 
 /// The running follower; stops when dropped.
@@ -152,47 +208,10 @@ impl StreamFollower {
             .name("stream-follower".into())
             .spawn(move || {
                 let _finished = SetOnDrop(finished2);
-                let mut last_report = Instant::now() - Duration::from_secs(60);
-                if let Err(e) = agree_settings(&writer, source.as_mut(), &stop2, &status2, cfg) {
+                if let Err(e) = follow(&mut writer, source.as_mut(), &stop2, &status2, cfg) {
                     let msg = e.to_string();
                     eprintln!("{msg}: the replica stream stopped on this node");
                     status2.lock().stopped = Some(msg);
-                    return;
-                }
-                while !stop2.load(Ordering::SeqCst) {
-                    // Rounds start `interval` apart, busy or not: each reads the last few
-                    // seconds of record keys (the skew window) on the stream's regions, so
-                    // back-to-back rounds under load would cost the cluster a core.
-                    let next = Instant::now() + cfg.interval;
-                    match round(&mut writer, source.as_mut()) {
-                        Ok(n) => {
-                            let mut s = status2.lock();
-                            s.rounds += 1;
-                            s.txns += n as u64;
-                            drop(s);
-                            std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                        }
-                        Err(e @ StreamError::Source { .. }) => {
-                            let msg = e.to_string();
-                            let mut s = status2.lock();
-                            s.failed_rounds += 1;
-                            s.last_error = Some(msg.clone());
-                            drop(s);
-                            // A cluster that is starting or losing a node fails rounds for a
-                            // while; say so at most every 10 s.
-                            if last_report.elapsed() >= Duration::from_secs(10) {
-                                eprintln!("{msg} (retrying)");
-                                last_report = Instant::now();
-                            }
-                            std::thread::sleep(cfg.retry);
-                        }
-                        Err(e) => {
-                            let msg = e.to_string();
-                            eprintln!("{msg}: the replica stream stopped on this node");
-                            status2.lock().stopped = Some(msg);
-                            return;
-                        }
-                    }
                 }
             })?;
         Ok(StreamFollower {
@@ -263,6 +282,125 @@ impl Drop for StreamFollower {
     fn drop(&mut self) {
         self.stop_within(Instant::now() + Duration::from_secs(2));
     }
+}
+
+/// Publishes the position once before the first round (retrying a source that cannot
+/// answer yet), so that a node whose records were collected learns it before it reads.
+fn first_publish(
+    writer: &StreamWriter,
+    source: &mut dyn RecordSource,
+    stop: &AtomicBool,
+    status: &Mutex<FollowerStatus>,
+    cfg: FollowerConfig,
+) -> Result<(), StreamError> {
+    until_answered(stop, status, cfg, || publish(writer, source, status)).map(|_| ())
+}
+
+/// Publishes the writer's durable position; [`StreamError::Collected`] when the cluster
+/// collected records below what this copy still needs.
+fn publish(
+    writer: &StreamWriter,
+    source: &mut dyn RecordSource,
+    status: &Mutex<FollowerStatus>,
+) -> Result<(), StreamError> {
+    let (needed, done) = writer.stored_position();
+    let collected = source.publish_position(needed, done)?;
+    status.lock().collected_below = collected;
+    if collected > needed {
+        return Err(StreamError::Collected { needed, collected });
+    }
+    Ok(())
+}
+
+/// When the follower last published its position and last asked for a collection.
+struct Upkeep {
+    published: Instant,
+    collected: Instant,
+}
+
+impl Upkeep {
+    fn new() -> Upkeep {
+        let now = Instant::now();
+        Upkeep {
+            published: now,
+            collected: now,
+        }
+    }
+
+    /// Publishes and collects when they are due. A source that cannot answer is noted and
+    /// tried again at the next time; only [`StreamError::Collected`] stops the follower.
+    fn run(
+        &mut self,
+        writer: &StreamWriter,
+        source: &mut dyn RecordSource,
+        status: &Mutex<FollowerStatus>,
+        cfg: FollowerConfig,
+    ) -> Result<(), StreamError> {
+        if self.published.elapsed() >= cfg.publish_every {
+            self.published = Instant::now();
+            match publish(writer, source, status) {
+                Err(e @ StreamError::Source { .. }) => note_failure(status, &e),
+                other => other?,
+            }
+        }
+        if self.collected.elapsed() >= cfg.collect_every {
+            self.collected = Instant::now();
+            match source.collect() {
+                Ok(Some(c)) => {
+                    let mut s = status.lock();
+                    s.collected_below = s.collected_below.max(c.below_record_ts);
+                    s.collected_keys += c.keys;
+                }
+                Ok(None) => {}
+                Err(e) => note_failure(status, &e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The follower thread's work until stopped; an error is one that stops it (the writer's,
+/// different settings, records collected that this copy needs). Failed rounds are noted
+/// and retried.
+fn follow(
+    writer: &mut StreamWriter,
+    source: &mut dyn RecordSource,
+    stop: &AtomicBool,
+    status: &Mutex<FollowerStatus>,
+    cfg: FollowerConfig,
+) -> Result<(), StreamError> {
+    agree_settings(writer, source, stop, status, cfg)?;
+    first_publish(writer, source, stop, status, cfg)?;
+    let mut last_report = Instant::now() - Duration::from_secs(60);
+    let mut upkeep = Upkeep::new();
+    while !stop.load(Ordering::SeqCst) {
+        upkeep.run(writer, source, status, cfg)?;
+        // Rounds start `interval` apart, busy or not: each reads the last few seconds of
+        // record keys (the skew window) on the stream's regions, so back-to-back rounds
+        // under load would cost the cluster a core.
+        let next = Instant::now() + cfg.interval;
+        match round(writer, source) {
+            Ok(n) => {
+                let mut s = status.lock();
+                s.rounds += 1;
+                s.txns += n as u64;
+                drop(s);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            Err(e @ StreamError::Source { .. }) => {
+                note_failure(status, &e);
+                // A cluster that is starting or losing a node fails rounds for a while; say
+                // so at most every 10 s.
+                if last_report.elapsed() >= Duration::from_secs(10) {
+                    eprintln!("{e} (retrying)");
+                    last_report = Instant::now();
+                }
+                std::thread::sleep(cfg.retry);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// One round; returns how many transactions it appended.

@@ -16,6 +16,7 @@ mod error;
 mod follower;
 mod item;
 mod published;
+mod retention;
 mod txn_source;
 mod writer;
 
@@ -26,8 +27,11 @@ pub use config::{
 pub use crash::points as crash_points;
 pub use cursor::{CURSOR_FILE, Cursor};
 pub use error::StreamError;
-pub use follower::{FollowerConfig, FollowerStatus, RecordSource, StreamFollower, Watermark};
+pub use follower::{
+    Collection, FollowerConfig, FollowerStatus, RecordSource, StreamFollower, Watermark,
+};
 pub use item::{StreamedGroup, StreamedTxn};
 pub use published::{START_GRACE, StreamFiles};
+pub use retention::{Retention, plan_collection};
 pub use txn_source::TxnRecordSource;
 pub use writer::StreamWriter;

@@ -1,23 +1,40 @@
 //! [`TxnRecordSource`]: the follower's source over `surge-txn`'s stream records, read
 //! through a node's coordinator.
 
+use surge_txn::codec::physical_ms;
 use surge_txn::{StreamGroupKind, TxnClient};
 
 use super::error::StreamError;
-use super::follower::{RecordSource, Watermark};
+use super::follower::{Collection, RecordSource, Watermark};
 use super::item::{StreamedGroup, StreamedTxn};
+use super::retention::{Retention, plan_collection};
 
 /// Reads the cluster's stream records with a [`TxnClient`]
-/// (`TxnClient::stream_resolved_ts`, `TxnClient::stream_scan`).
+/// (`TxnClient::stream_resolved_ts`, `TxnClient::stream_scan`); with
+/// [`TxnRecordSource::with_positions`], also publishes the node's position and collects the
+/// records every node has (`TxnClient::stream_publish_position`,
+/// `TxnClient::stream_collect`).
 #[derive(Debug, Clone)]
 pub struct TxnRecordSource {
     client: TxnClient,
+    /// The owner id positions are published under, and the retention policy.
+    positions: Option<(u64, Retention)>,
 }
 
 impl TxnRecordSource {
-    /// A source reading through `client`.
+    /// A source reading through `client` that neither publishes a position nor collects.
     pub fn new(client: TxnClient) -> TxnRecordSource {
-        TxnRecordSource { client }
+        TxnRecordSource {
+            client,
+            positions: None,
+        }
+    }
+
+    /// Publishes positions as `owner` (the node id) and collects under `retention`.
+    #[must_use]
+    pub fn with_positions(mut self, owner: u64, retention: Retention) -> TxnRecordSource {
+        self.positions = Some((owner, retention));
+        self
     }
 }
 
@@ -34,6 +51,33 @@ impl RecordSource for TxnRecordSource {
             .stream_claim_settings(mine.as_bytes())
             .map_err(source_err)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn publish_position(&mut self, lower_record_ts: u64, done_ts: u64) -> Result<u64, StreamError> {
+        match self.positions {
+            Some((owner, _)) => self
+                .client
+                .stream_publish_position(owner, lower_record_ts, done_ts)
+                .map_err(source_err),
+            None => Ok(0),
+        }
+    }
+
+    fn collect(&mut self) -> Result<Option<Collection>, StreamError> {
+        let Some((owner, retention)) = self.positions else {
+            return Ok(None);
+        };
+        let positions = self.client.stream_positions().map_err(source_err)?;
+        let mark = self.client.stream_collected_below().map_err(source_err)?;
+        let now_ms = physical_ms(self.client.current_ts().map_err(source_err)?);
+        let Some(below) = plan_collection(&positions, owner, now_ms, mark, &retention) else {
+            return Ok(None);
+        };
+        let report = self.client.stream_collect(below).map_err(source_err)?;
+        Ok(Some(Collection {
+            below_record_ts: report.below_record_ts,
+            keys: report.record_keys + report.payload_keys,
+        }))
     }
 
     fn watermark(&mut self) -> Result<Watermark, StreamError> {

@@ -62,6 +62,9 @@ pub struct StreamWriter {
     files: Arc<StreamFiles>,
     numbers: Vec<u32>,
     cursor_stored_at: Instant,
+    /// `(lower_record_ts, done_ts)` of the cursor as last stored: what a restart resumes
+    /// from, and so what this node may tell the cluster it needs.
+    stored: (u64, u64),
 }
 
 /// The second of a timestamp in TiKV's layout (`physical_ms << 18 | logical`).
@@ -127,12 +130,13 @@ impl StreamWriter {
         let files = Arc::new(StreamFiles::new(&cfg, View::default()));
         let mut w = StreamWriter {
             cfg,
-            cursor,
+            cursor: cursor.clone(),
             cur,
             dirty: Vec::new(),
             files,
             numbers,
             cursor_stored_at: Instant::now(),
+            stored: (cursor.lower_record_ts, cursor.done_ts),
         };
         if w.numbers.is_empty() {
             // A new stream starts with a file, so that a replica asking for everything
@@ -154,9 +158,17 @@ impl StreamWriter {
         &self.cfg
     }
 
-    /// The durable progress.
+    /// The progress: where the next read of the cluster starts. An idle round's may be
+    /// ahead of what is durable by up to a second ([`StreamWriter::stored_position`]).
     pub fn cursor(&self) -> &Cursor {
         &self.cursor
+    }
+
+    /// `(lower_record_ts, done_ts)` of the cursor as last made durable: what this node
+    /// resumes from after a crash, so the records it may need again
+    /// (`TxnClient::stream_publish_position`).
+    pub fn stored_position(&self) -> (u64, u64) {
+        self.stored
     }
 
     /// Appends `txns` (commit_ts rising, each above the stream's watermark; equal ones may
@@ -196,7 +208,11 @@ impl StreamWriter {
             }
         }
         self.cursor.done_ts = done_ts.max(self.cursor.done_ts);
-        self.cursor.lower_record_ts = lower_record_ts;
+        // Never lower: a watermark's bound may come out below an earlier one's, but every
+        // record below the earlier bound was delivered by the earlier watermark, so the
+        // larger bound is as good for the next read, and a position the cluster was told
+        // (`stored_position`) never goes back.
+        self.cursor.lower_record_ts = self.cursor.lower_record_ts.max(lower_record_ts);
         if !txns.is_empty() || self.cursor_stored_at.elapsed() >= IDLE_CURSOR_EVERY {
             self.sync_and_store()?;
         }
@@ -431,6 +447,7 @@ impl StreamWriter {
         self.cursor.current = self.cur.as_ref().map(|c| (c.no, c.len));
         self.cursor.store(&self.cfg.dir)?;
         self.cursor_stored_at = Instant::now();
+        self.stored = (self.cursor.lower_record_ts, self.cursor.done_ts);
         Ok(())
     }
 

@@ -35,6 +35,7 @@ mod resolver;
 mod row_update;
 mod secondaries;
 mod snapshot;
+mod stream_collect;
 mod stream_commit;
 mod stream_reader;
 mod transaction;
@@ -57,6 +58,7 @@ pub use hot_update_counters::HotCounters;
 pub use mode::TxnMode;
 pub use row_update::{BinlogRow, HotRowChange, HotRowOutcome, RowUpdate};
 pub use snapshot::KvPair;
+pub use stream_collect::StreamCollectReport;
 pub use transaction::Transaction;
 pub use txn_client::TxnClient;
 

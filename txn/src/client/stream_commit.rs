@@ -333,16 +333,26 @@ impl ClientCore {
         key: &[u8],
         value: &[u8],
     ) -> Result<Vec<u8>, TxnError> {
+        self.with_registry_retries(|core| core.put_reserved_once(key, value))
+    }
+
+    /// Runs `f` (one read, then one commit, of reserved keys) until it succeeds, at most
+    /// [`REGISTRY_ATTEMPTS`] times. Every error is retried: two clients that write one key
+    /// race and the loser's commit fails, and each caller's `f` reads again before it
+    /// writes, so an attempt whose outcome was undetermined is safe to repeat too.
+    pub(crate) fn with_registry_retries<T>(
+        &self,
+        mut f: impl FnMut(&ClientCore) -> Result<T, TxnError>,
+    ) -> Result<T, TxnError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.put_reserved_once(key, value) {
-                Ok(v) => return Ok(v),
+            match f(self) {
                 Err(e) if attempt < REGISTRY_ATTEMPTS => {
                     tracing::debug!(error = %e, "stream registry write retried");
                     std::thread::sleep(std::time::Duration::from_millis(5 * u64::from(attempt)));
                 }
-                Err(e) => return Err(e),
+                other => return other,
             }
         }
     }
@@ -353,27 +363,12 @@ impl ClientCore {
         if let Some(v) = self.snapshot_get(key, start_ts)? {
             return Ok(v);
         }
-        let plan = CommitPlan {
-            start_ts,
-            primary: key.to_vec(),
-            mutations: vec![(
-                Mutation::Put {
-                    key: key.to_vec(),
-                    value: value.to_vec(),
-                },
-                PessimisticAction::SkipPessimisticCheck,
-            )],
-            for_update_ts: 0,
+        let put = Mutation::Put {
+            key: key.to_vec(),
+            value: value.to_vec(),
         };
-        let result = self.commit_with_step(
-            plan,
-            StopAt::Never,
-            BinlogStep::off(),
-            StreamStep::None,
-            Vec::new(),
-        );
-        self.heartbeats.unregister(start_ts);
-        result.map(|_| value.to_vec())
+        self.commit_reserved(start_ts, vec![put])
+            .map(|_| value.to_vec())
     }
 
     /// Whether this client writes stream records (it has a usable binlog and streaming is

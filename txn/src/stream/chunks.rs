@@ -56,6 +56,14 @@ pub(crate) fn external_value(chunks: u32, bytes: u64) -> Vec<u8> {
     v
 }
 
+/// How many payload chunks the record behind a record key's stored `value` has, when that
+/// value is an external one (`None` for an inline chunk or a value of another shape).
+pub(crate) fn external_chunks(value: &[u8]) -> Option<u32> {
+    let count = value.get(..COUNT_LEN)?;
+    (value.len() == 16 && count == [0; COUNT_LEN])
+        .then(|| u32::from_be_bytes([value[4], value[5], value[6], value[7]]))
+}
+
 /// What a complete set of chunks holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Assembled {
@@ -217,6 +225,17 @@ mod tests {
             }
         );
         Ok(())
+    }
+
+    #[test]
+    fn only_an_external_value_names_payload_chunks() {
+        assert_eq!(external_chunks(&external_value(7, 12345)), Some(7));
+        for inline in split_chunks(&[0u8; 12], 4) {
+            assert_eq!(external_chunks(&inline), None);
+        }
+        // Sixteen bytes of an inline record whose count happens to be 1.
+        assert_eq!(external_chunks(&split_chunks(&[0u8; 12], 12)[0]), None);
+        assert_eq!(external_chunks(&[0, 0]), None);
     }
 
     /// A record of many chunks is built in one allocation of exactly its length (collecting

@@ -11,16 +11,22 @@ mod chunks;
 mod config;
 mod error;
 mod keys;
+mod position;
 mod record;
 mod watermark;
 
-pub(crate) use chunks::{Assembled, ChunkAssembler, external_value, split_chunks};
+pub(crate) use chunks::{Assembled, ChunkAssembler, external_chunks, external_value, split_chunks};
 pub use config::StreamOptions;
 pub use error::StreamDecodeError;
 pub use keys::STREAM_PREFIX;
 pub(crate) use keys::{
     LANES_PREFIX, RESERVED_END, SETTINGS_KEY, is_reserved_key, is_table_lane, lane_end, lane_of,
     lane_registry_key, lane_start, payload_key, record_key, record_key_parts, stream_lower_key,
+};
+pub use position::StreamPosition;
+pub(crate) use position::{
+    COLLECTED_KEY, POSITIONS_END, POSITIONS_PREFIX, decode_collected, decode_position,
+    encode_position, position_key,
 };
 pub use record::{
     STREAM_RECORD_VERSION, StreamGroup, StreamGroupKind, decode_stream_record,

@@ -1,0 +1,204 @@
+//! Stream record collection in a cluster of `surgedb node` processes: once every node's
+//! copy of the replica stream has a record (and it is older than the retention), the
+//! smallest live node deletes it from the store; a node that is down holds the records it
+//! needs until it is back; a node whose copy was lost stops its stream with an error that
+//! says why rather than write a stream with a hole, and gets it back from another node's
+//! copy. `surgedb stream positions` shows the positions.
+
+#![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{ProcCluster, stream_file_bytes, surgedb, wait_until};
+use surge_txn::StreamPosition;
+
+/// Fast garbage collection, and stream records kept one second once every node has them.
+const ARGS: &[&str] = &[
+    "--gc-life-time-secs=2",
+    "--gc-interval-secs=1",
+    "--gc-margin-secs=5",
+    "--stream-retention-secs=1",
+    "--stream-collect-interval-secs=1",
+];
+
+fn conn(c: &ProcCluster, node: u64) -> mysql::Conn {
+    let addr = c.manifest.node(node).unwrap().mysql_addr.clone().unwrap();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some(host))
+        .tcp_port(port.parse().unwrap())
+        .user(Some("root"))
+        .read_timeout(Some(Duration::from_secs(30)))
+        .prefer_socket(false);
+    mysql::Conn::new(opts).unwrap()
+}
+
+/// Inserts rows `from..to` into `r.t`, one transaction each, alternating nodes `via`.
+fn insert(c: &ProcCluster, via: &[u64], from: u32, to: u32) {
+    use mysql::prelude::Queryable;
+    let mut conns: Vec<mysql::Conn> = via.iter().map(|&n| conn(c, n)).collect();
+    for i in from..to {
+        let k = conns.len();
+        conns[i as usize % k]
+            .query_drop(format!("INSERT INTO r.t VALUES ({i}, 'row {i}')"))
+            .unwrap();
+    }
+}
+
+fn positions(c: &ProcCluster) -> Vec<StreamPosition> {
+    c.client().txn().stream_positions().unwrap()
+}
+
+fn position(c: &ProcCluster, owner: u64) -> Option<StreamPosition> {
+    positions(c).into_iter().find(|p| p.owner == owner)
+}
+
+fn mark(c: &ProcCluster) -> u64 {
+    c.client().txn().stream_collected_below().unwrap()
+}
+
+fn stream_dir(c: &ProcCluster, node: u64) -> std::path::PathBuf {
+    c.manifest.node(node).unwrap().data.join("stream")
+}
+
+/// Waits until node 1's stream files hold `gtids` GTIDs and every node's in `nodes` are
+/// the same bytes.
+fn converged(c: &ProcCluster, nodes: &[u64], want: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let files = stream_file_bytes(&stream_dir(c, 1));
+        let same = nodes
+            .iter()
+            .all(|&n| stream_file_bytes(&stream_dir(c, n)) == files);
+        let last = (gtids(&files), same);
+        if last == (want, true) {
+            return;
+        }
+        assert!(
+            last.0 <= want && std::time::Instant::now() < deadline,
+            "node 1 has {} GTIDs (want {want}); nodes {nodes:?} the same bytes: {}",
+            last.0,
+            last.1
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// GTID events in the files (event type 0xA2 at offset 4 of each event header): counted by
+/// walking the events.
+fn gtids(files: &[(String, Vec<u8>)]) -> usize {
+    let mut n = 0;
+    for (_, bytes) in files {
+        let mut at = 4; // the magic
+        while at + 19 <= bytes.len() {
+            if bytes[at + 4] == 0xA2 {
+                n += 1;
+            }
+            let len = u32::from_le_bytes(bytes[at + 9..at + 13].try_into().unwrap()) as usize;
+            if len < 19 {
+                break;
+            }
+            at += len;
+        }
+    }
+    n
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn records_every_node_has_are_collected_and_a_down_node_holds_what_it_needs() {
+    use mysql::prelude::Queryable;
+    let c = ProcCluster::start_with_args(3, "in-memory", ARGS);
+    let mut sql = conn(&c, 1);
+    sql.query_drop("CREATE DATABASE r").unwrap();
+    sql.query_drop("CREATE TABLE r.t (id INT PRIMARY KEY, v VARCHAR(32))")
+        .unwrap();
+    insert(&c, &[1, 2], 0, 40);
+    let written = c.client().txn().current_ts().unwrap();
+
+    // Every node publishes its position; once all three are past the writes (a copy
+    // needs records from about the skew bound, 5 s, before its watermark), the records
+    // below go.
+    wait_until(Duration::from_secs(60), || {
+        let p = positions(&c);
+        p.len() == 3 && mark(&c) > written
+    });
+    // The 2 DDL statements and 40 inserts, each once, in every copy.
+    converged(&c, &[2, 3], 42);
+    let (ok, out, err) = surgedb(&["stream", "positions", "--cluster-dir", c.dir_str()]);
+    assert!(ok, "{out}{err}");
+    assert!(out.starts_with("collected_below\t"), "{out}");
+    let owners: Vec<&str> = out
+        .lines()
+        .skip(2)
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(owners, ["1", "2", "3"], "{out}");
+
+    // Node 3 down: it is still counted, so nothing it needs goes while it is away.
+    c.kill9(3);
+    let needs = position(&c, 3).unwrap().lower_record_ts;
+    insert(&c, &[1, 2], 40, 80);
+    std::thread::sleep(Duration::from_secs(8));
+    assert!(
+        mark(&c) <= needs,
+        "collected to {} past node 3's position {needs}",
+        mark(&c)
+    );
+    c.restart(3);
+    converged(&c, &[2, 3], 82);
+    let log3 = c.log(3);
+    assert!(!log3.contains("were collected"), "{log3}");
+    // Back and counted again, it lets the collection pass the second batch.
+    let written = c.client().txn().current_ts().unwrap();
+    wait_until(Duration::from_secs(60), || mark(&c) > written);
+
+    // A node whose copy was lost (its stream directory removed) cannot rebuild it from the
+    // cluster any more: its stream stops with an error naming why, and the other nodes go
+    // on.
+    c.stop_node(3);
+    std::fs::remove_dir_all(stream_dir(&c, 3)).unwrap();
+    c.restart(3);
+    wait_until(Duration::from_secs(60), || {
+        c.log(3)
+            .contains("were collected while this node was not counted")
+    });
+    insert(&c, &[1, 2, 3], 80, 90);
+    converged(&c, &[2], 92);
+
+    // Its copy comes back from a stopped node's (files and cursor together: the copies
+    // are the same bytes, so the cursor holds there too).
+    let errors_before = c.log(3).matches("were collected").count();
+    c.stop_node(3);
+    c.stop_node(2);
+    std::fs::remove_dir_all(stream_dir(&c, 3)).unwrap();
+    copy_dir(&stream_dir(&c, 2), &stream_dir(&c, 3));
+    c.restart(2);
+    c.restart(3);
+    insert(&c, &[1, 3], 90, 95);
+    converged(&c, &[2, 3], 97);
+    assert_eq!(c.log(3).matches("were collected").count(), errors_before);
+
+    // `surgedb stream remove-position` lets the collection pass a node gone for good.
+    c.stop_node(3);
+    let (ok, out, err) = surgedb(&[
+        "stream",
+        "remove-position",
+        "--cluster-dir",
+        c.dir_str(),
+        "--owner",
+        "3",
+    ]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(out.trim(), "removed the stream position of owner 3");
+    assert!(position(&c, 3).is_none());
+}
