@@ -674,6 +674,7 @@ fn locks_in_region_of(client: &Client, key: &[u8]) -> Vec<Vec<u8>> {
         ctx: Context {
             region_id: id,
             epoch: region.epoch,
+            gc_hold_ts: 0,
         },
         max_ts: u64::MAX,
         start: region.start,

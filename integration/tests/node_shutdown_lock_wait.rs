@@ -47,6 +47,7 @@ fn context_of(client: &Client, key: &[u8]) -> Context {
     Context {
         region_id: region.region.id,
         epoch: region.region.epoch,
+        gc_hold_ts: 0,
     }
 }
 

@@ -126,6 +126,7 @@ fn commit_of_a() -> KvRequest {
                 version: 1,
                 conf_ver: 1,
             },
+            gc_hold_ts: 0,
         },
         keys: vec![b"a".to_vec()],
         start_ts: 10,

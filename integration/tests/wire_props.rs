@@ -46,10 +46,13 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn ctx() -> impl Strategy<Value = Context> {
-    (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(region_id, version, conf_ver)| Context {
-        region_id,
-        epoch: RegionEpoch { version, conf_ver },
-    })
+    (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
+        |(region_id, version, conf_ver, gc_hold_ts)| Context {
+            region_id,
+            epoch: RegionEpoch { version, conf_ver },
+            gc_hold_ts,
+        },
+    )
 }
 
 fn region_info() -> impl Strategy<Value = RegionInfo> {

@@ -269,6 +269,7 @@ mod tests {
                 version: 2,
                 conf_ver: 3,
             },
+            gc_hold_ts: 0,
         };
         same(
             KvRequest::Get {

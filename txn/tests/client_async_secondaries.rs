@@ -42,6 +42,7 @@ fn secondaries_committed_in_the_background_are_visible_and_their_locks_go() {
                     ctx: surge_txn::rpc::Context {
                         region_id: region.id,
                         epoch: region.epoch,
+                        gc_hold_ts: 0,
                     },
                     max_ts: u64::MAX,
                     start: region.start.clone(),

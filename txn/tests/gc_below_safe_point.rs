@@ -376,3 +376,75 @@ fn a_coordinators_hold_stays_at_a_prepare_its_journal_holds_open() {
         "a released coordinator prepares nothing its hold would not cover"
     );
 }
+
+/// A transaction runs longer than the life time (TiDB's long transaction): its client's GC
+/// hold stays at its start, so a collection meanwhile stays below it, and the nodes serve
+/// its reads and locks down to that hold; it reads its snapshot and commits. The same
+/// transaction from a client without a hold is refused as too old.
+#[test]
+fn a_transaction_longer_than_the_life_time_lives_while_its_clients_hold_covers_it() {
+    let c = cluster(Some(LIFE));
+    let held = TxnClient::open(
+        c.cluster.router(),
+        hold_config(9, Duration::from_millis(100)),
+    )
+    .unwrap();
+    let plain = c.client(ClientConfig::default());
+    for (k, v) in [(b"lt/a", b"a0"), (b"lt/b", b"b0")] {
+        let mut t = plain.begin(TxnMode::Optimistic).unwrap();
+        t.put(k, v).unwrap();
+        t.commit().unwrap();
+    }
+    let mut long_txn = held.begin(TxnMode::Pessimistic).unwrap();
+    let mut unheld = plain.begin(TxnMode::Pessimistic).unwrap();
+    let start = long_txn.start_ts();
+    assert_eq!(long_txn.get(b"lt/a").unwrap(), Some(b"a0".to_vec()));
+    // Newer versions of `lt/a`, so that a collection past the start would remove a0.
+    for i in 1..=3 {
+        let mut t = plain.begin(TxnMode::Optimistic).unwrap();
+        t.put(b"lt/a", format!("a{i}").as_bytes()).unwrap();
+        t.commit().unwrap();
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(1000));
+    let hold = hold_of(&plain, 9).expect("the long transaction's client keeps its hold");
+    assert!(
+        hold.ts <= start,
+        "hold {} above the open transaction's start {start}",
+        hold.ts
+    );
+    let sp = plain
+        .safe_point_older_than(LIFE + Duration::from_millis(200))
+        .unwrap();
+    assert!(
+        sp <= start,
+        "safe point {sp} above the open transaction's start {start}"
+    );
+    let report = plain.gc(sp).unwrap();
+    println!("{report:?}");
+
+    // Older than the life time, and still served: its snapshot, a lock, a commit.
+    assert_eq!(long_txn.get(b"lt/a").unwrap(), Some(b"a0".to_vec()));
+    assert_eq!(
+        long_txn.get_for_update(b"lt/b").unwrap(),
+        Some(b"b0".to_vec())
+    );
+    long_txn.put(b"lt/b", b"b1").unwrap();
+    long_txn.commit().unwrap();
+    assert_eq!(plain.get(b"lt/b").unwrap(), Some(b"b1".to_vec()));
+
+    // Without a hold, the same age is refused.
+    match unheld.get(b"lt/b") {
+        Err(TxnError::Key(KeyError::TooOld { ts, .. })) => assert_eq!(ts, unheld.start_ts()),
+        other => panic!("a read older than the life time without a hold: {other:?}"),
+    }
+    unheld.rollback();
+
+    // Once no transaction is open, the hold moves on with the clock.
+    std::thread::sleep(Duration::from_millis(400));
+    let moved = hold_of(&plain, 9).unwrap();
+    assert!(
+        moved.ts > start,
+        "hold {} still at the finished transaction",
+        moved.ts
+    );
+}

@@ -134,6 +134,7 @@ fn a_locking_read_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
         ctx: Context {
             region_id: ctx.region_id,
             epoch: ctx.epoch,
+            gc_hold_ts: 0,
         },
         keys: vec![LockKey {
             key: key.clone(),

@@ -177,6 +177,7 @@ fn test_split_pessimistic_locks_with_concurrent_prewrite_gets_epoch_errors() {
                 ctx: surge_txn::rpc::Context {
                     region_id: old.id,
                     epoch: old.epoch,
+                    gc_hold_ts: 0,
                 },
                 key: b"k".to_vec(),
                 version: 1,
@@ -600,6 +601,7 @@ fn a_merge_whose_commit_gets_no_answer_neither_rolls_back_nor_loses_a_write() {
                     ctx: surge_txn::rpc::Context {
                         region_id: holder.id,
                         epoch: holder.epoch,
+                        gc_hold_ts: 0,
                     },
                     key: key.clone(),
                     version: support::timestamp(&c),

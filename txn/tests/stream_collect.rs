@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use binlog_support::{cluster, key};
+use binlog_support::key;
 use parking_lot::Mutex;
 use stream_support::{Follower, Table, config, coordinator, replay, store_table};
 use surge_txn::codec::{compose_ts, physical_ms};
@@ -109,15 +109,22 @@ fn a_collection_below_every_position_takes_only_delivered_records() {
 
     // A second batch the follower has not read yet, all of it above the position.
     let second = commit_batch(&client, "b", 6, &mut want);
-    let report = reader.stream_collect(f.lower).expect("collect");
-    println!("{report:?}");
+    // One delete transaction at most: the mark goes up at once, the sweep is left to the
+    // next call.
+    let first_call = reader.stream_collect(f.lower, 1).expect("collect");
+    assert_eq!(first_call.below_record_ts, f.lower);
+    assert!(first_call.more(), "{first_call:?}");
+    let report = reader.stream_collect(f.lower, usize::MAX).expect("collect");
+    println!("{first_call:?} {report:?}");
     assert_eq!(report.below_record_ts, f.lower);
+    assert!(!report.more(), "{report:?}");
     // 9 records: 6 inline (one key each), 3 external (one key and 5 payload chunks each).
-    assert_eq!(report.record_keys, 9);
-    assert_eq!(report.payload_keys, 15);
-    assert!(report.txns >= 2, "{report:?}");
-    // Again: nothing left below the mark.
-    let again = reader.stream_collect(f.lower).expect("collect again");
+    assert_eq!(first_call.record_keys + report.record_keys, 9);
+    assert_eq!(first_call.payload_keys + report.payload_keys, 15);
+    // Again: nothing left below the mark, nothing done.
+    let again = reader
+        .stream_collect(f.lower, usize::MAX)
+        .expect("collect again");
     assert_eq!(
         (again.record_keys, again.payload_keys, again.txns),
         (0, 0, 0)
@@ -153,28 +160,39 @@ fn a_collection_below_every_position_takes_only_delivered_records() {
     replay(&mut table, &f.delivered).expect("replay");
     assert_eq!(table, want);
 
-    // A reader that needs records below the mark learns so when it publishes.
+    // A reader that needs records below the mark learns so when it publishes, and its
+    // position is not written: it must not hold the collection back.
     let mark = report.below_record_ts;
     assert_eq!(reader.stream_collected_below().expect("mark"), mark);
     assert_eq!(
         reader.stream_publish_position(2, 0, 0).expect("publish"),
         mark
     );
-    assert!(reader.stream_remove_position(2).expect("remove"));
-    assert!(!reader.stream_remove_position(2).expect("remove again"));
-    // The mark never goes back.
-    let lower = reader.stream_collect(1).expect("collect below the mark");
-    assert_eq!(lower.below_record_ts, mark);
-    // A position never goes back either.
-    let one = reader.stream_positions().expect("positions");
+    let owners: Vec<u64> = reader
+        .stream_positions()
+        .expect("positions")
+        .iter()
+        .map(|p| p.owner)
+        .collect();
+    assert_eq!(owners, [1]);
+    // A position is what was published last, lower or not (a copy replaced by an older
+    // one needs more again) ...
     reader
-        .stream_publish_position(1, 5, 5)
+        .stream_publish_position(1, mark, mark)
         .expect("publish lower");
     let p = reader.stream_positions().expect("positions")[0];
-    assert_eq!(
-        (p.lower_record_ts, p.done_ts),
-        (one[0].lower_record_ts, one[0].done_ts)
-    );
+    assert_eq!((p.lower_record_ts, p.done_ts), (mark, mark));
+    // ... and one found below the mark is removed.
+    reader
+        .stream_publish_position(1, mark - 1, 0)
+        .expect("publish");
+    assert!(reader.stream_positions().expect("positions").is_empty());
+    assert!(!reader.stream_remove_position(1).expect("remove"));
+    // The mark never goes back.
+    let lower = reader
+        .stream_collect(1, usize::MAX)
+        .expect("collect below the mark");
+    assert_eq!(lower.below_record_ts, mark);
 }
 
 /// Writers commit while a follower reads and a collector deletes below the follower's
@@ -183,7 +201,15 @@ fn a_collection_below_every_position_takes_only_delivered_records() {
 #[test]
 fn collections_racing_commits_and_a_follower_lose_nothing() {
     let dir = tempfile::tempdir().expect("dir");
-    let c = cluster(&dir.path().join("cluster"));
+    // MVCC garbage collection runs too (a second's life time), so that a record collected
+    // too early is gone from the write history and the follower would miss it.
+    let c = LocalCluster::start(
+        ClusterConfig::new(dir.path().join("cluster"))
+            .with_regions(4)
+            .with_lock_mode(LockMode::InMemory)
+            .with_gc_life_time(Some(Duration::from_secs(1))),
+    )
+    .expect("cluster");
     let writers: Vec<TxnClient> = (1..=2)
         .map(|id| {
             coordinator(
@@ -201,6 +227,7 @@ fn collections_racing_commits_and_a_follower_lose_nothing() {
     let done = AtomicBool::new(false);
     let mut f = Follower::default();
     let mut collected = 0u64;
+    let mut gc_removed = 0u64;
     std::thread::scope(|s| {
         let handles: Vec<_> = writers
             .iter()
@@ -225,37 +252,44 @@ fn collections_racing_commits_and_a_follower_lose_nothing() {
                         let commit = t.commit().expect("commit");
                         acked.lock().insert(start, commit);
                         want.lock().insert(k, v);
-                        std::thread::sleep(Duration::from_millis(5));
+                        std::thread::sleep(Duration::from_millis(50));
                     }
                 })
             })
             .collect();
-        let (f, done, reader, collector, collected) =
-            (&mut f, &done, &reader, &collector, &mut collected);
+        let (f, done, reader, collector, collected, gc_removed) = (
+            &mut f,
+            &done,
+            &reader,
+            &collector,
+            &mut collected,
+            &mut gc_removed,
+        );
         let follow = s.spawn(move || {
             let mut published = 0;
             while !done.load(Ordering::Acquire) {
                 f.round(reader);
-                let mark = reader
-                    .stream_publish_position(1, f.lower, f.resolved)
-                    .expect("publish");
-                // The follower's lower bound may come out below its last one; its
-                // published position keeps the larger (records below it were delivered).
+                // A watermark's lower bound may come out below the last one; a reader
+                // keeps the larger (records below it were delivered), as the stream
+                // writer does.
                 published = published.max(f.lower);
+                let mark = reader
+                    .stream_publish_position(1, published, f.resolved)
+                    .expect("publish");
                 assert!(
                     mark <= published,
                     "collected past the follower: {mark} > {published}"
                 );
-                let positions = collector.stream_positions().expect("positions");
-                let below = positions
-                    .iter()
-                    .map(|p| p.lower_record_ts)
-                    .min()
-                    .expect("one position");
-                *collected += collector
-                    .stream_collect(below)
-                    .expect("collect")
-                    .record_keys;
+                let report = collector
+                    .stream_collect_with(
+                        |positions, _, _| positions.iter().map(|p| p.lower_record_ts).min(),
+                        usize::MAX,
+                    )
+                    .expect("collect");
+                *collected += report.record_keys;
+                let now = collector.current_ts().expect("ts");
+                let safe_point = compose_ts(physical_ms(now) - 1300, 0);
+                *gc_removed += collector.gc(safe_point).expect("gc").removed.records;
             }
         });
         for h in handles {
@@ -267,12 +301,13 @@ fn collections_racing_commits_and_a_follower_lose_nothing() {
     catch_up(&mut f, &reader);
     let acked = acked.into_inner();
     println!(
-        "acked {}, rounds {}, record keys collected {collected}",
+        "acked {}, rounds {}, record keys collected {collected}, versions removed by GC {gc_removed}",
         acked.len(),
         f.rounds
     );
     assert_eq!(acked.len(), 90);
     assert!(collected > 0, "nothing was collected while the writers ran");
+    assert!(gc_removed > 0, "MVCC garbage collection removed nothing");
     let got = f.start_set();
     assert_eq!(got, acked.keys().copied().collect::<BTreeSet<u64>>());
     for t in &f.delivered {
@@ -287,4 +322,30 @@ fn collections_racing_commits_and_a_follower_lose_nothing() {
     replay(&mut table, &f.delivered).expect("replay");
     assert_eq!(table, want.into_inner());
     assert_eq!(table, store_table(&reader));
+
+    // Once MVCC garbage collection passed every deletion, exactly the records below the
+    // mark are gone: every one at or above it is still there.
+    std::thread::sleep(Duration::from_millis(1500));
+    let now = reader.current_ts().expect("ts");
+    reader
+        .gc(compose_ts(physical_ms(now) - 1300, 0))
+        .expect("gc");
+    let mark = reader.stream_collected_below().expect("mark");
+    let kept: BTreeSet<u64> = f
+        .delivered
+        .iter()
+        .filter(|t| t.record_ts >= mark)
+        .map(|t| t.start_ts)
+        .collect();
+    let left: BTreeSet<u64> = reader
+        .stream_scan(0, f.resolved, 0)
+        .expect("history scan")
+        .iter()
+        .map(|t| t.start_ts)
+        .collect();
+    assert!(
+        !kept.is_empty() && kept.len() < f.delivered.len(),
+        "mark {mark}"
+    );
+    assert_eq!(left, kept, "records at or above the mark {mark}");
 }

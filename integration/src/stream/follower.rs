@@ -84,6 +84,9 @@ pub struct Collection {
     pub below_record_ts: u64,
     /// Keys deleted (record chunks and external payload chunks).
     pub keys: u64,
+    /// Records below the mark may remain: ask again at the next round rather than after
+    /// [`FollowerConfig::collect_every`].
+    pub more: bool,
 }
 
 /// Before the first round: the cluster's stream settings must be this writer's (the first
@@ -312,10 +315,12 @@ fn publish(
     Ok(())
 }
 
-/// When the follower last published its position and last asked for a collection.
+/// When the follower last published its position and last asked for a collection, and
+/// whether that collection left work for the next round.
 struct Upkeep {
     published: Instant,
     collected: Instant,
+    more: bool,
 }
 
 impl Upkeep {
@@ -324,6 +329,7 @@ impl Upkeep {
         Upkeep {
             published: now,
             collected: now,
+            more: false,
         }
     }
 
@@ -343,10 +349,12 @@ impl Upkeep {
                 other => other?,
             }
         }
-        if self.collected.elapsed() >= cfg.collect_every {
+        if self.more || self.collected.elapsed() >= cfg.collect_every {
             self.collected = Instant::now();
+            self.more = false;
             match source.collect() {
                 Ok(Some(c)) => {
+                    self.more = c.more;
                     let mut s = status.lock();
                     s.collected_below = s.collected_below.max(c.below_record_ts);
                     s.collected_keys += c.keys;

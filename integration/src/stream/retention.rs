@@ -55,7 +55,8 @@ impl Retention {
     }
 
     /// Sets [`Retention::collect_every`], and [`Retention::alive_within`] to six
-    /// publications ([`Retention::publish_every`]).
+    /// publications ([`Retention::publish_every`]): call
+    /// [`Retention::with_alive_within`] after it for another value.
     #[must_use]
     pub fn with_collect_every(mut self, every: Duration) -> Retention {
         self.collect_every = every;

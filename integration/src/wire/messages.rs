@@ -21,6 +21,7 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// `TxnError::StreamRecordTooSlow`, `ReservedKey` and `StreamRecord`). 5: the txn
 /// crate's format 4 (`Gc` / `Gc`, and `KeyError::TooOld` inside `TxnError::Key`).
 /// 6: the txn crate's format 5 (`SetGcHold`, `GcHolds` / `GcHolds`, `GetHeld`).
+/// 7: the txn crate's format 6 (`Context::gc_hold_ts` in every region request).
 ///
 /// Bump it whenever these frames or the txn crate's types they carry change encoding. Two
 /// checks keep them from drifting apart silently: the assertion below stops the build when
@@ -29,10 +30,10 @@ pub const MAGIC: [u8; 4] = *b"SRGD";
 /// [`super::TxnFailure`]), `TxnFailure`, [`super::TxnReply`] (with the txn crate's
 /// `HotOutcome`) or the [`super::TxnOp`]s carrying the txn crate's `TxnMode`, `HotOp` and
 /// `HotHints` change, which the txn crate's version does not cover.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 const _: () = assert!(
-    surge_txn::rpc::PROTOCOL_VERSION == 5,
+    surge_txn::rpc::PROTOCOL_VERSION == 6,
     "the txn crate's request format changed: bump surgedb's wire PROTOCOL_VERSION"
 );
 

@@ -36,6 +36,12 @@ pub(crate) struct ClientCore {
     /// Serializes the meta rounds that set or release the hold (the state's lock is only
     /// held briefly: commits read it).
     pub(crate) gc_hold_round: Mutex<()>,
+    /// The timestamp of this client's GC hold while it is in force (0: none), sent in every
+    /// region request's [`crate::Context::gc_hold_ts`] (`gc_hold.rs`).
+    pub(crate) gc_hold_floor: std::sync::atomic::AtomicU64,
+    /// The start timestamps of this client's open transactions, with how many share each
+    /// (`open_txns.rs`): the GC hold stays at or below the oldest.
+    pub(crate) open_txns: Mutex<std::collections::BTreeMap<u64, u32>>,
     /// The largest stream watermark this client returned (`stream_reader.rs`), so the ones
     /// it returns never go back.
     pub(crate) stream_resolved: std::sync::atomic::AtomicU64,

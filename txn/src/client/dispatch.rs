@@ -199,7 +199,9 @@ impl ClientCore {
     ) -> Result<KvResponse, TxnError> {
         loop {
             let region = self.locate(key, bo)?;
-            if let Attempt::Reply(resp) = self.send_once(&region, build(context(&region)), bo)? {
+            if let Attempt::Reply(resp) =
+                self.send_once(&region, build(self.context(&region)), bo)?
+            {
                 return Ok(resp);
             }
         }
@@ -258,7 +260,7 @@ impl ClientCore {
                 }
                 continue;
             }
-            let req = op.request(context(&region), &batch);
+            let req = op.request(self.context(&region), &batch);
             match self.send_once(&region, req, bo)? {
                 Attempt::Reply(resp) => {
                     if op.on_reply(self, &batch, resp, bo)? == Reply::Retry {
@@ -499,10 +501,17 @@ impl ClientCore {
 }
 
 /// The context of a request for `region`.
-pub(crate) fn context(region: &CachedRegion) -> Context {
-    Context {
-        region_id: region.info.id,
-        epoch: region.info.epoch,
+impl ClientCore {
+    /// The context of a request to `region`: its id and epoch as cached, and this client's
+    /// GC hold in force.
+    pub(crate) fn context(&self, region: &CachedRegion) -> Context {
+        Context {
+            region_id: region.info.id,
+            epoch: region.info.epoch,
+            gc_hold_ts: self
+                .gc_hold_floor
+                .load(std::sync::atomic::Ordering::Acquire),
+        }
     }
 }
 

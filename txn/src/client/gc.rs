@@ -5,7 +5,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::backoff::Backoff;
-use super::dispatch::context;
 use super::error::TxnError;
 use super::resolver::Resolution;
 use super::txn_client::TxnClient;
@@ -180,7 +179,7 @@ impl TxnClient {
         let mut bo = Backoff::new(&core.config);
         loop {
             let region = core.locate(&key, &mut bo)?;
-            let req = request(context(&region), key.clone());
+            let req = request(core.context(&region), key.clone());
             let resume = match core.send_region(&region, req, &mut bo)? {
                 None => continue,
                 Some(KvResponse::KeyError(e)) => return Err(e.into()),

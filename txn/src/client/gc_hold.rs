@@ -10,6 +10,7 @@
 //! the hold is never above the oldest of those. So while the hold is set, no collection
 //! removes the primary's commit record or a value the recovery reads back.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::backoff::Backoff;
@@ -126,6 +127,7 @@ impl TxnClient {
             return Ok(false);
         }
         *core.gc_hold_state.lock() = HoldState::Released;
+        core.gc_hold_floor.store(0, Ordering::Release);
         // Within half a heartbeat interval: a whole cluster stopping at once must not wait
         // for a meta group that is gone (the hold then lapses after its TTL).
         let mut bo = Backoff::with_budget(&core.config, core.config.heartbeat_interval / 2);
@@ -192,10 +194,8 @@ impl ClientCore {
         if *self.gc_hold_state.lock() == HoldState::Released {
             return Ok(None);
         }
-        let by_clock = crate::ts::ts_behind(
-            crate::ts::wall_clock_ms(),
-            crate::ts::duration_ms(opts.behind),
-        );
+        let now_ms = crate::ts::wall_clock_ms();
+        let by_clock = crate::ts::ts_behind(now_ms, crate::ts::duration_ms(opts.behind));
         let oldest_open = self.oldest_open_prepare()?;
         if oldest_open.is_some_and(|o| o < by_clock) {
             // A prepare open longer than the life time: a stopped binlog whose
@@ -207,11 +207,20 @@ impl ClientCore {
                 "the GC hold stays at an old open prepare"
             );
         }
-        let ts = oldest_open.map_or(by_clock, |o| o.min(by_clock)).max(1);
+        // And at the oldest running transaction: it started at or above the hold in force
+        // then (the clock less `behind`, or an older transaction's start), so the hold
+        // never rises above a transaction that is still open.
+        let ts = [oldest_open, self.oldest_open_txn(now_ms)]
+            .into_iter()
+            .flatten()
+            .fold(by_clock, u64::min)
+            .max(1);
         // A TTL shorter than two refreshes would let a live client's hold lapse.
         let ttl = opts.ttl.max(opts.refresh * 2);
         self.send_gc_hold(opts.owner, ts, crate::ts::duration_ms(ttl), bo)?;
         *self.gc_hold_state.lock() = HoldState::SetAt(Instant::now());
+        // Only now may requests claim it: the meta group holds it.
+        self.gc_hold_floor.store(ts, Ordering::Release);
         Ok(Some(ts))
     }
 
@@ -234,6 +243,13 @@ impl ClientCore {
         let mut bo = Backoff::with_budget(&self.config, self.config.heartbeat_interval / 2);
         if let Err(e) = self.publish_gc_hold(&mut bo) {
             tracing::warn!(owner = opts.owner, error = %e, "GC hold not refreshed; retrying next tick");
+            // Requests stop claiming a hold that may lapse before it is set again (half
+            // its TTL without a refresh).
+            if let HoldState::SetAt(at) = *self.gc_hold_state.lock()
+                && at.elapsed() >= opts.ttl / 2
+            {
+                self.gc_hold_floor.store(0, Ordering::Release);
+            }
         }
     }
 }

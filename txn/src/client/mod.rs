@@ -28,6 +28,7 @@ mod hot_op;
 mod hot_update;
 mod hot_update_counters;
 mod mode;
+mod open_txns;
 mod pacing;
 mod pessimistic;
 mod region_cache;

@@ -159,7 +159,7 @@ impl ClientCore {
             })
             .collect();
         let req = lock_request(
-            super::dispatch::context(region),
+            self.context(region),
             lock_keys,
             &shape,
             self.lock_ttl_for(start_ts),

@@ -3,7 +3,7 @@
 
 use super::backoff::Backoff;
 use super::core::ClientCore;
-use super::dispatch::{RegionBatch, Reply, context};
+use super::dispatch::{RegionBatch, Reply};
 use super::error::TxnError;
 use crate::stream::{LANES_PREFIX, RESERVED_END, is_reserved_key};
 use crate::{Context, KeyError, KvRequest, KvResponse, MvccError};
@@ -161,7 +161,7 @@ impl ClientCore {
             }
             let want = limit - out.len();
             let req = KvRequest::Scan {
-                ctx: context(&region),
+                ctx: self.context(&region),
                 start: cur.clone(),
                 end: scan_end.map(<[u8]>::to_vec),
                 limit: want,

@@ -69,7 +69,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use super::backoff::Backoff;
-use super::dispatch::context;
 use super::error::TxnError;
 use super::resolver::Resolution;
 use super::two_pc::CLEANUP_BUDGET;
@@ -290,7 +289,7 @@ impl TxnClient {
                 _ => end.clone(),
             };
             let req = KvRequest::ScanWrites {
-                ctx: context(&region),
+                ctx: core.context(&region),
                 start: cur.clone(),
                 end: Some(scan_end.clone()),
                 after_commit_ts,
@@ -454,7 +453,7 @@ impl TxnClient {
                 _ => end.clone(),
             };
             let req = KvRequest::ScanLock {
-                ctx: context(&region),
+                ctx: core.context(&region),
                 max_ts,
                 start: cur.clone(),
                 end: Some(scan_end.clone()),

@@ -72,6 +72,8 @@ pub struct Transaction {
 impl Transaction {
     pub(crate) fn new(core: Arc<ClientCore>, mode: TxnMode, start_ts: u64) -> Transaction {
         let binlog = core.binlog.new_txn();
+        // Closed in `Drop`: a transaction holds the client's GC hold back while it exists.
+        core.open_txn(start_ts);
         let lock_wait_timeout = core.config.wait_for_lock_timeout;
         Transaction {
             lock_wait_timeout,
@@ -709,6 +711,7 @@ fn is_key_refusal(e: &TxnError) -> bool {
 
 impl Drop for Transaction {
     fn drop(&mut self) {
+        self.core.close_txn(self.start_ts);
         if self.finished {
             return;
         }

@@ -55,13 +55,20 @@ impl RegionInfo {
     }
 }
 
-/// What every region request carries: which region and epoch the client believes in.
+/// What every region request carries: which region and epoch the client believes in, and
+/// the sender's GC hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Context {
     /// The region.
     pub region_id: u64,
     /// The epoch the client knows.
     pub epoch: RegionEpoch,
+    /// The sender's GC hold in force ([`crate::GcHoldOptions`]; 0: none): the timestamp
+    /// below which no garbage collection removes anything while the hold lasts, at or
+    /// below the start of every transaction the sender has open. A node serves reads and
+    /// takes locks at timestamps down to it, even older than its GC life time, as TiKV
+    /// serves a long transaction down to the GC safe point its start held back.
+    pub gc_hold_ts: u64,
 }
 
 /// How pessimistic locks are written (per cluster, changeable at run time).

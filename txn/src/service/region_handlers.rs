@@ -79,7 +79,7 @@ impl KvNode {
             // Not under the raft guard: a lock wait may last a second, and stopping the
             // node must not wait for it.
             let result = self
-                .check_age(start_ts)
+                .check_age(start_ts, &ctx)
                 .and_then(|()| self.peer(ctx.region_id).map_err(Failure::from))
                 .and_then(|peer| {
                     self.acquire_pessimistic_lock(
@@ -119,11 +119,21 @@ impl KvNode {
         })
     }
 
-    /// Refuses `ts` when it is older than the GC life time allows: a read there, or a lock
-    /// of a transaction started there, could meet versions garbage collection removed (or a
-    /// rollback record it removed, which guarded against that very lock).
-    fn check_age(&self, ts: u64) -> Result<(), Failure> {
-        let oldest = self.oldest_served();
+    /// Refuses `ts` when it is older than the GC life time allows, unless the request's
+    /// sender holds the GC at or below it ([`crate::Context::gc_hold_ts`]): a read there,
+    /// or a lock of a transaction started there, could meet versions garbage collection
+    /// removed (or a rollback record it removed, which guarded against that very lock).
+    ///
+    /// Why a hold makes an older `ts` safe: a collection's safe point is at or below every
+    /// hold in force ([`crate::TxnClient::safe_point_older_than`]), and a sender claims only
+    /// a hold the meta group holds, at or below the start of each transaction it has open;
+    /// so nothing at or above the hold was collected, nor will be while it lasts.
+    fn check_age(&self, ts: u64, ctx: &Context) -> Result<(), Failure> {
+        let by_life = self.oldest_served();
+        let oldest = match ctx.gc_hold_ts {
+            0 => by_life,
+            held => by_life.min(held),
+        };
         if ts < oldest {
             return Err(Failure::Key(KeyError::TooOld { ts, oldest }));
         }
@@ -135,8 +145,8 @@ impl KvNode {
     /// those keys is written once and never overwritten, so garbage collection never
     /// removes what such a read sees (a stream follower far behind reads payloads at
     /// their records' commit_ts). The keys are only looked at for a read the age refuses.
-    fn check_read_age(&self, ts: u64, keys: &[&[u8]]) -> Result<(), Failure> {
-        match self.check_age(ts) {
+    fn check_read_age(&self, ts: u64, ctx: &Context, keys: &[&[u8]]) -> Result<(), Failure> {
+        match self.check_age(ts, ctx) {
             Err(_)
                 if !keys.is_empty() && keys.iter().all(|k| crate::stream::is_reserved_key(k)) =>
             {
@@ -209,7 +219,7 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
-                self.check_read_age(version, &[&key])?;
+                self.check_read_age(version, &ctx, &[&key])?;
                 self.point_get(raft, peer, &ctx, &key, version, &bypass_locks)
             }
             // No age check: the caller's GC hold vouches for the versions (see the request).
@@ -226,7 +236,7 @@ impl KvNode {
                 ..
             } => {
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                self.check_read_age(version, &refs)?;
+                self.check_read_age(version, &ctx, &refs)?;
                 self.read_ready(raft, peer, &ctx, &refs)?;
                 // One snapshot for every key (a point read each for the one-phase guard).
                 let pairs = peer.read_points(version, &keys, |r| {
@@ -246,7 +256,7 @@ impl KvNode {
                 bypass_locks,
                 ..
             } => {
-                self.check_age(version)?;
+                self.check_age(version, &ctx)?;
                 self.read_ready(raft, peer, &ctx, &[&start])?;
                 let info = peer.info();
                 let end = clamp_end(end, info.end_key());
@@ -258,7 +268,7 @@ impl KvNode {
             KvRequest::Prewrite {
                 mutations, props, ..
             } => {
-                self.check_age(props.start_ts)?;
+                self.check_age(props.start_ts, &ctx)?;
                 let keys: Vec<Vec<u8>> = mutations.iter().map(|(m, _)| m.key().to_vec()).collect();
                 let one_pc = match props.commit_kind {
                     CommitKind::OnePc { commit_ts } => {

@@ -17,8 +17,9 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 /// cannot decode those two), and `TxnError`'s stream variants. 4: `KvRequest::Gc`,
 /// `KvResponse::Gc` and `KeyError::TooOld` (again added last). 5: `KvRequest::SetGcHold`,
 /// `GcHolds` and `GetHeld`, `KvResponse::GcHolds` (added last), and a meta group state
-/// with the GC holds (a meta snapshot of version 4 does not decode).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// with the GC holds (a meta snapshot of version 4 does not decode). 6: `Context` carries
+/// the sender's GC hold (`gc_hold_ts`), so every region request encodes differently.
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// One key of a pessimistic lock request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

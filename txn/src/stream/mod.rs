@@ -25,7 +25,7 @@ pub(crate) use keys::{
 };
 pub use position::StreamPosition;
 pub(crate) use position::{
-    COLLECTED_KEY, POSITIONS_END, POSITIONS_PREFIX, decode_collected, decode_position,
+    COLLECTED_KEY, POSITIONS_END, POSITIONS_PREFIX, SWEPT_KEY, decode_mark, decode_position,
     encode_position, position_key,
 };
 pub use record::{

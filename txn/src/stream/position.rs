@@ -6,8 +6,9 @@
 //! ```text
 //! position key   := LANES_PREFIX "!pos/" owner:u64
 //! position value := lower_record_ts:u64 done_ts:u64 updated_ms:u64
-//! collected key  := LANES_PREFIX "!collected"
-//! collected value := below_record_ts:u64
+//! collected key  := LANES_PREFIX "!collected"    (records below may be gone)
+//! swept key      := LANES_PREFIX "!swept"        (records below are gone)
+//! mark value     := record_ts:u64
 //! ```
 //!
 //! (big-endian). Both live in the lane registry's range, which only readers list and which
@@ -15,8 +16,11 @@
 
 use super::error::StreamDecodeError;
 
-/// The registry key that says below which `record_ts` records were collected.
+/// The registry key that says below which `record_ts` records may have been collected.
 pub(crate) const COLLECTED_KEY: &[u8] = b"\xff\xffstream.!collected";
+
+/// The registry key that says below which `record_ts` every record is gone.
+pub(crate) const SWEPT_KEY: &[u8] = b"\xff\xffstream.!swept";
 
 /// The prefix of every position key.
 pub(crate) const POSITIONS_PREFIX: &[u8] = b"\xff\xffstream.!pos/";
@@ -106,19 +110,19 @@ pub(crate) fn decode_position(
     })
 }
 
-/// The collected mark from its value.
+/// A mark (collected or swept) from its value.
 ///
 /// # Errors
 /// [`StreamDecodeError`] when it is not 8 bytes.
-pub(crate) fn decode_collected(value: &[u8]) -> Result<u64, StreamDecodeError> {
+pub(crate) fn decode_mark(value: &[u8]) -> Result<u64, StreamDecodeError> {
     if value.len() != 8 {
         return Err(StreamDecodeError::new(
-            "collected mark",
+            "stream mark",
             0,
             format!("{} bytes, want 8", value.len()),
         ));
     }
-    u64_at(value, 0, "collected mark")
+    u64_at(value, 0, "stream mark")
 }
 
 #[cfg(test)]
@@ -138,7 +142,7 @@ mod tests {
         };
         let key = position_key(p.owner);
         assert_eq!(decode_position(&key, &encode_position(&p)).unwrap(), p);
-        for k in [key.as_slice(), COLLECTED_KEY, POSITIONS_END] {
+        for k in [key.as_slice(), COLLECTED_KEY, SWEPT_KEY, POSITIONS_END] {
             assert!(k > LANES_PREFIX && k < STREAM_PREFIX && k < RESERVED_END);
             assert!(is_reserved_key(k));
             assert!(!is_table_lane(&k[LANES_PREFIX.len()..]));
@@ -156,7 +160,7 @@ mod tests {
         assert!(e.to_string().contains("position key"), "{e}");
         let e = decode_position(b"other", &[0; 24]).unwrap_err();
         assert!(e.to_string().contains("position key"), "{e}");
-        assert_eq!(decode_collected(&9u64.to_be_bytes()).unwrap(), 9);
-        assert!(decode_collected(&[1, 2]).is_err());
+        assert_eq!(decode_mark(&9u64.to_be_bytes()).unwrap(), 9);
+        assert!(decode_mark(&[1, 2]).is_err());
     }
 }

@@ -39,6 +39,7 @@ pub fn leader_and_ctx(c: &LocalCluster, key: &[u8]) -> (u64, Context) {
             let ctx = Context {
                 region_id: region.id,
                 epoch: region.epoch,
+                gc_hold_ts: 0,
             };
             return (leader, ctx);
         }
@@ -78,6 +79,7 @@ pub fn locks_in_region_of(c: &LocalCluster, key: &[u8]) -> Vec<LockInfo> {
                 ctx: Context {
                     region_id: r.id,
                     epoch: r.epoch,
+                    gc_hold_ts: 0,
                 },
                 max_ts: u64::MAX,
                 start: r.start.clone(),
