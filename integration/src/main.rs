@@ -209,6 +209,13 @@ struct NodeArgs {
     /// smallest live node id does) and publishes its stream position (at most every 10 s).
     #[arg(long, default_value_t = 60)]
     stream_collect_interval_secs: u64,
+    /// Remove this node's replica stream files last modified more than this many seconds
+    /// ago (never the last one, nor one a replica is reading), as MariaDB's
+    /// `binlog_expire_logs_seconds`; 0 (the default, as MariaDB's) keeps them all. A
+    /// replica that needs a removed file gets error 1236. `PURGE BINARY LOGS TO 'name'` /
+    /// `BEFORE 'YYYY-MM-DD HH:MM:SS'` (UTC) on the MySQL port removes them by hand.
+    #[arg(long, default_value_t = 0)]
+    stream_expire_logs_secs: u64,
     /// This node's binlog commits a transaction whose cache reaches this many bytes by
     /// renaming the cache file into the next binlog file (MariaDB 11.7's
     /// `binlog_large_commit_threshold`).
@@ -722,6 +729,10 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         surgedb::stream::StreamConfig::new(std::path::PathBuf::new())
             .with_max_file_size(args.stream_file_size)
             .with_large_group(args.stream_large_group)
+            .with_expire_logs(
+                (args.stream_expire_logs_secs > 0)
+                    .then(|| Duration::from_secs(args.stream_expire_logs_secs)),
+            )
             .with_retention(
                 surgedb::stream::Retention::default()
                     .with_keep(Duration::from_secs(args.stream_retention_secs))

@@ -206,3 +206,124 @@ fn records_every_node_has_are_collected_and_a_down_node_holds_what_it_needs() {
     assert_eq!(out.trim(), "removed the stream position of owner 3");
     assert!(position(&c, 3).is_none());
 }
+
+/// The files of rows `SHOW BINARY LOGS` lists on node `n`.
+fn binary_logs(c: &ProcCluster, n: u64) -> Vec<String> {
+    use mysql::prelude::Queryable;
+    conn(c, n)
+        .query_map("SHOW BINARY LOGS", |(name, _size): (String, u64)| name)
+        .unwrap()
+}
+
+/// `PURGE BINARY LOGS TO` / `BEFORE` on a node's MySQL port removes its old stream files
+/// (never the last one); a replica asking for a removed file gets MariaDB's error, and
+/// the node goes on streaming. `--stream-expire-logs-secs` does the same on a timer.
+#[test]
+fn purge_binary_logs_removes_a_nodes_old_stream_files() {
+    use mysql::prelude::Queryable;
+    let c = ProcCluster::start_with_args(
+        3,
+        "in-memory",
+        &["--stream-file-size=65536", "--stream-expire-logs-secs=0"],
+    );
+    let mut sql = conn(&c, 1);
+    sql.query_drop("CREATE DATABASE p").unwrap();
+    sql.query_drop("CREATE TABLE p.t (id INT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    let pad = "x".repeat(2000);
+    for i in 0..200 {
+        sql.query_drop(format!("INSERT INTO p.t VALUES ({i}, '{pad}')"))
+            .unwrap();
+    }
+    let mut logs = Vec::new();
+    wait_until(Duration::from_secs(60), || {
+        logs = binary_logs(&c, 1);
+        logs.len() >= 5
+    });
+    let err = sql
+        .query_drop("PURGE BINARY LOGS BEFORE 'not a date'")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("1064"), "{err}");
+    // Nothing was modified before 2000.
+    sql.query_drop("PURGE BINARY LOGS BEFORE '2000-01-01 00:00:00'")
+        .unwrap();
+    assert_eq!(binary_logs(&c, 1)[0], logs[0]);
+    sql.query_drop(format!("PURGE BINARY LOGS TO '{}'", logs[2]))
+        .unwrap();
+    let now = binary_logs(&c, 1);
+    assert_eq!(now[0], logs[2], "{now:?}");
+    let dir = stream_dir(&c, 1);
+    assert!(!dir.join(&logs[0]).exists() && !dir.join(&logs[1]).exists());
+    // The other nodes keep their own copies.
+    assert_eq!(binary_logs(&c, 2)[0], logs[0]);
+
+    // A replica asking node 1 for a removed file is told so.
+    let addr = c.manifest.node(1).unwrap().mysql_addr.clone().unwrap();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    match std::process::Command::new("mariadb-binlog")
+        .args([
+            "--read-from-remote-server",
+            &format!("--host={host}"),
+            &format!("--port={port}"),
+            "--user=root",
+            &logs[0],
+        ])
+        .output()
+    {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{text}");
+            assert!(
+                text.contains("Could not find first log file name"),
+                "{text}"
+            );
+        }
+        Err(e) => {
+            assert!(
+                std::env::var_os("SURGE_REQUIRE_MARIADB_BINLOG").is_none(),
+                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG): {e}"
+            );
+            eprintln!("SKIPPED: the mariadb-binlog part (apt-get install mariadb-client)");
+        }
+    }
+
+    // Before a time to come: all but the last file; the node goes on streaming.
+    sql.query_drop("PURGE MASTER LOGS BEFORE '2999-01-01 00:00:00'")
+        .unwrap();
+    assert_eq!(binary_logs(&c, 1).len(), 1);
+    for i in 200..260 {
+        sql.query_drop(format!("INSERT INTO p.t VALUES ({i}, '{pad}')"))
+            .unwrap();
+    }
+    wait_until(Duration::from_secs(60), || binary_logs(&c, 1).len() >= 2);
+}
+
+/// `--stream-expire-logs-secs`: files last modified longer ago than that go on their own,
+/// all but the last.
+#[test]
+fn expired_stream_files_are_removed_on_their_own() {
+    use mysql::prelude::Queryable;
+    let c = ProcCluster::start_with_args(
+        3,
+        "in-memory",
+        &["--stream-file-size=65536", "--stream-expire-logs-secs=2"],
+    );
+    let mut sql = conn(&c, 1);
+    sql.query_drop("CREATE DATABASE e").unwrap();
+    sql.query_drop("CREATE TABLE e.t (id INT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    let pad = "x".repeat(2000);
+    for i in 0..120 {
+        sql.query_drop(format!("INSERT INTO e.t VALUES ({i}, '{pad}')"))
+            .unwrap();
+    }
+    // Written within a second or two: several files at some moment, one in the end.
+    let mut most = 0;
+    wait_until(Duration::from_secs(60), || {
+        let n = binary_logs(&c, 2).len();
+        most = most.max(n);
+        most >= 2 && n == 1
+    });
+    assert!(c.log(2).contains("expired"), "{}", c.log(2));
+}

@@ -359,3 +359,70 @@ fn a_follower_with_other_settings_than_the_cluster_stops() {
     );
     assert_eq!(other.rounds, 0);
 }
+
+/// `PURGE BINARY LOGS`: files before the target go, oldest first, but never the last one,
+/// nor a file a dump has pinned, nor any after it; the writer goes on appending, reopens
+/// over the shorter list, and readers see it at once.
+#[test]
+fn purge_removes_old_files_but_not_the_last_nor_a_pinned_one() {
+    use std::time::{Duration, SystemTime};
+    use surgedb::mysql::{PurgeTarget, ReplicationError, ReplicationSource};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let txns = history(120);
+    let mut w = StreamWriter::open(config(dir.path())).expect("open");
+    feed(&mut w, &txns[..100], 7);
+    let files = w.files();
+    let names = |f: &surgedb::stream::StreamFiles| -> Vec<String> {
+        f.files().into_iter().map(|(n, _)| n).collect()
+    };
+    let before = names(&files);
+    assert!(before.len() >= 6, "{before:?}");
+    let name = |i: usize| before[i].clone();
+
+    // A dump reading the third file keeps it and every later one.
+    let pin = ReplicationSource::pin(&*files, &name(2)).expect("pin");
+    let removed = w.purge(&PurgeTarget::To(name(5))).expect("purge");
+    assert_eq!(removed, [name(0), name(1)]);
+    assert_eq!(names(&files), before[2..]);
+    assert!(!dir.path().join(name(0)).exists());
+    // A removed file can no longer be pinned.
+    assert!(matches!(
+        ReplicationSource::pin(&*files, &name(0)),
+        Err(ReplicationError::FileGone { .. })
+    ));
+    drop(pin);
+    let removed = w.purge(&PurgeTarget::To(name(5))).expect("purge");
+    assert_eq!(removed, [name(2), name(3), name(4)]);
+
+    // Before a time: everything older, but the last file stays.
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let removed = w.purge(&PurgeTarget::Before(later)).expect("purge");
+    let last = before.last().expect("a file").clone();
+    assert_eq!(names(&files), std::slice::from_ref(&last));
+    assert_eq!(removed.len(), before.len() - 6);
+    // Nothing older than a time long past.
+    assert!(
+        w.purge(&PurgeTarget::Before(SystemTime::UNIX_EPOCH))
+            .expect("purge")
+            .is_empty()
+    );
+
+    // The writer goes on, and a reopened writer over the shorter list writes the same
+    // bytes as one that never purged.
+    feed(&mut w, &txns[100..110], 3);
+    drop(w);
+    let mut w = StreamWriter::open(config(dir.path())).expect("reopen");
+    feed(&mut w, &txns[110..], 4);
+    let (_ref_dir, whole) = reference(&txns);
+    let kept = stream_file_bytes(dir.path());
+    assert_eq!(kept.first().map(|(n, _)| n.clone()), Some(last));
+    assert!(!kept.is_empty());
+    for (n, bytes) in &kept {
+        let want = whole
+            .iter()
+            .find(|(m, _)| m == n)
+            .unwrap_or_else(|| panic!("{n} not in the reference"));
+        assert_eq!(&want.1, bytes, "{n}");
+    }
+}

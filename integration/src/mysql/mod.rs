@@ -70,8 +70,9 @@ pub use packet::{decode_packets, encode_packets};
 pub use params::{ExecuteHead, ParamType, decode_execute_head, decode_execute_params};
 pub use replication::{
     BINLOG_DUMP_NON_BLOCK, BinlogDump, COM_BINLOG_DUMP, COM_REGISTER_SLAVE, DEFAULT_POLL,
-    DirSource, GtidPos, GtidPosError, MAX_CHUNK, PacketWriter, REPLICA_USER_VARIABLES,
-    RegisterSlave, ReplicaQuery, ReplicationError, ReplicationSource, SOURCE_GLOBALS, SetValue,
+    DirSource, FilePin, GtidPos, GtidPosError, MAX_CHUNK, PacketWriter, PurgeTarget,
+    REPLICA_USER_VARIABLES, RegisterSlave, ReplicaQuery, ReplicationError, ReplicationSource,
+    SOURCE_GLOBALS, SetValue,
 };
 pub use rows::{RowError, binary_row};
 pub use server::MysqlServer;

@@ -105,6 +105,43 @@ impl Value {
             }
         })
     }
+
+    /// Seconds since 1970-01-01 00:00:00 UTC of a DATE or DATETIME read as UTC
+    /// (fractions dropped); `None` for any other value. A text in the DATETIME form
+    /// (`YYYY-MM-DD[ HH:MM:SS]`) is parsed first.
+    pub fn unix_seconds(&self) -> Option<i64> {
+        match super::types::to_datetime(self)? {
+            Value::Date { year, month, day } => {
+                Some(days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400)
+            }
+            Value::DateTime {
+                year,
+                month,
+                day,
+                hour,
+                minute,
+                second,
+                ..
+            } => Some(
+                days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400
+                    + i64::from(hour) * 3600
+                    + i64::from(minute) * 60
+                    + i64::from(second),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// A double as MySQL prints it: the shortest form that reads back the same, no `.0` on
@@ -120,6 +157,19 @@ fn format_double(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datetimes_count_seconds_from_the_epoch_in_utc() {
+        let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+        assert_eq!(text("1970-01-01 00:00:00").unix_seconds(), Some(0));
+        assert_eq!(text("2000-03-01").unix_seconds(), Some(951_868_800));
+        assert_eq!(
+            text("2026-12-05 10:00:00").unix_seconds(),
+            Some(1_796_464_800)
+        );
+        assert_eq!(text("not a date").unix_seconds(), None);
+        assert_eq!(Value::Int(3).unix_seconds(), None);
+    }
 
     #[test]
     fn decimal_text_keeps_its_scale() {

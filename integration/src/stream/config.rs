@@ -39,6 +39,11 @@ pub struct StreamConfig {
     /// one of the shared settings: it changes what the store keeps, not the files' bytes
     /// (the collecting node's policy is the one applied).
     pub retention: Retention,
+    /// Stream files last modified longer ago than this are removed (never the last one,
+    /// nor one a replica is reading), as MariaDB's `binlog_expire_logs_seconds`; `None`
+    /// (the default, as MariaDB's 0) keeps them all. Not a shared setting: each node's
+    /// files are its own, and a replica asking for a GTID in a removed file gets 1236.
+    pub expire_logs: Option<std::time::Duration>,
 }
 
 impl StreamConfig {
@@ -51,6 +56,7 @@ impl StreamConfig {
             max_file_size: DEFAULT_STREAM_FILE_SIZE,
             large_group: DEFAULT_LARGE_GROUP,
             retention: Retention::default(),
+            expire_logs: None,
         }
     }
 
@@ -72,6 +78,13 @@ impl StreamConfig {
     #[must_use]
     pub fn with_retention(mut self, retention: Retention) -> StreamConfig {
         self.retention = retention;
+        self
+    }
+
+    /// Sets [`StreamConfig::expire_logs`].
+    #[must_use]
+    pub fn with_expire_logs(mut self, keep: Option<std::time::Duration>) -> StreamConfig {
+        self.expire_logs = keep;
         self
     }
 

@@ -315,11 +315,16 @@ fn publish(
     Ok(())
 }
 
-/// When the follower last published its position and last asked for a collection, and
-/// whether that collection left work for the next round.
+/// How often a node with an expiry looks for stream files to remove (more often when the
+/// expiry is shorter).
+const EXPIRE_EVERY: Duration = Duration::from_secs(60);
+
+/// When the follower last published its position, last asked for a collection and last
+/// expired files, and whether that collection left work for the next round.
 struct Upkeep {
     published: Instant,
     collected: Instant,
+    expired: Option<Instant>,
     more: bool,
 }
 
@@ -329,7 +334,47 @@ impl Upkeep {
         Upkeep {
             published: now,
             collected: now,
+            expired: None,
             more: false,
+        }
+    }
+
+    /// Carries out a `PURGE BINARY LOGS` a connection asked for, and the expiry
+    /// ([`super::StreamConfig::expire_logs`]) when it is due. A file that cannot be removed
+    /// is an error for the purge's client, or a line in the log for the expiry; the
+    /// stream goes on.
+    fn purge(writer: &mut StreamWriter) {
+        let request = writer.files().purge_request.lock().take();
+        if let Some((target, answer)) = request {
+            let _ = answer.send(writer.purge(&target).map_err(|e| e.to_string()));
+        }
+    }
+
+    fn expire(&mut self, writer: &mut StreamWriter) {
+        let Some(keep) = writer.config().expire_logs else {
+            return;
+        };
+        if self
+            .expired
+            .is_some_and(|at| at.elapsed() < EXPIRE_EVERY.min(keep))
+        {
+            return;
+        }
+        self.expired = Some(Instant::now());
+        let Some(before) = std::time::SystemTime::now().checked_sub(keep) else {
+            return;
+        };
+        match writer.purge(&crate::mysql::PurgeTarget::Before(before)) {
+            Ok(removed) if !removed.is_empty() => {
+                eprintln!(
+                    "replica stream: expired {} file(s) older than {keep:?}: {} .. {}",
+                    removed.len(),
+                    removed[0],
+                    removed[removed.len() - 1]
+                );
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("replica stream: expiry stopped: {e}"),
         }
     }
 
@@ -337,11 +382,13 @@ impl Upkeep {
     /// tried again at the next time; only [`StreamError::Collected`] stops the follower.
     fn run(
         &mut self,
-        writer: &StreamWriter,
+        writer: &mut StreamWriter,
         source: &mut dyn RecordSource,
         status: &Mutex<FollowerStatus>,
         cfg: FollowerConfig,
     ) -> Result<(), StreamError> {
+        Upkeep::purge(writer);
+        self.expire(writer);
         if self.published.elapsed() >= cfg.publish_every {
             self.published = Instant::now();
             match publish(writer, source, status) {

@@ -1,12 +1,25 @@
 //! [`StreamFiles`]: the part of a node's stream that readers (replication dumps) may see:
 //! its files and the end of its complete, durable groups.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
 use super::config::StreamConfig;
+use crate::mysql::{FilePin, PurgeTarget, ReplicationError};
+
+/// How long `PURGE BINARY LOGS` waits for the stream's writer to carry it out (the writer
+/// looks between two rounds, every 50 ms, unless a round is slow).
+const PURGE_WAIT: Duration = Duration::from_secs(10);
+
+/// A purge asked for by a connection, and where its answer goes.
+pub(crate) type PurgeRequest = (
+    PurgeTarget,
+    std::sync::mpsc::SyncSender<Result<Vec<String>, String>>,
+);
 
 /// What the writer has made durable, shared with readers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +48,11 @@ pub struct StreamFiles {
     domain_id: u32,
     view: Mutex<View>,
     grew: Condvar,
+    /// Files pinned by dumps, with how many pins each (`ReplicationSource::pin`). The
+    /// writer's purge holds this lock while it decides and removes, so no pin slips in.
+    pub(crate) pins: Arc<Mutex<BTreeMap<u32, usize>>>,
+    /// A purge waiting for the writer.
+    pub(crate) purge_request: Mutex<Option<PurgeRequest>>,
 }
 
 impl StreamFiles {
@@ -45,6 +63,8 @@ impl StreamFiles {
             domain_id: cfg.domain_id,
             view: Mutex::new(view),
             grew: Condvar::new(),
+            pins: Arc::new(Mutex::new(BTreeMap::new())),
+            purge_request: Mutex::new(None),
         }
     }
 
@@ -132,6 +152,51 @@ impl crate::mysql::ReplicationSource for StreamFiles {
     /// replica for good.
     fn start_grace(&self) -> Duration {
         START_GRACE
+    }
+
+    fn pin(&self, file: &str) -> Result<FilePin, ReplicationError> {
+        let gone = || ReplicationError::FileGone {
+            file: file.to_string(),
+        };
+        let n = StreamConfig::file_number(file).ok_or_else(gone)?;
+        let mut pins = self.pins.lock();
+        if !self.view.lock().files.contains(&n) {
+            return Err(gone());
+        }
+        *pins.entry(n).or_insert(0) += 1;
+        drop(pins);
+        let pins = Arc::clone(&self.pins);
+        Ok(FilePin::new(move || {
+            let mut pins = pins.lock();
+            if let Some(c) = pins.get_mut(&n) {
+                *c -= 1;
+                if *c == 0 {
+                    pins.remove(&n);
+                }
+            }
+        }))
+    }
+
+    /// Handed to the stream's writer, which carries it out between two rounds.
+    fn purge(&self, target: PurgeTarget) -> Result<Vec<String>, String> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        {
+            let mut slot = self.purge_request.lock();
+            if slot.is_some() {
+                return Err("another PURGE BINARY LOGS is in progress".into());
+            }
+            *slot = Some((target, tx));
+        }
+        match rx.recv_timeout(PURGE_WAIT) {
+            Ok(answer) => answer,
+            Err(_) => {
+                self.purge_request.lock().take();
+                Err(format!(
+                    "the replica stream's writer did not take the purge within {PURGE_WAIT:?} \
+                     (is its follower stopped?)"
+                ))
+            }
+        }
     }
 }
 

@@ -36,6 +36,7 @@ use super::cursor::{Cursor, sync_dir};
 use super::error::StreamError;
 use super::item::{StreamedGroup, StreamedTxn};
 use super::published::{StreamFiles, View};
+use crate::mysql::PurgeTarget;
 
 /// Temporary name of a large group's file while it is built.
 const LARGE_TMP: &str = "#stream_large.tmp";
@@ -449,6 +450,51 @@ impl StreamWriter {
         self.cursor_stored_at = Instant::now();
         self.stored = (self.cursor.lower_record_ts, self.cursor.done_ts);
         Ok(())
+    }
+
+    /// Removes the files before `target` (`PURGE BINARY LOGS`), oldest first: never the
+    /// last file, nor a file a dump has pinned or any after it; for
+    /// [`PurgeTarget::Before`], up to the first file last modified at or after the time.
+    /// Returns the names removed. The cursor names only the last file and the next
+    /// number, so nothing else changes; readers see the shorter list at once.
+    ///
+    /// # Errors
+    /// [`StreamError::Io`] when a file cannot be removed (those before it are gone) or the
+    /// directory not synced.
+    pub fn purge(&mut self, target: &PurgeTarget) -> Result<Vec<String>, StreamError> {
+        let files = Arc::clone(&self.files);
+        // Held while deciding and removing: a dump cannot pin a file about to go.
+        let pins = files.pins.lock();
+        let keep_from = match target {
+            PurgeTarget::To(name) => StreamConfig::file_number(name).unwrap_or(0),
+            PurgeTarget::Before(_) => u32::MAX,
+        };
+        let last = self.numbers.last().copied().unwrap_or(0);
+        let pinned = pins.keys().next().copied().unwrap_or(u32::MAX);
+        let mut removed = Vec::new();
+        for &n in &self.numbers {
+            if n >= keep_from || n >= last || n >= pinned {
+                break;
+            }
+            let path = self.cfg.dir.join(StreamConfig::file_name(n));
+            if let PurgeTarget::Before(t) = target {
+                let modified = fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .map_err(|e| StreamError::io("stat", &path, e))?;
+                if modified >= *t {
+                    break;
+                }
+            }
+            fs::remove_file(&path).map_err(|e| StreamError::io("remove", &path, e))?;
+            removed.push(StreamConfig::file_name(n));
+        }
+        self.numbers.drain(..removed.len());
+        drop(pins);
+        if !removed.is_empty() {
+            sync_dir(&self.cfg.dir)?;
+            self.publish();
+        }
+        Ok(removed)
     }
 
     fn publish(&self) {

@@ -14,7 +14,7 @@ use super::dump::{DumpEnd, DumpPeer, run_dump};
 use super::dump_start::binlog_state;
 use super::queries::ReplicaQuery;
 use super::replica_vars::BINLOG_CHECKSUM;
-use super::source::ReplicationSource;
+use super::source::{PurgeTarget, ReplicationSource};
 use crate::sql::{ColumnKind, ColumnMeta, Output, Value};
 
 impl<S: Read + Write + DumpPeer> Connection<S> {
@@ -124,8 +124,32 @@ impl<S: Read + Write + DumpPeer> Connection<S> {
                     rows,
                 );
             }
+            ReplicaQuery::PurgeTo(name) => self.purge(&*source, PurgeTarget::To(name)),
+            ReplicaQuery::PurgeBefore(when) => {
+                let at = Value::Bytes(when.as_bytes().to_vec())
+                    .unix_seconds()
+                    .and_then(|s| u64::try_from(s).ok())
+                    .map(|s| UNIX_EPOCH + std::time::Duration::from_secs(s));
+                match at {
+                    Some(at) => self.purge(&*source, PurgeTarget::Before(at)),
+                    None => self.io.queue(&err_packet(
+                        1064,
+                        "42000",
+                        &format!("PURGE BINARY LOGS BEFORE: '{when}' is not a datetime"),
+                    )),
+                }
+            }
         }
         true
+    }
+
+    /// `PURGE BINARY LOGS`: OK once the source removed what it could (a pinned file and
+    /// those after it stay, as MariaDB keeps a log in use), ERR 1105 naming why not.
+    fn purge(&mut self, source: &dyn ReplicationSource, target: PurgeTarget) {
+        match source.purge(target) {
+            Ok(_) => self.ok(),
+            Err(msg) => self.io.queue(&err_packet(1105, "HY000", &msg)),
+        }
     }
 
     /// COM_REGISTER_SLAVE: checked and acknowledged (the replica list is not kept).

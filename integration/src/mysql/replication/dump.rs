@@ -157,6 +157,9 @@ impl<W: DumpPeer> Dump<'_, W> {
         let mut name = files[i].0.clone();
         let mut path = files[i].1.clone();
         let mut offset = Some(offset);
+        // The file being sent stays in the binlog until the next one is pinned too, so a
+        // purge never removes what this replica reads next.
+        let mut _pin = self.source.pin(&name)?;
         loop {
             self.stream_file(&name, &path, offset.take().unwrap_or(4))?;
             // The file is complete and sent: on to the next one.
@@ -170,6 +173,7 @@ impl<W: DumpPeer> Dump<'_, W> {
             };
             name = next.0.clone();
             path = next.1.clone();
+            _pin = self.source.pin(&name)?;
         }
     }
 

@@ -48,4 +48,4 @@ pub use error::ReplicationError;
 pub use framing::{MAX_CHUNK, PacketWriter};
 pub use gtid_pos::{GtidPos, GtidPosError};
 pub use queries::{REPLICA_USER_VARIABLES, ReplicaQuery, SOURCE_GLOBALS, SetValue};
-pub use source::ReplicationSource;
+pub use source::{FilePin, PurgeTarget, ReplicationSource};

@@ -5,7 +5,8 @@
 //! The list is what MariaDB 10.11's `get_master_version_and_clock`, `request_dump` and the
 //! client library send (<https://mariadb.com/kb/en/gtid/>,
 //! <https://mariadb.com/kb/en/semisynchronous-replication/>), plus the operator's
-//! `SHOW MASTER STATUS`, `SHOW BINARY LOGS` and `SELECT @@GLOBAL.gtid_binlog_pos`.
+//! `SHOW MASTER STATUS`, `SHOW BINARY LOGS`, `PURGE BINARY LOGS` and
+//! `SELECT @@GLOBAL.gtid_binlog_pos`.
 
 /// The user variables a replica sets on its master connection (MariaDB reads them in the
 /// binlog dump thread). Any other `SET @var` goes to the SQL session.
@@ -70,6 +71,10 @@ pub enum ReplicaQuery {
     ShowMasterStatus,
     /// `SHOW BINARY LOGS` / `SHOW MASTER LOGS`.
     ShowBinaryLogs,
+    /// `PURGE {BINARY|MASTER} LOGS TO 'name'`.
+    PurgeTo(String),
+    /// `PURGE {BINARY|MASTER} LOGS BEFORE 'datetime'` (the text as given).
+    PurgeBefore(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,6 +236,15 @@ impl ReplicaQuery {
             {
                 Some(ReplicaQuery::SetSkipReplication)
             }
+            [Word(p), Word(b), Word(l), Word(how), Str(arg)]
+                if p == "purge" && (b == "binary" || b == "master") && l == "logs" =>
+            {
+                match how.as_str() {
+                    "to" => Some(ReplicaQuery::PurgeTo(arg.clone())),
+                    "before" => Some(ReplicaQuery::PurgeBefore(arg.clone())),
+                    _ => None,
+                }
+            }
             _ if w(0, "show") => {
                 let rest = &t[1..];
                 let rest = match rest.first() {
@@ -356,6 +370,15 @@ mod tests {
             ("SHOW MASTER STATUS", Some(Q::ShowMasterStatus)),
             ("show binary logs", Some(Q::ShowBinaryLogs)),
             ("SHOW MASTER LOGS", Some(Q::ShowBinaryLogs)),
+            (
+                "purge binary logs to 'surge-stream-bin.000003'",
+                Some(Q::PurgeTo("surge-stream-bin.000003".into())),
+            ),
+            (
+                "PURGE MASTER LOGS BEFORE '2026-12-05 10:00:00';",
+                Some(Q::PurgeBefore("2026-12-05 10:00:00".into())),
+            ),
+            ("PURGE BINARY LOGS AFTER 'x'", None),
             (
                 "SELECT @@global.gtid_binlog_pos",
                 Some(Q::SelectGlobal("gtid_binlog_pos".into())),

@@ -2,7 +2,9 @@
 
 use std::fmt::Debug;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use super::error::ReplicationError;
 
 /// A growing, ordered binlog: files of MariaDB binlog events (format v4, CRC-32), each
 /// beginning with the magic, a Format_description, a Gtid_list (the GTID state before the
@@ -40,6 +42,70 @@ pub trait ReplicationSource: Send + Sync + Debug {
     /// replica moving to it after a failover) can give it time to catch up.
     fn start_grace(&self) -> Duration {
         Duration::ZERO
+    }
+
+    /// Keeps `file` in the binlog while the returned pin lives: a dump pins the file it
+    /// streams (and the next before it lets go of it), so that a purge never removes a
+    /// file a connected replica is reading or is about to read (MariaDB's "log in use").
+    /// The default pins nothing (a binlog that is never purged).
+    ///
+    /// # Errors
+    /// [`ReplicationError::FileGone`] when `file` is no longer in the binlog.
+    fn pin(&self, file: &str) -> Result<FilePin, ReplicationError> {
+        let _ = file;
+        Ok(FilePin::none())
+    }
+
+    /// `PURGE BINARY LOGS`: removes the files before `target`, oldest first, never the
+    /// last one nor one pinned (nor any after it); returns the names removed. The default
+    /// refuses.
+    ///
+    /// # Errors
+    /// Why nothing could be purged (a message for the client).
+    fn purge(&self, target: PurgeTarget) -> Result<Vec<String>, String> {
+        let _ = target;
+        Err("this binlog cannot be purged".into())
+    }
+}
+
+/// What `PURGE BINARY LOGS` removes: the files before a named one, or those last
+/// modified before a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PurgeTarget {
+    /// `PURGE BINARY LOGS TO 'name'`: every file before `name` (which stays).
+    To(String),
+    /// `PURGE BINARY LOGS BEFORE 'datetime'` (and expiry): every file last modified before
+    /// this time, up to the first that is not.
+    Before(SystemTime),
+}
+
+/// Keeps a binlog file from being purged until dropped ([`ReplicationSource::pin`]).
+#[must_use = "the file is pinned only while this lives"]
+pub struct FilePin(Option<Box<dyn FnOnce() + Send>>);
+
+impl FilePin {
+    /// A pin that keeps nothing.
+    pub fn none() -> FilePin {
+        FilePin(None)
+    }
+
+    /// A pin that runs `release` when dropped.
+    pub fn new(release: impl FnOnce() + Send + 'static) -> FilePin {
+        FilePin(Some(Box::new(release)))
+    }
+}
+
+impl Drop for FilePin {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take() {
+            release();
+        }
+    }
+}
+
+impl std::fmt::Debug for FilePin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("FilePin").field(&self.0.is_some()).finish()
     }
 }
 

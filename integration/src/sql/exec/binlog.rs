@@ -114,17 +114,6 @@ pub(crate) fn silence(txn: &mut Transaction) -> Result<(), SqlError> {
     }
 }
 
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// `v` of a column of type `ty` as the binlog carries it.
 pub(crate) fn binlog_value(ty: SqlType, v: &Value) -> BinlogValue {
     match (v, ty) {
@@ -151,7 +140,11 @@ pub(crate) fn binlog_value(ty: SqlType, v: &Value) -> BinlogValue {
             },
             SqlType::Timestamp,
         ) => {
-            let days = days_from_civil(i64::from(*year), i64::from(*month), i64::from(*day));
+            let days = crate::sql::value::days_from_civil(
+                i64::from(*year),
+                i64::from(*month),
+                i64::from(*day),
+            );
             let secs = days * 86_400
                 + i64::from(*hour) * 3600
                 + i64::from(*minute) * 60
