@@ -245,6 +245,12 @@ fn purge_binary_logs_removes_a_nodes_old_stream_files() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("1064"), "{err}");
+    // A file the stream does not list: MariaDB's 1373, nothing removed.
+    let err = sql
+        .query_drop("PURGE BINARY LOGS TO 'surge-stream-bin.999999'")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("1373"), "{err}");
     // Nothing was modified before 2000.
     sql.query_drop("PURGE BINARY LOGS BEFORE '2000-01-01 00:00:00'")
         .unwrap();

@@ -380,6 +380,12 @@ fn purge_removes_old_files_but_not_the_last_nor_a_pinned_one() {
     assert!(before.len() >= 6, "{before:?}");
     let name = |i: usize| before[i].clone();
 
+    // A name the stream does not list removes nothing.
+    assert!(matches!(
+        w.purge(&PurgeTarget::To("surge-stream-bin.999999".into())),
+        Err(StreamError::NoSuchFile { .. })
+    ));
+    assert_eq!(names(&files), before);
     // A dump reading the third file keeps it and every later one.
     let pin = ReplicationSource::pin(&*files, &name(2)).expect("pin");
     let removed = w.purge(&PurgeTarget::To(name(5))).expect("purge");

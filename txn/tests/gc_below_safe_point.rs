@@ -448,3 +448,47 @@ fn a_transaction_longer_than_the_life_time_lives_while_its_clients_hold_covers_i
         moved.ts
     );
 }
+
+/// An operator removes a live client's hold and a collection passes its open
+/// transaction: the nodes that collected refuse the transaction's next read though it
+/// still claims its old hold, and a hold set again below the safe point is set at it.
+#[test]
+fn a_hold_removed_under_an_open_transaction_never_lets_it_read_what_went() {
+    let c = cluster(Some(LIFE));
+    // No refresh within the test: the hold is the one `open` set.
+    let held =
+        TxnClient::open(c.cluster.router(), hold_config(9, Duration::from_secs(600))).unwrap();
+    let plain = c.client(ClientConfig::default());
+    let mut t = plain.begin(TxnMode::Optimistic).unwrap();
+    t.put(b"rm/k", b"v0").unwrap();
+    t.commit().unwrap();
+    let mut open = held.begin(TxnMode::Optimistic).unwrap();
+    let start = open.start_ts();
+    assert_eq!(open.get(b"rm/k").unwrap(), Some(b"v0".to_vec()));
+    for i in 1..=2 {
+        let mut t = plain.begin(TxnMode::Optimistic).unwrap();
+        t.put(b"rm/k", format!("v{i}").as_bytes()).unwrap();
+        t.commit().unwrap();
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(700));
+    plain.remove_gc_hold(9).unwrap();
+    let sp = plain
+        .safe_point_older_than(LIFE + Duration::from_millis(200))
+        .unwrap();
+    assert!(sp > start);
+    let report = plain.gc(sp).unwrap();
+    assert_eq!(report.safe_point, sp);
+    assert!(report.removed.records > 0, "{report:?}");
+    match open.get(b"rm/k") {
+        Err(TxnError::Key(KeyError::TooOld { ts, oldest })) => {
+            assert_eq!(ts, start);
+            assert!(oldest >= sp, "refused below {oldest}, collected below {sp}");
+        }
+        other => panic!("a read below what was collected: {other:?}"),
+    }
+    // Set again below the safe point: set at it.
+    plain
+        .set_gc_hold(9, start, Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(hold_of(&plain, 9).unwrap().ts, sp);
+}

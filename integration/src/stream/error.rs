@@ -72,6 +72,12 @@ pub enum StreamError {
         /// The cluster's collected mark.
         collected: u64,
     },
+    /// `PURGE BINARY LOGS TO` named a file the stream does not list.
+    #[error("replica stream: target log {name:?} not found in the stream's files")]
+    NoSuchFile {
+        /// The name given.
+        name: String,
+    },
     /// Reading the cluster's stream records failed (retried by the follower).
     #[error("replica stream: reading the cluster's records: {detail}")]
     Source {

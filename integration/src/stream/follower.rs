@@ -345,8 +345,8 @@ impl Upkeep {
     /// stream goes on.
     fn purge(writer: &mut StreamWriter) {
         let request = writer.files().purge_request.lock().take();
-        if let Some((target, answer)) = request {
-            let _ = answer.send(writer.purge(&target).map_err(|e| e.to_string()));
+        if let Some((_, target, answer)) = request {
+            let _ = answer.send(writer.purge(&target));
         }
     }
 

@@ -9,16 +9,18 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::config::StreamConfig;
+use super::error::StreamError;
 use crate::mysql::{FilePin, PurgeTarget, ReplicationError};
 
 /// How long `PURGE BINARY LOGS` waits for the stream's writer to carry it out (the writer
 /// looks between two rounds, every 50 ms, unless a round is slow).
 const PURGE_WAIT: Duration = Duration::from_secs(10);
 
-/// A purge asked for by a connection, and where its answer goes.
+/// A purge asked for by a connection (with an id of its own), and where its answer goes.
 pub(crate) type PurgeRequest = (
+    u64,
     PurgeTarget,
-    std::sync::mpsc::SyncSender<Result<Vec<String>, String>>,
+    std::sync::mpsc::SyncSender<Result<Vec<String>, StreamError>>,
 );
 
 /// What the writer has made durable, shared with readers.
@@ -53,6 +55,8 @@ pub struct StreamFiles {
     pub(crate) pins: Arc<Mutex<BTreeMap<u32, usize>>>,
     /// A purge waiting for the writer.
     pub(crate) purge_request: Mutex<Option<PurgeRequest>>,
+    /// The id of the next purge request.
+    purge_ids: std::sync::atomic::AtomicU64,
 }
 
 impl StreamFiles {
@@ -65,6 +69,7 @@ impl StreamFiles {
             grew: Condvar::new(),
             pins: Arc::new(Mutex::new(BTreeMap::new())),
             purge_request: Mutex::new(None),
+            purge_ids: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -178,23 +183,40 @@ impl crate::mysql::ReplicationSource for StreamFiles {
     }
 
     /// Handed to the stream's writer, which carries it out between two rounds.
-    fn purge(&self, target: PurgeTarget) -> Result<Vec<String>, String> {
+    fn purge(&self, target: PurgeTarget) -> Result<Vec<String>, ReplicationError> {
+        let failed = |detail: String| ReplicationError::PurgeFailed { detail };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        {
+        let id = {
             let mut slot = self.purge_request.lock();
             if slot.is_some() {
-                return Err("another PURGE BINARY LOGS is in progress".into());
+                return Err(failed("another PURGE BINARY LOGS is in progress".into()));
             }
-            *slot = Some((target, tx));
-        }
+            let id = self
+                .purge_ids
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            *slot = Some((id, target, tx));
+            id
+        };
         match rx.recv_timeout(PURGE_WAIT) {
-            Ok(answer) => answer,
+            Ok(Ok(removed)) => Ok(removed),
+            Ok(Err(StreamError::NoSuchFile { name })) => {
+                Err(ReplicationError::PurgeTargetNotFound { file: name })
+            }
+            Ok(Err(e)) => Err(failed(e.to_string())),
             Err(_) => {
-                self.purge_request.lock().take();
-                Err(format!(
-                    "the replica stream's writer did not take the purge within {PURGE_WAIT:?} \
-                     (is its follower stopped?)"
-                ))
+                // Only this request, if the writer has not taken it yet.
+                let mut slot = self.purge_request.lock();
+                if slot.as_ref().is_some_and(|(mine, _, _)| *mine == id) {
+                    slot.take();
+                    return Err(failed(format!(
+                        "the replica stream's writer did not take the purge within \
+                         {PURGE_WAIT:?} (is its follower stopped?); nothing was removed"
+                    )));
+                }
+                Err(failed(format!(
+                    "the replica stream's writer did not finish the purge within \
+                     {PURGE_WAIT:?}; files may still be removed"
+                )))
             }
         }
     }

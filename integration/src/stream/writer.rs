@@ -459,40 +459,50 @@ impl StreamWriter {
     /// number, so nothing else changes; readers see the shorter list at once.
     ///
     /// # Errors
-    /// [`StreamError::Io`] when a file cannot be removed (those before it are gone) or the
-    /// directory not synced.
+    /// [`StreamError::NoSuchFile`] for a [`PurgeTarget::To`] that names no file of the
+    /// stream (nothing removed); [`StreamError::Io`] when a file cannot be removed (those
+    /// before it are gone and unlisted) or the directory not synced.
     pub fn purge(&mut self, target: &PurgeTarget) -> Result<Vec<String>, StreamError> {
         let files = Arc::clone(&self.files);
-        // Held while deciding and removing: a dump cannot pin a file about to go.
+        // Held while deciding, removing and publishing: a dump cannot pin a file about to
+        // go, nor one gone but still listed.
         let pins = files.pins.lock();
         let keep_from = match target {
-            PurgeTarget::To(name) => StreamConfig::file_number(name).unwrap_or(0),
+            PurgeTarget::To(name) => StreamConfig::file_number(name)
+                .filter(|n| self.numbers.contains(n))
+                .ok_or_else(|| StreamError::NoSuchFile { name: name.clone() })?,
             PurgeTarget::Before(_) => u32::MAX,
         };
         let last = self.numbers.last().copied().unwrap_or(0);
         let pinned = pins.keys().next().copied().unwrap_or(u32::MAX);
         let mut removed = Vec::new();
+        let mut failed = None;
         for &n in &self.numbers {
             if n >= keep_from || n >= last || n >= pinned {
                 break;
             }
             let path = self.cfg.dir.join(StreamConfig::file_name(n));
-            if let PurgeTarget::Before(t) = target {
-                let modified = fs::metadata(&path)
-                    .and_then(|m| m.modified())
-                    .map_err(|e| StreamError::io("stat", &path, e))?;
-                if modified >= *t {
+            match purge_file(&path, target) {
+                Ok(true) => removed.push(StreamConfig::file_name(n)),
+                Ok(false) => break,
+                Err(e) => {
+                    failed = Some(e);
                     break;
                 }
             }
-            fs::remove_file(&path).map_err(|e| StreamError::io("remove", &path, e))?;
-            removed.push(StreamConfig::file_name(n));
         }
+        // What went is unlisted whatever stopped the loop, so the list and the files
+        // never disagree.
         self.numbers.drain(..removed.len());
+        if !removed.is_empty() {
+            self.publish();
+        }
         drop(pins);
+        if let Some(e) = failed {
+            return Err(e);
+        }
         if !removed.is_empty() {
             sync_dir(&self.cfg.dir)?;
-            self.publish();
         }
         Ok(removed)
     }
@@ -561,6 +571,25 @@ fn rotate_event(next: u32, at: u64, out: &mut Vec<u8>) {
 }
 
 /// The stream files in `cfg.dir`, by number.
+/// Removes the stream file at `path` for `target` (already known to be before its bound):
+/// `false` when a [`PurgeTarget::Before`] finds it modified at or after its time. A file
+/// already gone counts as removed.
+fn purge_file(path: &std::path::Path, target: &PurgeTarget) -> Result<bool, StreamError> {
+    if let PurgeTarget::Before(t) = target {
+        match fs::metadata(path).and_then(|m| m.modified()) {
+            Ok(modified) if modified >= *t => return Ok(false),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(StreamError::io("stat", path, e)),
+        }
+    }
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(StreamError::io("remove", path, e)),
+    }
+}
+
 fn list_files(cfg: &StreamConfig) -> Result<Vec<u32>, StreamError> {
     let mut out = Vec::new();
     let rd = fs::read_dir(&cfg.dir).map_err(|e| StreamError::io("list", &cfg.dir, e))?;

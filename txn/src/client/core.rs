@@ -39,6 +39,8 @@ pub(crate) struct ClientCore {
     /// The timestamp of this client's GC hold while it is in force (0: none), sent in every
     /// region request's [`crate::Context::gc_hold_ts`] (`gc_hold.rs`).
     pub(crate) gc_hold_floor: std::sync::atomic::AtomicU64,
+    /// Until when (wall-clock milliseconds) the hold may be claimed (`gc_hold.rs`).
+    pub(crate) gc_hold_claim_until: std::sync::atomic::AtomicU64,
     /// The start timestamps of this client's open transactions, with how many share each
     /// (`open_txns.rs`): the GC hold stays at or below the oldest.
     pub(crate) open_txns: Mutex<std::collections::BTreeMap<u64, u32>>,

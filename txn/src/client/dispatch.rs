@@ -508,9 +508,7 @@ impl ClientCore {
         Context {
             region_id: region.info.id,
             epoch: region.info.epoch,
-            gc_hold_ts: self
-                .gc_hold_floor
-                .load(std::sync::atomic::Ordering::Acquire),
+            gc_hold_ts: self.claimed_gc_hold(),
         }
     }
 }

@@ -84,6 +84,10 @@ impl TxnClient {
     /// region and transport errors once the backoff budget of one step (one region's
     /// answer) is spent.
     pub fn gc(&self, safe_point: u64) -> Result<GcReport, TxnError> {
+        // Recorded in the meta group first, which may lower it to a hold set since the
+        // caller looked (or keep the higher one of an earlier run): from then on no hold is
+        // set, and so no request claims one, below it.
+        let safe_point = self.raise_gc_safe_point(safe_point)?;
         let _span = tracing::info_span!("gc", safe_point).entered();
         let mut report = GcReport {
             safe_point,
@@ -93,6 +97,18 @@ impl TxnClient {
         self.collect_regions(safe_point, &mut report)?;
         tracing::info!(?report, "gc done");
         Ok(report)
+    }
+
+    /// Raises the meta group's GC safe point towards `safe_point` (not above a hold in
+    /// force there); returns the safe point in force.
+    fn raise_gc_safe_point(&self, safe_point: u64) -> Result<u64, TxnError> {
+        let core = self.core();
+        let mut bo = Backoff::new(&core.config);
+        match core.meta_call(&KvRequest::RaiseGcSafePoint { safe_point }, &mut bo)? {
+            KvResponse::GcTs { ts } => Ok(ts),
+            KvResponse::KeyError(e) => Err(e.into()),
+            other => Err(TxnError::unexpected("raise_gc_safe_point", &other)),
+        }
     }
 
     fn resolve_locks_below(&self, safe_point: u64, report: &mut GcReport) -> Result<(), TxnError> {

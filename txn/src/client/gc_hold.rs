@@ -94,6 +94,7 @@ impl TxnClient {
         let mut bo = Backoff::new(&self.core().config);
         self.core()
             .send_gc_hold(owner, ts, crate::ts::duration_ms(ttl), &mut bo)
+            .map(|_| ())
     }
 
     /// Removes `owner`'s GC hold (nothing if it has none).
@@ -102,7 +103,7 @@ impl TxnClient {
     /// As [`TxnClient::current_ts`].
     pub fn remove_gc_hold(&self, owner: u64) -> Result<(), TxnError> {
         let mut bo = Backoff::new(&self.core().config);
-        self.core().send_gc_hold(owner, 0, 0, &mut bo)
+        self.core().send_gc_hold(owner, 0, 0, &mut bo).map(|_| ())
     }
 
     /// At a clean stop: removes this client's own hold
@@ -145,19 +146,32 @@ impl TxnClient {
 }
 
 impl ClientCore {
+    /// Sets (or, with `ts` 0, removes) `owner`'s hold; returns the timestamp the meta group
+    /// set, which is `ts` unless that was below the GC safe point (then the safe point).
     fn send_gc_hold(
         &self,
         owner: u64,
         ts: u64,
         ttl_ms: u64,
         bo: &mut Backoff,
-    ) -> Result<(), TxnError> {
+    ) -> Result<u64, TxnError> {
         let req = KvRequest::SetGcHold { owner, ts, ttl_ms };
         match self.meta_call(&req, bo)? {
-            KvResponse::Done => Ok(()),
+            KvResponse::GcTs { ts } => Ok(ts),
             KvResponse::KeyError(e) => Err(e.into()),
             other => Err(TxnError::unexpected("set_gc_hold", &other)),
         }
+    }
+
+    /// The GC hold this client may claim in its requests now (0: none): the one the meta
+    /// group set, while it has not gone half its TTL without a refresh.
+    pub(crate) fn claimed_gc_hold(&self) -> u64 {
+        let ts = self.gc_hold_floor.load(Ordering::Acquire);
+        if ts == 0 || crate::ts::wall_clock_ms() >= self.gc_hold_claim_until.load(Ordering::Acquire)
+        {
+            return 0;
+        }
+        ts
     }
 
     pub(crate) fn gc_holds(&self) -> Result<Vec<GcHold>, TxnError> {
@@ -217,11 +231,20 @@ impl ClientCore {
             .max(1);
         // A TTL shorter than two refreshes would let a live client's hold lapse.
         let ttl = opts.ttl.max(opts.refresh * 2);
-        self.send_gc_hold(opts.owner, ts, crate::ts::duration_ms(ttl), bo)?;
+        // A higher hold is claimed from now on (claiming more than the meta group holds
+        // only refuses more); a lower one only once the meta group has set it.
+        self.gc_hold_floor.fetch_max(ts, Ordering::AcqRel);
+        let set = self.send_gc_hold(opts.owner, ts, crate::ts::duration_ms(ttl), bo)?;
         *self.gc_hold_state.lock() = HoldState::SetAt(Instant::now());
-        // Only now may requests claim it: the meta group holds it.
-        self.gc_hold_floor.store(ts, Ordering::Release);
-        Ok(Some(ts))
+        // What the meta group set: never below its GC safe point, so a claim never reaches
+        // below what a collection may have removed. Claimed for half the TTL: a hold whose
+        // refreshes keep failing is not claimed past it.
+        self.gc_hold_floor.store(set, Ordering::Release);
+        self.gc_hold_claim_until.store(
+            crate::ts::wall_clock_ms().saturating_add(crate::ts::duration_ms(ttl / 2)),
+            Ordering::Release,
+        );
+        Ok(Some(set))
     }
 
     /// On the heartbeat thread: sets the hold again once `refresh` has passed since the
@@ -243,13 +266,6 @@ impl ClientCore {
         let mut bo = Backoff::with_budget(&self.config, self.config.heartbeat_interval / 2);
         if let Err(e) = self.publish_gc_hold(&mut bo) {
             tracing::warn!(owner = opts.owner, error = %e, "GC hold not refreshed; retrying next tick");
-            // Requests stop claiming a hold that may lapse before it is set again (half
-            // its TTL without a refresh).
-            if let HoldState::SetAt(at) = *self.gc_hold_state.lock()
-                && at.elapsed() >= opts.ttl / 2
-            {
-                self.gc_hold_floor.store(0, Ordering::Release);
-            }
         }
     }
 }

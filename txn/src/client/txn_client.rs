@@ -51,6 +51,7 @@ impl TxnClient {
             gc_hold_state: Mutex::new(super::gc_hold::HoldState::Unset),
             gc_hold_round: Mutex::new(()),
             gc_hold_floor: std::sync::atomic::AtomicU64::new(0),
+            gc_hold_claim_until: std::sync::atomic::AtomicU64::new(0),
             open_txns: Mutex::new(std::collections::BTreeMap::new()),
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
             stream_lock_floor: std::sync::atomic::AtomicU64::new(0),

@@ -33,6 +33,19 @@ pub(crate) struct MetaState {
     /// The GC holds by owner; an expired one stays until an `ExpireGcHolds` drops it (the
     /// readers skip it meanwhile).
     pub(crate) gc_holds: BTreeMap<u64, GcHold>,
+    /// The GC safe point: the highest a collection was allowed to go (PD's GC safe point).
+    /// Only grows; no hold is ever set below it.
+    pub(crate) gc_safe_point: u64,
+}
+
+/// [`MetaState`] as protocol version 5 encoded it, before the GC safe point.
+#[derive(Deserialize)]
+struct MetaStateV5 {
+    regions: BTreeMap<u64, RegionInfo>,
+    tso_limit: u64,
+    next_region_id: u64,
+    removed: BTreeSet<u64>,
+    gc_holds: BTreeMap<u64, GcHold>,
 }
 
 /// [`MetaState`] as protocol version 4 encoded it, before the GC holds: postcard cannot
@@ -46,10 +59,20 @@ struct MetaStateV4 {
 }
 
 impl MetaState {
-    /// Decodes a meta snapshot of this version, or of version 4 (no GC holds).
+    /// Decodes a meta snapshot of this version, of version 5 (no GC safe point) or of
+    /// version 4 (no GC holds either). Each older layout must take the whole input.
     pub(crate) fn decode(data: &[u8]) -> Result<MetaState, postcard::Error> {
         postcard::from_bytes::<MetaState>(data).or_else(|e| {
-            // The whole input, or it is no snapshot of version 4 either.
+            if let Ok((v5, [])) = postcard::take_from_bytes::<MetaStateV5>(data) {
+                return Ok(MetaState {
+                    regions: v5.regions,
+                    tso_limit: v5.tso_limit,
+                    next_region_id: v5.next_region_id,
+                    removed: v5.removed,
+                    gc_holds: v5.gc_holds,
+                    gc_safe_point: 0,
+                });
+            }
             let Ok((v4, [])) = postcard::take_from_bytes::<MetaStateV4>(data) else {
                 return Err(e);
             };
@@ -59,6 +82,7 @@ impl MetaState {
                 next_region_id: v4.next_region_id,
                 removed: v4.removed,
                 gc_holds: BTreeMap::new(),
+                gc_safe_point: 0,
             })
         })
     }
@@ -79,13 +103,23 @@ pub(crate) enum MetaCommand {
     /// Hand out this many region ids in a row (at least one; the apply result carries the
     /// first).
     AllocRegionIds(u64),
-    /// Set (or replace) the owner's GC hold.
+    /// Set (or replace) the owner's GC hold, raised to the GC safe point if below it; the
+    /// apply result carries the timestamp set.
     SetGcHold(GcHold),
     /// Drop the owner's GC hold.
     RemoveGcHold(u64),
     /// Drop every GC hold expired at this wall-clock time (ms; the proposer's clock, so
     /// every replica drops the same ones).
     ExpireGcHolds(u64),
+    /// Raise the GC safe point towards `safe_point`, but not above a hold in force at
+    /// `now_ms` (the proposer's clock, so that every replica computes the same); the
+    /// apply result carries the safe point in force after it.
+    RaiseGcSafePoint {
+        /// The safe point asked for.
+        safe_point: u64,
+        /// The proposer's wall clock, for the holds' expiry.
+        now_ms: u64,
+    },
 }
 
 impl MetaState {
@@ -110,8 +144,24 @@ impl MetaState {
             }
             MetaCommand::AllocRegionId => return self.alloc_ids(1),
             MetaCommand::AllocRegionIds(n) => return self.alloc_ids(n),
-            MetaCommand::SetGcHold(h) => {
+            MetaCommand::SetGcHold(mut h) => {
+                // Never below what a collection may already have removed: the owner
+                // claims what this returns, not what it asked for.
+                h.ts = h.ts.max(self.gc_safe_point);
                 self.gc_holds.insert(h.owner, h);
+                return h.ts;
+            }
+            MetaCommand::RaiseGcSafePoint { safe_point, now_ms } => {
+                // Below every hold in force now, in log order: a hold set before this
+                // entry is counted even if the proposer had not seen it.
+                let held = self
+                    .live_gc_holds(now_ms)
+                    .iter()
+                    .map(|h| h.ts)
+                    .min()
+                    .unwrap_or(u64::MAX);
+                self.gc_safe_point = self.gc_safe_point.max(safe_point.min(held));
+                return self.gc_safe_point;
             }
             MetaCommand::RemoveGcHold(owner) => {
                 self.gc_holds.remove(&owner);
@@ -301,8 +351,54 @@ mod tests {
             ts: 5,
             expires_ms: 6,
         }));
+        // Version 5's: with the holds, without the GC safe point.
+        let v5 = postcard::to_allocvec(&(
+            &s.regions,
+            s.tso_limit,
+            s.next_region_id,
+            &s.removed,
+            &s.gc_holds,
+        ))
+        .unwrap();
+        assert_eq!(MetaState::decode(&v5).unwrap(), s);
+        // (A safe point of several bytes: a snapshot cut inside it is no other version's.)
+        s.apply(MetaCommand::SetGcHold(GcHold {
+            owner: 1,
+            ts: 1 << 40,
+            expires_ms: 6,
+        }));
+        s.apply(MetaCommand::RaiseGcSafePoint {
+            safe_point: 1 << 40,
+            now_ms: 0,
+        });
+        assert_eq!(s.gc_safe_point, 1 << 40);
         let now = postcard::to_allocvec(&s).unwrap();
         assert_eq!(MetaState::decode(&now).unwrap(), s);
         assert!(MetaState::decode(&now[..now.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn the_gc_safe_point_stays_below_live_holds_and_no_hold_goes_below_it() {
+        let hold = |owner, ts, expires_ms| GcHold {
+            owner,
+            ts,
+            expires_ms,
+        };
+        let raise = |safe_point, now_ms| MetaCommand::RaiseGcSafePoint { safe_point, now_ms };
+        let mut s = MetaState::default();
+        assert_eq!(s.apply(MetaCommand::SetGcHold(hold(1, 100, 1_000))), 100);
+        // Held at the live hold, whatever the proposer asked for.
+        assert_eq!(s.apply(raise(500, 10)), 100);
+        // Never back.
+        assert_eq!(s.apply(raise(40, 10)), 100);
+        // An expired hold holds nothing.
+        assert_eq!(s.apply(raise(500, 1_000)), 500);
+        // A hold set below the safe point is set at it (and its owner is told so).
+        assert_eq!(s.apply(MetaCommand::SetGcHold(hold(2, 300, 9_000))), 500);
+        assert_eq!(
+            s.live_gc_holds(0),
+            vec![hold(1, 100, 1_000), hold(2, 500, 9_000)]
+        );
+        assert_eq!(s.apply(raise(800, 2_000)), 500);
     }
 }

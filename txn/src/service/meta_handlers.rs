@@ -111,7 +111,22 @@ impl KvNode {
                         expires_ms: crate::ts::wall_clock_ms().saturating_add(ttl_ms),
                     })
                 };
-                self.propose_meta(vec![cmd])
+                self.propose_meta_ts(cmd)
+            }
+            KvRequest::RaiseGcSafePoint { safe_point } => {
+                // The rule every node applies to a `Gc` request: nothing at or above a
+                // timestamp it would still serve (and nothing without a life time).
+                let oldest = self.oldest_served();
+                if oldest == 0 || safe_point >= oldest {
+                    return KvResponse::KeyError(crate::KeyError::TooOld {
+                        ts: safe_point,
+                        oldest,
+                    });
+                }
+                self.propose_meta_ts(MetaCommand::RaiseGcSafePoint {
+                    safe_point,
+                    now_ms: crate::ts::wall_clock_ms(),
+                })
             }
             KvRequest::GcHolds => self.gc_holds(),
             other => KvResponse::RegionError(RegionError::ServerIsBusy {
@@ -143,6 +158,16 @@ impl KvNode {
             self.meta
                 .propose(raft, cmds, self.config.proposal_timeout)?;
             Ok(KvResponse::Done)
+        })
+    }
+
+    /// Proposes `cmd` and answers `GcTs` with its apply result.
+    fn propose_meta_ts(&self, cmd: MetaCommand) -> KvResponse {
+        self.with_meta_raft(|raft| {
+            let ts = self
+                .meta
+                .propose(raft, vec![cmd], self.config.proposal_timeout)?;
+            Ok(KvResponse::GcTs { ts })
         })
     }
 

@@ -234,6 +234,9 @@ pub struct KvNode {
     /// Source regions whose merge a thread of this node drives (the merge checker leaves
     /// them alone).
     pub(super) merges_driven: Mutex<std::collections::HashSet<u64>>,
+    /// The highest GC safe point this node collected below (as a region's leader): no
+    /// read or lock below it, whatever hold a request claims (a claim may be stale).
+    pub(super) gc_safe_point: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for KvNode {
@@ -349,6 +352,7 @@ impl KvNode {
             me: me.clone(),
             region_ids: Mutex::new(0..0),
             merges_driven: Mutex::new(Default::default()),
+            gc_safe_point: std::sync::atomic::AtomicU64::new(0),
             config,
             raft: RwLock::new(Some(raft)),
             regions: RwLock::new(peers),
@@ -621,7 +625,8 @@ impl KvNode {
             | KvRequest::AllocRegionIds { .. }
             | KvRequest::ReportRegions { .. }
             | KvRequest::SetGcHold { .. }
-            | KvRequest::GcHolds => self.handle_meta(req),
+            | KvRequest::GcHolds
+            | KvRequest::RaiseGcSafePoint { .. } => self.handle_meta(req),
             KvRequest::TransferLeader { .. }
             | KvRequest::SplitRegion { .. }
             | KvRequest::MergeRegions { .. }

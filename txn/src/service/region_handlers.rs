@@ -132,7 +132,13 @@ impl KvNode {
         let by_life = self.oldest_served();
         let oldest = match ctx.gc_hold_ts {
             0 => by_life,
-            held => by_life.min(held),
+            // Never below what this node already collected: a hold removed by an operator
+            // and passed by a collection may still be claimed until its owner sets it
+            // again (the meta group then raises it to the safe point).
+            held => by_life.min(held).max(
+                self.gc_safe_point
+                    .load(std::sync::atomic::Ordering::Acquire),
+            ),
         };
         if ts < oldest {
             return Err(Failure::Key(KeyError::TooOld { ts, oldest }));
@@ -505,6 +511,9 @@ impl KvNode {
                 oldest,
             }));
         }
+        // Before anything goes: a read checked after this cannot claim a hold below it.
+        self.gc_safe_point
+            .fetch_max(safe_point, std::sync::atomic::Ordering::AcqRel);
         let info = peer.info();
         let start = start.max(info.start.clone());
         self.read_ready(raft, peer, ctx, &[&start])?;

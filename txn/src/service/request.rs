@@ -18,7 +18,9 @@ use crate::{Mutation, PessimisticAction, TxnProps};
 /// `KvResponse::Gc` and `KeyError::TooOld` (again added last). 5: `KvRequest::SetGcHold`,
 /// `GcHolds` and `GetHeld`, `KvResponse::GcHolds` (added last), and a meta group state
 /// with the GC holds (a meta snapshot of version 4 does not decode). 6: `Context` carries
-/// the sender's GC hold (`gc_hold_ts`), so every region request encodes differently.
+/// the sender's GC hold (`gc_hold_ts`), so every region request encodes differently;
+/// `KvRequest::RaiseGcSafePoint` and `KvResponse::GcTs` (added last, the latter also the
+/// reply to `SetGcHold`); a meta group state with the GC safe point.
 pub const PROTOCOL_VERSION: u32 = 6;
 
 /// One key of a pessimistic lock request.
@@ -334,8 +336,9 @@ pub enum KvRequest {
         /// At most this many keys per request (0: no limit).
         limit_keys: usize,
     },
-    /// GC holds (meta leader): sets `owner`'s [`GcHold`](crate::GcHold) at `ts`, expiring
-    /// `ttl_ms` after now on the leader's clock; `ts` 0 removes it. Replies `Done`.
+    /// GC holds (meta leader): sets `owner`'s [`GcHold`](crate::GcHold) at `ts` (or at the
+    /// GC safe point, if `ts` is below it), expiring `ttl_ms` after now on the leader's
+    /// clock; `ts` 0 removes it. Replies `GcTs` with the timestamp set (0: removed).
     SetGcHold {
         /// Whose hold (one per owner).
         owner: u64,
@@ -361,6 +364,14 @@ pub enum KvRequest {
         version: u64,
         /// As for `Get`.
         bypass_locks: Vec<u64>,
+    },
+    /// GC (meta leader): raises the cluster's GC safe point towards `safe_point`, but not
+    /// above a [`GcHold`](crate::GcHold) in force when the meta group applies it (PD's
+    /// `UpdateGCSafePoint`). Replies `GcTs` with the safe point in force: the one to
+    /// collect below. No hold is set below it afterwards.
+    RaiseGcSafePoint {
+        /// The safe point asked for.
+        safe_point: u64,
     },
 }
 
@@ -400,6 +411,7 @@ impl KvRequest {
             KvRequest::SetGcHold { .. } => "set_gc_hold",
             KvRequest::GcHolds => "gc_holds",
             KvRequest::GetHeld { .. } => "get_held",
+            KvRequest::RaiseGcSafePoint { .. } => "raise_gc_safe_point",
         }
     }
 

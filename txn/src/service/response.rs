@@ -208,4 +208,10 @@ pub enum KvResponse {
         /// The holds.
         holds: Vec<crate::GcHold>,
     },
+    /// Reply to `SetGcHold` (the hold's timestamp as set, 0 when removed) and
+    /// `RaiseGcSafePoint` (the safe point in force).
+    GcTs {
+        /// The timestamp.
+        ts: u64,
+    },
 }

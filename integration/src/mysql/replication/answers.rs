@@ -12,6 +12,7 @@ use super::super::resultset::{Protocol, output_packets};
 use super::commands::{BinlogDump, RegisterSlave};
 use super::dump::{DumpEnd, DumpPeer, run_dump};
 use super::dump_start::binlog_state;
+use super::error::ReplicationError;
 use super::queries::ReplicaQuery;
 use super::replica_vars::BINLOG_CHECKSUM;
 use super::source::{PurgeTarget, ReplicationSource};
@@ -144,11 +145,15 @@ impl<S: Read + Write + DumpPeer> Connection<S> {
     }
 
     /// `PURGE BINARY LOGS`: OK once the source removed what it could (a pinned file and
-    /// those after it stay, as MariaDB keeps a log in use), ERR 1105 naming why not.
+    /// those after it stay, as MariaDB keeps a log in use), ERR 1373 for a target it does
+    /// not list, ERR 1105 naming why otherwise.
     fn purge(&mut self, source: &dyn ReplicationSource, target: PurgeTarget) {
         match source.purge(target) {
             Ok(_) => self.ok(),
-            Err(msg) => self.io.queue(&err_packet(1105, "HY000", &msg)),
+            Err(e @ ReplicationError::PurgeTargetNotFound { .. }) => {
+                self.io.queue(&err_packet(1373, "HY000", &e.to_string()));
+            }
+            Err(e) => self.io.queue(&err_packet(1105, "HY000", &e.to_string())),
         }
     }
 

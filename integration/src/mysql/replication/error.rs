@@ -50,6 +50,18 @@ pub enum ReplicationError {
         /// The file.
         file: String,
     },
+    /// `PURGE BINARY LOGS TO` named a file the binlog does not list (MariaDB's 1373).
+    #[error("Target log not found in binlog index ({file:?})")]
+    PurgeTargetNotFound {
+        /// The name given.
+        file: String,
+    },
+    /// A purge could not be carried out.
+    #[error("PURGE BINARY LOGS: {detail}")]
+    PurgeFailed {
+        /// Why.
+        detail: String,
+    },
     /// A binlog file could not be read.
     #[error("could not {what} binlog file {path}: {source}")]
     Io {

@@ -61,10 +61,14 @@ pub trait ReplicationSource: Send + Sync + Debug {
     /// refuses.
     ///
     /// # Errors
-    /// Why nothing could be purged (a message for the client).
-    fn purge(&self, target: PurgeTarget) -> Result<Vec<String>, String> {
+    /// [`ReplicationError::PurgeTargetNotFound`] for a name the binlog does not list;
+    /// [`ReplicationError::PurgeFailed`] otherwise (the default: this binlog is never
+    /// purged).
+    fn purge(&self, target: PurgeTarget) -> Result<Vec<String>, ReplicationError> {
         let _ = target;
-        Err("this binlog cannot be purged".into())
+        Err(ReplicationError::PurgeFailed {
+            detail: "this binlog cannot be purged".into(),
+        })
     }
 }
 
