@@ -196,3 +196,23 @@ fn insert_refuses_a_key_that_exists() {
         d.commit().expect("commit");
     }
 }
+
+/// A transaction whose keys in one region outweigh a Raft entry (64 MiB) commits: its
+/// prewrite goes out in bounded requests, not one proposal the log refuses.
+#[test]
+fn a_region_write_larger_than_a_raft_entry_commits_in_bounded_requests() {
+    let env = start(config(3000));
+    let value = vec![7u8; 1 << 20];
+    let mut t = env.client.begin(TxnMode::Optimistic).expect("begin");
+    for i in 0..72 {
+        t.put(&key(4, &format!("big{i:03}")), &value).expect("put");
+    }
+    t.commit()
+        .expect("a 72 MiB single-region transaction commits");
+    let got = env
+        .client
+        .scan(&key(4, "big"), Some(&key(4, "bih")), 100)
+        .expect("scan");
+    assert_eq!(got.len(), 72);
+    assert!(got.iter().all(|(_, v)| v.len() == 1 << 20));
+}

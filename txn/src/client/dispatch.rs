@@ -32,6 +32,12 @@ pub(crate) trait RegionBatch {
     /// The key an item touches.
     fn key_of(item: &Self::Item) -> &[u8];
 
+    /// About how many bytes an item adds to a request (and to its Raft proposal): its key
+    /// by default; a mutation adds its value.
+    fn item_bytes(item: &Self::Item) -> usize {
+        Self::key_of(item).len() + ITEM_OVERHEAD
+    }
+
     /// The request for `batch`, all of whose keys are in the region of `ctx`.
     fn request(&self, ctx: Context, batch: &[Self::Item]) -> KvRequest;
 
@@ -60,6 +66,39 @@ enum Attempt {
     Reply(KvResponse),
     /// The cache was updated (and a sleep taken when due): try again.
     Retry,
+}
+
+/// Bytes an item adds to a request beyond its key (encoding, lock fields): a rough bound.
+const ITEM_OVERHEAD: usize = 16;
+
+/// The most bytes of items one region request carries. A region's Raft proposal must stay
+/// under the log's entry limit (64 MiB); TiKV's client sends prewrites of 16 KiB and
+/// lock requests of 16 Ki keys. A 1M-row `UPDATE`'s prewrite of one region was one
+/// proposal of 166 MB, refused, and the statement could never commit.
+pub(crate) const MAX_BATCH_BYTES: usize = 8 << 20;
+
+/// The most items one region request carries.
+pub(crate) const MAX_BATCH_ITEMS: usize = 16 * 1024;
+
+/// `batch` (one region's) cut into requests of at most [`MAX_BATCH_BYTES`] and
+/// [`MAX_BATCH_ITEMS`], in order (an item larger than the bound goes alone).
+fn bounded_batches<B: RegionBatch>(batch: Vec<B::Item>) -> Vec<Vec<B::Item>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut bytes = 0;
+    for item in batch {
+        let size = B::item_bytes(&item);
+        if !cur.is_empty() && (bytes + size > MAX_BATCH_BYTES || cur.len() >= MAX_BATCH_ITEMS) {
+            out.push(std::mem::take(&mut cur));
+            bytes = 0;
+        }
+        bytes += size;
+        cur.push(item);
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 impl ClientCore {
@@ -238,7 +277,7 @@ impl ClientCore {
         let mut queue: VecDeque<Vec<B::Item>> = self
             .group_by_region(items, B::key_of, bo)?
             .into_iter()
-            .map(|(_, batch)| batch)
+            .flat_map(|(_, batch)| bounded_batches::<B>(batch))
             .collect();
         if queue.len() > 1 {
             op.on_split(self);
@@ -251,11 +290,15 @@ impl ClientCore {
                 .all(|item| region.info.contains(B::key_of(item)))
             {
                 // The region split or moved since grouping: regroup this batch.
-                let regrouped = self.group_by_region(batch, B::key_of, bo)?;
+                let regrouped: Vec<Vec<B::Item>> = self
+                    .group_by_region(batch, B::key_of, bo)?
+                    .into_iter()
+                    .flat_map(|(_, part)| bounded_batches::<B>(part))
+                    .collect();
                 if regrouped.len() > 1 {
                     op.on_split(self);
                 }
-                for (_, part) in regrouped.into_iter().rev() {
+                for part in regrouped.into_iter().rev() {
                     queue.push_front(part);
                 }
                 continue;
@@ -554,6 +597,59 @@ mod tests {
             c.insert(info, None);
         }
         c
+    }
+
+    /// Keys only, for `bounded_batches`.
+    struct Keys;
+
+    impl RegionBatch for Keys {
+        type Item = Vec<u8>;
+
+        fn key_of(item: &Self::Item) -> &[u8] {
+            item
+        }
+
+        fn request(&self, _ctx: Context, _batch: &[Self::Item]) -> KvRequest {
+            KvRequest::GcHolds
+        }
+
+        fn on_reply(
+            &mut self,
+            _core: &ClientCore,
+            _batch: &[Self::Item],
+            _reply: KvResponse,
+            _bo: &mut Backoff,
+        ) -> Result<Reply, TxnError> {
+            Ok(Reply::Done)
+        }
+    }
+
+    #[test]
+    fn region_batches_are_cut_by_items_and_bytes_in_order() {
+        let small: Vec<Vec<u8>> = (0..MAX_BATCH_ITEMS * 2 + 3)
+            .map(|i| (i as u32).to_be_bytes().to_vec())
+            .collect();
+        let cut = bounded_batches::<Keys>(small.clone());
+        assert_eq!(
+            cut.iter().map(Vec::len).collect::<Vec<_>>(),
+            [MAX_BATCH_ITEMS, MAX_BATCH_ITEMS, 3]
+        );
+        assert_eq!(cut.concat(), small);
+        // By bytes: three keys of 3 MiB fit two to a batch (8 MiB); one larger than the
+        // bound goes alone.
+        let big = |n: usize, b: u8| vec![b; n];
+        let cut = bounded_batches::<Keys>(vec![
+            big(3 << 20, 1),
+            big(3 << 20, 2),
+            big(3 << 20, 3),
+            big(9 << 20, 4),
+            big(1, 5),
+        ]);
+        assert_eq!(cut.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1, 1, 1]);
+        assert_eq!(
+            bounded_batches::<Keys>(Vec::new()),
+            vec![Vec::<Vec<u8>>::new()]
+        );
     }
 
     #[test]

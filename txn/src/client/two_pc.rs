@@ -574,6 +574,14 @@ impl RegionBatch for Prewrite {
         mutation_key(item)
     }
 
+    fn item_bytes(item: &Self::Item) -> usize {
+        let value = match &item.0 {
+            Mutation::Put { value, .. } => value.len(),
+            _ => 0,
+        };
+        mutation_key(item).len() + value + 16
+    }
+
     fn request(&self, ctx: Context, batch: &[Self::Item]) -> KvRequest {
         KvRequest::Prewrite {
             ctx,
