@@ -34,7 +34,7 @@ pub(crate) trait RegionBatch {
 
     /// About how many bytes an item adds to a request (and to its Raft proposal): its key
     /// by default; a mutation adds its value.
-    fn item_bytes(item: &Self::Item) -> usize {
+    fn item_bytes(&self, item: &Self::Item) -> usize {
         Self::key_of(item).len() + ITEM_OVERHEAD
     }
 
@@ -81,13 +81,13 @@ pub(crate) const MAX_BATCH_BYTES: usize = 8 << 20;
 pub(crate) const MAX_BATCH_ITEMS: usize = 16 * 1024;
 
 /// `batch` (one region's) cut into requests of at most [`MAX_BATCH_BYTES`] and
-/// [`MAX_BATCH_ITEMS`], in order (an item larger than the bound goes alone).
-fn bounded_batches<B: RegionBatch>(batch: Vec<B::Item>) -> Vec<Vec<B::Item>> {
+/// [`MAX_BATCH_ITEMS`] for `op`, in order (an item larger than the bound goes alone).
+pub(crate) fn bounded_batches<B: RegionBatch>(op: &B, batch: Vec<B::Item>) -> Vec<Vec<B::Item>> {
     let mut out = Vec::new();
     let mut cur = Vec::new();
     let mut bytes = 0;
     for item in batch {
-        let size = B::item_bytes(&item);
+        let size = op.item_bytes(&item);
         if !cur.is_empty() && (bytes + size > MAX_BATCH_BYTES || cur.len() >= MAX_BATCH_ITEMS) {
             out.push(std::mem::take(&mut cur));
             bytes = 0;
@@ -277,7 +277,7 @@ impl ClientCore {
         let mut queue: VecDeque<Vec<B::Item>> = self
             .group_by_region(items, B::key_of, bo)?
             .into_iter()
-            .flat_map(|(_, batch)| bounded_batches::<B>(batch))
+            .flat_map(|(_, batch)| bounded_batches(op, batch))
             .collect();
         if queue.len() > 1 {
             op.on_split(self);
@@ -293,7 +293,7 @@ impl ClientCore {
                 let regrouped: Vec<Vec<B::Item>> = self
                     .group_by_region(batch, B::key_of, bo)?
                     .into_iter()
-                    .flat_map(|(_, part)| bounded_batches::<B>(part))
+                    .flat_map(|(_, part)| bounded_batches(op, part))
                     .collect();
                 if regrouped.len() > 1 {
                     op.on_split(self);
@@ -629,7 +629,7 @@ mod tests {
         let small: Vec<Vec<u8>> = (0..MAX_BATCH_ITEMS * 2 + 3)
             .map(|i| (i as u32).to_be_bytes().to_vec())
             .collect();
-        let cut = bounded_batches::<Keys>(small.clone());
+        let cut = bounded_batches(&Keys, small.clone());
         assert_eq!(
             cut.iter().map(Vec::len).collect::<Vec<_>>(),
             [MAX_BATCH_ITEMS, MAX_BATCH_ITEMS, 3]
@@ -638,16 +638,19 @@ mod tests {
         // By bytes: three keys of 3 MiB fit two to a batch (8 MiB); one larger than the
         // bound goes alone.
         let big = |n: usize, b: u8| vec![b; n];
-        let cut = bounded_batches::<Keys>(vec![
-            big(3 << 20, 1),
-            big(3 << 20, 2),
-            big(3 << 20, 3),
-            big(9 << 20, 4),
-            big(1, 5),
-        ]);
+        let cut = bounded_batches(
+            &Keys,
+            vec![
+                big(3 << 20, 1),
+                big(3 << 20, 2),
+                big(3 << 20, 3),
+                big(9 << 20, 4),
+                big(1, 5),
+            ],
+        );
         assert_eq!(cut.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1, 1, 1]);
         assert_eq!(
-            bounded_batches::<Keys>(Vec::new()),
+            bounded_batches(&Keys, Vec::new()),
             vec![Vec::<Vec<u8>>::new()]
         );
     }

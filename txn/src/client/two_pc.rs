@@ -197,6 +197,12 @@ impl ClientCore {
         // secondary lock before the primary's is written treats the transaction as alive
         // until the lock's TTL runs out, so nothing is decided without the primary.
 
+        // Each region's keys in bounded requests, sent at once like the regions' (a
+        // region's parts would otherwise go one after another in `run_batches`).
+        let groups: Vec<_> = groups
+            .into_iter()
+            .flat_map(|g| super::dispatch::bounded_batches(&op, g))
+            .collect();
         let prewritten = if payload.is_empty() {
             self.run_groups_concurrently(&op, groups, self.config.max_backoff)
         } else {
@@ -574,12 +580,13 @@ impl RegionBatch for Prewrite {
         mutation_key(item)
     }
 
-    fn item_bytes(item: &Self::Item) -> usize {
+    /// The key, the value, and the primary key each lock carries.
+    fn item_bytes(&self, item: &Self::Item) -> usize {
         let value = match &item.0 {
             Mutation::Put { value, .. } => value.len(),
             _ => 0,
         };
-        mutation_key(item).len() + value + 16
+        mutation_key(item).len() + value + self.props.primary.len() + 16
     }
 
     fn request(&self, ctx: Context, batch: &[Self::Item]) -> KvRequest {
