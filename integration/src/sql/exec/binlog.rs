@@ -128,32 +128,13 @@ pub(crate) fn binlog_value(ty: SqlType, v: &Value) -> BinlogValue {
         (Value::Date { year, month, day }, _) => {
             BinlogValue::Date(BinlogDate::new(*year, *month, *day))
         }
-        (
-            Value::DateTime {
-                year,
-                month,
-                day,
-                hour,
-                minute,
-                second,
-                micro,
-            },
-            SqlType::Timestamp,
-        ) => {
-            let days = crate::sql::value::days_from_civil(
-                i64::from(*year),
-                i64::from(*month),
-                i64::from(*day),
-            );
-            let secs = days * 86_400
-                + i64::from(*hour) * 3600
-                + i64::from(*minute) * 60
-                + i64::from(*second);
-            BinlogValue::Timestamp {
-                seconds: u32::try_from(secs).unwrap_or(0),
-                micros: *micro,
-            }
-        }
+        (Value::DateTime { micro, .. }, SqlType::Timestamp) => BinlogValue::Timestamp {
+            seconds: v
+                .unix_seconds()
+                .and_then(|s| u32::try_from(s).ok())
+                .unwrap_or(0),
+            micros: *micro,
+        },
         (
             Value::DateTime {
                 year,
