@@ -110,10 +110,8 @@ impl Value {
     /// (fractions dropped); `None` for any other value. A text in the DATETIME form
     /// (`YYYY-MM-DD[ HH:MM:SS]`) is parsed first.
     pub fn unix_seconds(&self) -> Option<i64> {
-        match super::types::to_datetime(self)? {
-            Value::Date { year, month, day } => {
-                Some(days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400)
-            }
+        let (year, month, day, hour, minute, second) = match super::types::to_datetime(self)? {
+            Value::Date { year, month, day } => (year, month, day, 0, 0, 0),
             Value::DateTime {
                 year,
                 month,
@@ -122,14 +120,15 @@ impl Value {
                 minute,
                 second,
                 ..
-            } => Some(
-                days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400
-                    + i64::from(hour) * 3600
-                    + i64::from(minute) * 60
-                    + i64::from(second),
-            ),
-            _ => None,
-        }
+            } => (year, month, day, hour, minute, second),
+            _ => return None,
+        };
+        Some(
+            days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400
+                + i64::from(hour) * 3600
+                + i64::from(minute) * 60
+                + i64::from(second),
+        )
     }
 }
 

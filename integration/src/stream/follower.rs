@@ -287,18 +287,6 @@ impl Drop for StreamFollower {
     }
 }
 
-/// Publishes the position once before the first round (retrying a source that cannot
-/// answer yet), so that a node whose records were collected learns it before it reads.
-fn first_publish(
-    writer: &StreamWriter,
-    source: &mut dyn RecordSource,
-    stop: &AtomicBool,
-    status: &Mutex<FollowerStatus>,
-    cfg: FollowerConfig,
-) -> Result<(), StreamError> {
-    until_answered(stop, status, cfg, || publish(writer, source, status)).map(|_| ())
-}
-
 /// Publishes the writer's durable position; [`StreamError::Collected`] when the cluster
 /// collected records below what this copy still needs.
 fn publish(
@@ -425,7 +413,9 @@ fn follow(
     cfg: FollowerConfig,
 ) -> Result<(), StreamError> {
     agree_settings(writer, source, stop, status, cfg)?;
-    first_publish(writer, source, stop, status, cfg)?;
+    // Once before the first round (retrying a source that cannot answer yet), so that a
+    // node whose records were collected learns it before it reads.
+    until_answered(stop, status, cfg, || publish(writer, source, status))?;
     let mut last_report = Instant::now() - Duration::from_secs(60);
     let mut upkeep = Upkeep::new();
     while !stop.load(Ordering::SeqCst) {

@@ -39,9 +39,9 @@ use super::stream_commit::StreamStep;
 use super::two_pc::{CommitPlan, StopAt};
 use super::txn_client::TxnClient;
 use crate::stream::{
-    COLLECTED_KEY, LANES_PREFIX, POSITIONS_END, POSITIONS_PREFIX, STREAM_PREFIX, SWEPT_KEY,
-    StreamPosition, decode_mark, decode_position, encode_position, external_chunks, is_table_lane,
-    payload_key, position_key, record_key_parts, stream_lower_key,
+    COLLECTED_KEY, POSITIONS_END, POSITIONS_PREFIX, SWEPT_KEY, StreamPosition, decode_mark,
+    decode_position, encode_position, external_chunks, payload_key, position_key, record_key_parts,
+    stream_lower_key,
 };
 use crate::{Mutation, PessimisticAction, physical_ms};
 
@@ -54,9 +54,6 @@ const MAX_DELETES_PER_TXN: usize = 4096;
 
 /// The most positions a listing returns (one per reader: nodes of a cluster).
 const MAX_POSITIONS: usize = 1 << 16;
-
-/// The most lanes a collection walks.
-const MAX_LANES: usize = 1 << 20;
 
 /// What a [`TxnClient::stream_collect_with`] call did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -225,14 +222,8 @@ impl TxnClient {
         if swept >= mark {
             return Ok(report);
         }
-        let ts = core.get_ts()?;
-        let mut lanes = vec![Vec::new()];
-        lanes.extend(
-            core.reserved_scan(LANES_PREFIX, STREAM_PREFIX, MAX_LANES, ts)?
-                .into_iter()
-                .filter_map(|(k, _)| k.strip_prefix(LANES_PREFIX).map(<[u8]>::to_vec))
-                .filter(|lane| is_table_lane(lane)),
-        );
+        // Every lane a record below the mark can be in: those registered by now.
+        let lanes = self.stream_lanes_at(core.get_ts()?)?;
         let mut budget = max_batches;
         for lane in lanes {
             if !core.collect_lane(&lane, (swept, mark), &mut budget, &mut report)? {

@@ -343,7 +343,7 @@ impl TxnClient {
     ///
     /// # Errors
     /// The registry read's errors after retries.
-    fn stream_lanes_at(&self, ts: u64) -> Result<Vec<Vec<u8>>, TxnError> {
+    pub(super) fn stream_lanes_at(&self, ts: u64) -> Result<Vec<Vec<u8>>, TxnError> {
         // A list read at or above `ts` (the watermark's own, when a scan follows it up to
         // that watermark) holds every lane needed at `ts`; a lane more is only a scan more.
         {
