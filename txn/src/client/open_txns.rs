@@ -13,13 +13,20 @@ use super::core::ClientCore;
 pub(crate) const MAX_TXN_HOLD: Duration = Duration::from_secs(24 * 3600);
 
 impl ClientCore {
-    /// Records a transaction started at `start_ts` as open.
+    /// Records a transaction started at `start_ts` as open (only a client that keeps a GC
+    /// hold needs to know: the others skip the lock).
     pub(crate) fn open_txn(&self, start_ts: u64) {
+        if self.config.gc_hold.is_none() {
+            return;
+        }
         *self.open_txns.lock().entry(start_ts).or_insert(0) += 1;
     }
 
     /// Records that the transaction started at `start_ts` ended.
     pub(crate) fn close_txn(&self, start_ts: u64) {
+        if self.config.gc_hold.is_none() {
+            return;
+        }
         let mut open = self.open_txns.lock();
         if let Some(n) = open.get_mut(&start_ts) {
             *n -= 1;
