@@ -409,6 +409,40 @@ impl Binlog {
         Ok(gone)
     }
 
+    /// Deletes the files last modified before `before`, oldest first, as MariaDB's
+    /// `binlog_expire_logs_seconds` and `PURGE BINARY LOGS BEFORE` do: the deletion stops at
+    /// the first file modified at or after `before`, and the current file always stays.
+    /// Returns the names deleted.
+    ///
+    /// A file's modification time is when its last event (at the latest the Rotate to the
+    /// next file) was written; a file renamed in by a large commit was written before its
+    /// commit, and so is older than the file it follows.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a file's metadata cannot be read or a file cannot be removed.
+    pub fn purge_before(&self, before: std::time::SystemTime) -> Result<Vec<String>> {
+        let files = self.files();
+        let Some((_, older)) = files.split_last() else {
+            return Ok(Vec::new());
+        };
+        let mut keep_from = None;
+        for f in older {
+            let p = self.shared.cfg.dir.join(f);
+            let modified = std::fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .map_err(|e| Error::io("stat", &p, e))?;
+            if modified >= before {
+                keep_from = Some(f);
+                break;
+            }
+        }
+        match keep_from {
+            Some(f) if f == &files[0] => Ok(Vec::new()),
+            Some(f) => self.purge_to(f),
+            None => self.purge_to(&files[files.len() - 1]),
+        }
+    }
+
     /// Fsyncs the current file and clears its in-use flag. Dropping the log does the same,
     /// ignoring errors. For a log shared as `Arc<Binlog>`, use [`Binlog::shutdown`].
     ///

@@ -314,6 +314,52 @@ fn purge_to_deletes_older_files_only() {
     verify_all(dir.path());
 }
 
+/// `purge_before` deletes by modification time, oldest first, up to the first file that is
+/// new enough (an old file after it stays), and never the current file.
+#[test]
+fn purge_before_deletes_files_older_than_the_time_and_never_the_current_one() {
+    use std::time::{Duration, SystemTime};
+    let (dir, log) = fresh();
+    for i in 0..4 {
+        log.commit(log.new_cache(), i).unwrap();
+        log.rotate().unwrap();
+    }
+    let files = log.files();
+    assert_eq!(files.len(), 5);
+    let now = SystemTime::now();
+    let age = |f: &str, secs: u64| {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join(f))
+            .unwrap()
+            .set_modified(now - Duration::from_secs(secs))
+            .unwrap();
+    };
+    // Two hours, two hours, now, two hours (after a newer one), and the current file.
+    for (f, secs) in files.iter().zip([7200, 7200, 0, 7200, 7200]) {
+        age(f, secs);
+    }
+    let hour_ago = now - Duration::from_secs(3600);
+    assert_eq!(log.purge_before(hour_ago).unwrap(), files[..2].to_vec());
+    assert_eq!(log.files(), files[2..].to_vec());
+    assert!(
+        log.purge_before(hour_ago).unwrap().is_empty(),
+        "stops at the new one"
+    );
+    age(&files[2], 7200);
+    // Everything is old now: all but the current file go.
+    assert_eq!(log.purge_before(hour_ago).unwrap(), files[2..4].to_vec());
+    assert_eq!(log.files(), vec![files[4].clone()]);
+    assert!(
+        log.purge_before(now + Duration::from_secs(60))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(log.commit(log.new_cache(), 9).unwrap().gtid.seq_no, 5);
+    drop(log);
+    verify_all(dir.path());
+}
+
 #[test]
 fn second_writer_is_locked_out_and_bad_config_refused() {
     let (dir, _log) = fresh();

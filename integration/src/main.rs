@@ -216,6 +216,12 @@ struct NodeArgs {
     /// `BEFORE 'YYYY-MM-DD HH:MM:SS'` (UTC) on the MySQL port removes them by hand.
     #[arg(long, default_value_t = 0)]
     stream_expire_logs_secs: u64,
+    /// Remove this node's own binlog files (`DATA/binlog`) last modified more than this
+    /// many seconds ago (never the current one, nor one the coordinator's binlog recovery
+    /// could still read), as MariaDB's `binlog_expire_logs_seconds`; 0 (the default, as
+    /// MariaDB's) keeps them all.
+    #[arg(long, default_value_t = 0)]
+    binlog_expire_logs_secs: u64,
     /// This node's binlog commits a transaction whose cache reaches this many bytes by
     /// renaming the cache file into the next binlog file (MariaDB 11.7's
     /// `binlog_large_commit_threshold`).
@@ -742,6 +748,8 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
                     )),
             )
     });
+    config.binlog_expire = (args.binlog_expire_logs_secs > 0)
+        .then(|| Duration::from_secs(args.binlog_expire_logs_secs));
     config.gc = (args.gc_life_time_secs > 0).then(|| {
         surgedb::server::GcConfig::default()
             .with_life_time(Duration::from_secs(args.gc_life_time_secs))

@@ -56,6 +56,7 @@ fn statements_log_row_events_of_their_tables() {
             user: "root".into(),
             peer: "127.0.0.1:1".into(),
             database: None,
+            interactive: false,
         })
         .expect("a session");
     ok(&mut s, "create database shop; use shop");

@@ -3,7 +3,8 @@
 //! smallest live node deletes it from the store; a node that is down holds the records it
 //! needs until it is back; a node whose copy was lost stops its stream with an error that
 //! says why rather than write a stream with a hole, and gets it back from another node's
-//! copy. `surgedb stream positions` shows the positions.
+//! copy. `surgedb stream positions` shows the positions. Stream files and a node's own
+//! binlog files expire on a timer.
 
 #![allow(clippy::unwrap_used)] // Test helpers in this file: a failure is the test failing.
 
@@ -332,4 +333,64 @@ fn expired_stream_files_are_removed_on_their_own() {
         most >= 2 && n == 1
     });
     assert!(c.log(2).contains("expired"), "{}", c.log(2));
+}
+
+/// The numbered files of node `n`'s own binlog (`DATA/binlog`).
+fn node_binlog_files(c: &ProcCluster, n: u64) -> Vec<String> {
+    let dir = std::path::Path::new(c.dir_str()).join(format!("node-{n}/binlog"));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            name.rsplit_once('.')
+                .is_some_and(|(_, ext)| !ext.is_empty() && ext.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// `--binlog-expire-logs-secs`: a node's own binlog files last written longer ago than
+/// that go on their own, all but the current one; what stays still reads back.
+#[test]
+fn expired_node_binlog_files_are_removed_on_their_own() {
+    use mysql::prelude::Queryable;
+    let c = ProcCluster::start_with_args(
+        3,
+        "in-memory",
+        &[
+            "--binlog-expire-logs-secs=5",
+            "--binlog-large-commit-threshold=1048576",
+        ],
+    );
+    let mut sql = conn(&c, 1);
+    sql.query_drop("CREATE DATABASE b").unwrap();
+    sql.query_drop("CREATE TABLE b.t (id INT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    // A transaction past the rename threshold: its cache file becomes the next binlog
+    // file.
+    let pad = "y".repeat(40_000);
+    sql.query_drop("BEGIN").unwrap();
+    for i in 0..40 {
+        sql.query_drop(format!("INSERT INTO b.t VALUES ({i}, '{pad}')"))
+            .unwrap();
+    }
+    sql.query_drop("COMMIT").unwrap();
+    let after_big = node_binlog_files(&c, 1);
+    assert!(after_big.len() >= 2, "{after_big:?}");
+    wait_until(Duration::from_secs(30), || {
+        node_binlog_files(&c, 1).len() == 1
+    });
+    assert!(c.log(1).contains("binlog files expired"), "{}", c.log(1));
+    // The node goes on logging into its current file.
+    sql.query_drop("INSERT INTO b.t VALUES (100, 'after')")
+        .unwrap();
+    let left = node_binlog_files(&c, 1);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0], after_big[after_big.len() - 1]);
+    let n: i64 = sql
+        .query_first("SELECT COUNT(*) FROM b.t")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 41);
 }

@@ -207,6 +207,29 @@ fn test_protected_rollback_stops_late_prewrite() {
     assert!(must_written(&env, b"p", 20, 20, WriteType::Rollback).protected);
 }
 
+/// `write_at` is an exact lookup: the record at that commit_ts or nothing, where
+/// `seek_write` gives the newest at or below it.
+#[test]
+fn write_at_finds_only_the_record_at_that_commit_ts() {
+    let mut env = Env::new();
+    must_put_committed(&mut env, b"k", b"v", 5, 10);
+    must_rollback(&mut env, b"k", 20, true);
+    env.read(|r| {
+        let at10 = r.write_at(b"k", 10).expect("read").expect("record at 10");
+        assert_eq!((at10.write_type, at10.start_ts), (WriteType::Put, 5));
+        let at20 = r.write_at(b"k", 20).expect("read").expect("record at 20");
+        assert_eq!(at20.write_type, WriteType::Rollback);
+        for ts in [9, 11, 19, 21] {
+            assert!(r.write_at(b"k", ts).expect("read").is_none(), "at {ts}");
+        }
+        assert!(r.write_at(b"j", 10).expect("read").is_none());
+        assert_eq!(
+            r.seek_write(b"k", 11).expect("read").map(|(ts, _)| ts),
+            Some(10)
+        );
+    });
+}
+
 #[test]
 fn test_overlapped_rollback() {
     // Txn 5 commits at 10 on k; txn 10 is rolled back on k afterwards.

@@ -150,3 +150,61 @@ fn a_large_transaction_commits_by_rename_and_replays() {
     let (_, xids) = replay(&dir.path().join("binlog")).expect("replay");
     assert_eq!(xids, vec![small_ts, big_ts]);
 }
+
+/// `purge_binlog_before` removes the coordinator's files written before the time, all but
+/// the current one, and none written after the start (less a minute) of a transaction
+/// whose prepare is not settled yet (here one paused between its prewrite and its commit:
+/// had its coordinator died there, recovery would read from where its prepare saw the log).
+#[test]
+fn old_binlog_files_are_purged_but_not_those_an_open_prepare_needs() {
+    use std::time::{Duration, SystemTime};
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = surge_txn::TxnClient::open(
+        c.router(),
+        surge_txn::ClientConfig::default().with_binlog(Some(
+            surge_txn::BinlogOptions::new(dir.path().join("binlog")).with_max_binlog_size(4096),
+        )),
+    )
+    .expect("coordinator");
+    for i in 0..12 {
+        let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+        t.put(&key(1, &format!("a{i}")), &[7u8; 600]).expect("put");
+        t.commit().expect("commit");
+    }
+    let files = client.binlog().expect("binlog").files();
+    assert!(files.len() >= 3, "rotated: {files:?}");
+    let an_hour = Duration::from_secs(3600);
+    let later = SystemTime::now() + an_hour;
+    assert!(
+        client
+            .purge_binlog_before(SystemTime::now() - an_hour)
+            .expect("purge")
+            .is_empty(),
+        "nothing is an hour old"
+    );
+
+    // Every file is older than `later`, but a prepare is open: none goes.
+    let during = Arc::new(Mutex::new(None));
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key(2, "paused"), b"x").expect("put");
+    let (purger, seen) = (client.clone(), Arc::clone(&during));
+    t.__commit_pausing_after_prewrite(move || {
+        *seen.lock().unwrap() = Some(purger.purge_binlog_before(later));
+    })
+    .expect("commit");
+    let purged = during.lock().unwrap().take().expect("the pause ran");
+    assert_eq!(purged.expect("purge"), Vec::<String>::new());
+
+    // Settled: all but the current file go.
+    let files = client.binlog().expect("binlog").files();
+    let gone = client.purge_binlog_before(later).expect("purge");
+    assert_eq!(gone, files[..files.len() - 1].to_vec());
+    assert_eq!(client.binlog().expect("binlog").files().len(), 1);
+    // What stays reads back, and the coordinator goes on logging.
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key(3, "after"), b"y").expect("put");
+    t.commit().expect("commit");
+    let log = client.binlog().expect("binlog");
+    assert!(log.reader().expect("reader").transactions().count() >= 1);
+}

@@ -81,6 +81,30 @@ fn a_reader_commits_secondaries_of_a_committed_primary_without_waiting() {
     assert_eq!(reader.counters().locks_resolved, 1);
 }
 
+/// A reader meeting one secondary of a committed transaction settles all of the
+/// transaction's locks in that region with one resolution, however many: the region
+/// resolves them in bounded proposals (4096 keys each), scan after scan, and none is
+/// skipped between two batches.
+#[test]
+fn one_resolution_settles_ten_thousand_secondaries_of_a_region() {
+    let env = start(config(3000));
+    let n = 10_000;
+    let mut t = env.client.begin(TxnMode::Optimistic).expect("begin");
+    t.put(&key(3, "primary"), b"p").expect("put");
+    for i in 0..n {
+        t.put(&key(12, &format!("big{i:05}")), b"1").expect("put");
+    }
+    t.__abandon_after_primary_commit().expect("primary commits");
+
+    let reader = env.other_client(config(3000));
+    let rows = reader
+        .scan(&key(12, "big"), Some(&key(12, "bih")), n + 1)
+        .expect("scan");
+    assert_eq!(rows.len(), n);
+    assert!(rows.iter().all(|(_, v)| v == b"1"));
+    assert_eq!(reader.counters().locks_resolved, 1);
+}
+
 #[test]
 fn a_pessimistic_waiter_takes_over_a_dead_holders_lock_after_its_ttl() {
     let env = start(config(500));

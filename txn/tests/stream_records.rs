@@ -389,6 +389,142 @@ fn a_dead_coordinator_holds_the_watermark_for_about_its_ttl() {
     }
 }
 
+/// A stream reader that settles a dead coordinator's record (its primary committed)
+/// commits the record's keys only: the transaction's rows beside it, in the table's region,
+/// stay locked for their own readers, which then find them committed. A region-wide resolve
+/// there had every follower commit a large transaction's whole region in one proposal, the
+/// work its coordinator was doing at the time, under the same latches.
+#[test]
+fn a_stream_reader_settles_only_its_record_keys() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog"),
+        1,
+        config(1000, StreamOptions::default()),
+    );
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    let rows: Vec<Vec<u8>> = (0..3).map(|i| table_row(1, &format!("r{i}"))).collect();
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    for row in &rows {
+        t.put(row, b"v").expect("put");
+    }
+    let start_ts = t.start_ts();
+    let commit_ts = t
+        .__abandon_after_primary_commit()
+        .expect("primary committed");
+    let started = Instant::now();
+    let wm = loop {
+        let wm = reader.stream_resolved_ts().expect("watermark");
+        if wm.resolved_ts > commit_ts {
+            break wm;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "watermark held"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert_eq!(
+        txns.iter()
+            .map(|t| (t.start_ts, t.commit_ts))
+            .collect::<Vec<_>>(),
+        vec![(start_ts, commit_ts)]
+    );
+    let locked = user_locks_of(&c, start_ts);
+    assert_eq!(locked.len(), rows.len() - 1, "the secondaries: {locked:?}");
+    assert!(locked.iter().all(|k| rows.contains(k)), "{locked:?}");
+    let mut r = reader.begin(TxnMode::Optimistic).expect("begin");
+    for row in &rows {
+        assert_eq!(r.get(row).expect("get"), Some(b"v".to_vec()));
+    }
+    assert!(user_locks_of(&c, start_ts).is_empty());
+}
+
+/// A commit whose secondaries go in the background, slowly, commits its stream record
+/// before returning, ahead of them: the watermark passes the transaction at once, with no
+/// reader settling its record (behind the paced secondaries it waited two seconds and was
+/// settled by the reader from the primary).
+#[test]
+fn the_record_is_committed_before_paced_secondaries() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog"),
+        1,
+        config(3000, StreamOptions::default())
+            .with_async_secondaries(true)
+            .with_secondary_batch_keys(1)
+            .with_secondary_pace(Some(Duration::from_millis(400))),
+    );
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    let mut t = client.begin(TxnMode::Optimistic).expect("begin");
+    // Rows of table 1 (the record's lane, in their region, after them in key order) and
+    // keys of another region, so the commit takes two phases.
+    for i in 0..6 {
+        t.put(&table_row(1, &format!("r{i}")), b"v").expect("put");
+    }
+    t.put(&key(2, "other"), b"v").expect("put");
+    let start_ts = t.start_ts();
+    let commit_ts = t.commit().expect("commit");
+    let committed = Instant::now();
+    let wm = reader.stream_resolved_ts().expect("watermark");
+    assert!(
+        wm.resolved_ts > commit_ts,
+        "the watermark waits for the record: {wm:?}"
+    );
+    assert_eq!(wm.locks_settled, 0, "{wm:?}");
+    assert!(committed.elapsed() < Duration::from_millis(900));
+    let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert_eq!(
+        txns.iter()
+            .map(|t| (t.start_ts, t.commit_ts))
+            .collect::<Vec<_>>(),
+        vec![(start_ts, commit_ts)]
+    );
+}
+
+/// Whether `key` is the stream's: under its prefix, or under a table lane's (`t{id}` and
+/// the prefix).
+fn is_stream_key(key: &[u8]) -> bool {
+    key.starts_with(STREAM_PREFIX) || key.get(9..).is_some_and(|k| k.starts_with(STREAM_PREFIX))
+}
+
+/// The keys outside the stream's locked by transaction `start_ts`, in every region.
+fn user_locks_of(c: &LocalCluster, start_ts: u64) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    for region in c.regions() {
+        let leader = c.leader_of_group(region.id).expect("leader");
+        let reply = c.call(
+            leader,
+            surge_txn::rpc::KvRequest::ScanLock {
+                ctx: surge_txn::rpc::Context {
+                    region_id: region.id,
+                    epoch: region.epoch,
+                    gc_hold_ts: 0,
+                },
+                max_ts: u64::MAX,
+                start: region.start.clone(),
+                end: None,
+                limit: 0,
+            },
+        );
+        match reply {
+            Ok(surge_txn::rpc::KvResponse::Locks { locks }) => keys.extend(
+                locks
+                    .into_iter()
+                    .filter(|l| l.lock_ts == start_ts && !is_stream_key(&l.key))
+                    .map(|l| l.key),
+            ),
+            other => panic!("scan locks of region {}: {other:?}", region.id),
+        }
+    }
+    keys
+}
+
 /// Keys under the stream prefix are not the users': writes are refused, scans skip them.
 #[test]
 fn the_stream_prefix_is_reserved() {

@@ -56,6 +56,22 @@ pub(crate) enum Next {
     Close,
 }
 
+/// A socket whose reads can time out: the wait for a client's next command is bounded by
+/// its session's `wait_timeout`.
+pub(crate) trait ReadTimeout {
+    /// Sets the read timeout (`None`: reads block for ever).
+    ///
+    /// # Errors
+    /// The socket's.
+    fn set_idle_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()>;
+}
+
+impl ReadTimeout for TcpStream {
+    fn set_idle_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.set_read_timeout(timeout)
+    }
+}
+
 /// A prepared statement's protocol state (its SQL state is the session's).
 #[derive(Debug, Default)]
 pub(crate) struct Prepared {
@@ -246,6 +262,9 @@ fn authenticate(
             user: hello.user,
             peer: peer.to_string(),
             database: hello.database,
+            interactive: hello
+                .capabilities
+                .contains(CapabilityFlags::CLIENT_INTERACTIVE),
         },
         capabilities: hello.capabilities,
     })

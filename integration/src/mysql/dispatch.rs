@@ -5,22 +5,42 @@
 use std::io::{Read, Write};
 
 use super::columns::field_list_definition;
-use super::connection::{Connection, Next, com, send_packet_error};
+use super::connection::{Connection, Next, ReadTimeout, com, send_packet_error};
 use super::error::PacketError;
 use super::ok_err_eof::{OkInfo, eof_packet, err_packet, ok_packet, status_flags};
 use super::replication::{COM_BINLOG_DUMP, COM_REGISTER_SLAVE, DumpPeer};
 use super::resultset::{Protocol, output_packets};
 use crate::sql::SqlError;
 
-// The loop needs a socket the binlog dump can watch (`DumpPeer`); the answers do not.
-impl<S: Read + Write + DumpPeer> Connection<S> {
-    /// Reads and answers commands until the client leaves or a packet is bad.
+// The loop needs a socket the binlog dump can watch (`DumpPeer`) and whose reads time out
+// (`ReadTimeout`); the answers do not.
+impl<S: Read + Write + DumpPeer + ReadTimeout> Connection<S> {
+    /// Reads and answers commands until the client leaves, a packet is bad, or the client
+    /// stays silent past its session's `wait_timeout` (then the connection closes without
+    /// a word, as MariaDB's does, and the session's transaction is rolled back).
     pub(crate) fn run(&mut self) {
+        // What the socket is set to, so that it is set again only on a change.
+        let mut idle = None;
         loop {
             self.io.reset_seq();
+            let wanted = self.session.idle_timeout();
+            if wanted != idle {
+                if self.io.get_ref().set_idle_timeout(wanted).is_err() {
+                    return;
+                }
+                idle = wanted;
+            }
             let packet = match self.io.read_packet() {
                 Ok(Some(p)) => p,
                 Ok(None) => return,
+                Err(PacketError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return;
+                }
                 Err(e) => {
                     send_packet_error(&mut self.io, &e);
                     return;

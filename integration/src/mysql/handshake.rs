@@ -36,6 +36,7 @@ pub(crate) fn server_capabilities() -> CapabilityFlags {
         | CapabilityFlags::CLIENT_CONNECT_ATTRS
         | CapabilityFlags::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
         | CapabilityFlags::CLIENT_DEPRECATE_EOF
+        | CapabilityFlags::CLIENT_INTERACTIVE
 }
 
 /// A fresh salt: 20 bytes from the OS's random source, each mapped into 1..=127 without

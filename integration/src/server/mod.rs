@@ -1,6 +1,7 @@
 //! The node side: [`NodeProcess`] (what `surgedb node` runs), its [`KvServer`], its
 //! transaction coordinator ([`NodeCoordinator`]) and its locked, stamped [`DataDir`].
 
+mod binlog_expiry;
 mod coordinator;
 mod data_dir;
 mod gc_worker;

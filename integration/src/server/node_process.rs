@@ -85,6 +85,11 @@ pub struct NodeConfig {
     /// leads the meta group (`None`, the default: no bound and no collection; every node of
     /// a cluster must agree).
     pub gc: Option<GcConfig>,
+    /// Remove the coordinator's binlog files (`DATA/binlog`) last written longer ago than
+    /// this (MariaDB's `binlog_expire_logs_seconds`; `None`, the default as MariaDB's:
+    /// keep them all). Never the current file, nor one the binlog's recovery could still
+    /// read.
+    pub binlog_expire: Option<Duration>,
 }
 
 impl Default for NodeConfig {
@@ -109,6 +114,7 @@ impl Default for NodeConfig {
             engine: EngineKind::Disk(FjallOptions::default()),
             stream: Some(crate::stream::StreamConfig::new(PathBuf::new())),
             gc: None,
+            binlog_expire: None,
         }
     }
 }
@@ -194,6 +200,13 @@ impl NodeConfig {
     #[must_use]
     pub fn with_gc(mut self, gc: Option<GcConfig>) -> Self {
         self.gc = gc;
+        self
+    }
+
+    /// Sets [`NodeConfig::binlog_expire`].
+    #[must_use]
+    pub fn with_binlog_expire(mut self, keep: Option<Duration>) -> Self {
+        self.binlog_expire = keep;
         self
     }
 
@@ -313,6 +326,8 @@ pub struct NodeProcess {
     mysql: Option<MysqlFront>,
     /// The GC thread and what stops it.
     gc: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// The binlog expiry thread and what stops it.
+    binlog_expiry: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
     dir: DataDir,
 }
 
@@ -485,6 +500,16 @@ impl NodeProcess {
             .ok()
             .map(|handle| (stop, handle))
         });
+        // Likewise: the files stay until a later start expires them.
+        let binlog_expiry = config.binlog_expire.and_then(|keep| {
+            let stop = Arc::new(AtomicBool::new(false));
+            super::binlog_expiry::spawn(config.id, Arc::downgrade(&coordinator), keep, stop.clone())
+                .inspect_err(|e| {
+                    eprintln!("surgedb node {}: no binlog expiry thread: {e}", config.id)
+                })
+                .ok()
+                .map(|handle| (stop, handle))
+        });
         Ok(NodeProcess {
             server,
             node,
@@ -492,6 +517,7 @@ impl NodeProcess {
             transport,
             mysql,
             gc,
+            binlog_expiry,
             dir,
         })
     }
@@ -563,6 +589,10 @@ impl NodeProcess {
         // exit ends the thread.
         if let Some((stop, _thread)) = self.gc {
             stop.store(true, Ordering::SeqCst);
+        }
+        if let Some((stop, thread)) = self.binlog_expiry {
+            stop.store(true, Ordering::SeqCst);
+            let _ = thread.join();
         }
         // MySQL sessions first: their rollbacks need the coordinator and the regions.
         if let Some(m) = self.mysql {

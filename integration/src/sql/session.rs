@@ -17,6 +17,9 @@ pub struct ConnectionInfo {
     pub peer: String,
     /// The database named at connect, if any.
     pub database: Option<String>,
+    /// Whether the client said it is interactive (CLIENT_INTERACTIVE): its session's
+    /// `wait_timeout` starts at the global `interactive_timeout`, as MySQL's.
+    pub interactive: bool,
 }
 
 /// A statement prepared by [`SqlSession::prepare`].
@@ -128,6 +131,13 @@ pub trait SqlSession: Send {
 
     /// Whether autocommit is on (SERVER_STATUS_AUTOCOMMIT).
     fn autocommit(&self) -> bool;
+
+    /// How long the connection waits for the client's next command before it closes,
+    /// rolling back the open transaction (MySQL's `wait_timeout`). `None`: for ever, the
+    /// default.
+    fn idle_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// Opens sessions, one per accepted connection.

@@ -63,6 +63,7 @@ impl Db {
                 user: "root".into(),
                 peer: "127.0.0.1:5000".into(),
                 database: None,
+                interactive: false,
             })
             .unwrap()
     }

@@ -25,8 +25,7 @@ pub(crate) fn commit_record(
         LockType::Lock | LockType::Pessimistic => WriteType::Lock,
     };
     let mut write = Write::new(write_type, lock.start_ts, lock.short_value.take());
-    if let Some((ts, existing)) = reader.seek_write(key, commit_ts)?
-        && ts == commit_ts
+    if let Some(existing) = reader.write_at(key, commit_ts)?
         && (existing.write_type == WriteType::Rollback || existing.has_overlapped_rollback)
     {
         write.has_overlapped_rollback = true;

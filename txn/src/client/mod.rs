@@ -8,6 +8,7 @@ mod batch_pool;
 mod binlog_config;
 mod binlog_crash;
 mod binlog_journal;
+mod binlog_purge;
 mod binlog_recovery;
 mod binlog_sequencer;
 mod binlog_sql;

@@ -33,7 +33,33 @@ pub(crate) enum Resolution {
     Alive,
 }
 
+/// Which of a settled transaction's locks go with the one asked about.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CleanScope<'a> {
+    /// Every lock of the transaction in the lock's region, in one request (readers: a
+    /// large transaction's secondaries otherwise cost one round trip each).
+    Region,
+    /// These keys only, one request per region (the replica stream, which needs its
+    /// record's locks gone and nothing else: a region-wide resolve committed a large
+    /// transaction's whole region in one proposal, the work its coordinator was doing).
+    Keys(&'a [Vec<u8>]),
+}
+
 impl ClientCore {
+    /// [`ClientCore::resolve_lock_in`] cleaning every lock of the transaction in `lock`'s
+    /// region ([`CleanScope::Region`]).
+    ///
+    /// # Errors
+    /// As [`ClientCore::resolve_lock_in`].
+    pub(crate) fn resolve_lock(
+        &self,
+        lock: &LockInfo,
+        caller_start_ts: u64,
+        bo: &mut Backoff,
+    ) -> Result<Resolution, TxnError> {
+        self.resolve_lock_in(lock, caller_start_ts, CleanScope::Region, bo)
+    }
+
     /// Settles `lock` for a caller that started at `caller_start_ts` (0 for a writer, which
     /// must not push the holder's `min_commit_ts`).
     ///
@@ -56,10 +82,11 @@ impl ClientCore {
     /// # Errors
     /// Region errors or unreachable nodes after `bo` is spent; key errors the resolution
     /// requests return.
-    pub(crate) fn resolve_lock(
+    pub(crate) fn resolve_lock_in(
         &self,
         lock: &LockInfo,
         caller_start_ts: u64,
+        scope: CleanScope<'_>,
         bo: &mut Backoff,
     ) -> Result<Resolution, TxnError> {
         let _span = tracing::debug_span!(
@@ -124,7 +151,7 @@ impl ClientCore {
             // Rolled back now or earlier: every other lock of the transaction goes too.
             _ => 0,
         };
-        self.clean_lock(lock, commit_ts, bo)?;
+        self.clean_lock(lock, commit_ts, scope, bo)?;
         bump(&self.counters.locks_resolved);
         Ok(Resolution::Resolved)
     }
@@ -176,48 +203,55 @@ impl ClientCore {
         }
     }
 
-    /// Removes `lock` from its key: a pessimistic lock is released (it never commits), any
-    /// other is committed at `commit_ts` or rolled back (0).
+    /// Removes `lock` from its key, and the transaction's other locks `scope` names: a
+    /// pessimistic lock is released (it never commits), any other is committed at
+    /// `commit_ts` or rolled back (0).
     fn clean_lock(
         &self,
         lock: &LockInfo,
         commit_ts: u64,
+        scope: CleanScope<'_>,
         bo: &mut Backoff,
     ) -> Result<(), TxnError> {
         let key = lock.key.clone();
-        let reply = if lock.lock_type == LockType::Pessimistic {
-            self.send_key(&lock.key, bo, |ctx| KvRequest::PessimisticRollback {
+        if lock.lock_type == LockType::Pessimistic {
+            let reply = self.send_key(&lock.key, bo, |ctx| KvRequest::PessimisticRollback {
                 ctx,
                 keys: vec![key.clone()],
                 start_ts: lock.lock_ts,
                 for_update_ts: u64::MAX,
-            })?
-        } else {
+            })?;
+            return resolved(reply);
+        }
+        let resolve = |keys: Vec<Vec<u8>>| {
+            move |ctx| KvRequest::ResolveLock {
+                ctx,
+                start_ts: lock.lock_ts,
+                commit_ts,
+                keys: keys.clone(),
+            }
+        };
+        match scope {
             // Every lock of the transaction in the key's region at once (TiKV's resolver
             // does the same): after a large transaction whose secondaries are committed
             // in the background, a reader otherwise settled one lock per round trip, a
             // scan of 100 000 such rows taking minutes. The primary decided for all of
             // them. Should the region refuse (a lock of another kind), this key alone.
-            let all = self.send_key(&lock.key, bo, |ctx| KvRequest::ResolveLock {
-                ctx,
-                start_ts: lock.lock_ts,
-                commit_ts,
-                keys: Vec::new(),
-            })?;
-            match all {
-                KvResponse::Done => all,
-                _ => self.send_key(&lock.key, bo, |ctx| KvRequest::ResolveLock {
-                    ctx,
-                    start_ts: lock.lock_ts,
-                    commit_ts,
-                    keys: vec![key.clone()],
-                })?,
+            CleanScope::Region => match self.send_key(&lock.key, bo, resolve(Vec::new()))? {
+                KvResponse::Done => Ok(()),
+                _ => resolved(self.send_key(&lock.key, bo, resolve(vec![key.clone()]))?),
+            },
+            CleanScope::Keys(keys) => {
+                let mut keys = keys.to_vec();
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+                let groups = self.group_by_region(keys, |k: &Vec<u8>| k.as_slice(), bo)?;
+                for (_, group) in groups {
+                    resolved(self.send_key(&group[0], bo, resolve(group.clone()))?)?;
+                }
+                Ok(())
             }
-        };
-        match reply {
-            KvResponse::Done => Ok(()),
-            KvResponse::KeyError(e) => Err(e.into()),
-            other => Err(TxnError::unexpected("resolve_lock", &other)),
         }
     }
 
@@ -278,4 +312,13 @@ impl ClientCore {
 /// the holder's `start_ts`).
 fn lock_expired(lock: &LockInfo, current_ts: u64) -> bool {
     crate::physical_ms(current_ts) >= crate::physical_ms(lock.lock_ts).saturating_add(lock.ttl)
+}
+
+/// A resolution request's reply as a result.
+fn resolved(reply: KvResponse) -> Result<(), TxnError> {
+    match reply {
+        KvResponse::Done => Ok(()),
+        KvResponse::KeyError(e) => Err(e.into()),
+        other => Err(TxnError::unexpected("resolve_lock", &other)),
+    }
 }

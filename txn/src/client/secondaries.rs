@@ -28,17 +28,21 @@ const WORKERS: usize = 8;
 pub(crate) struct SecondaryJob {
     start_ts: u64,
     commit_ts: u64,
-    /// Every key of the transaction but the primary, in key order.
+    /// Every key of the transaction but the primary and the stream record's, in key order.
     keys: Vec<SecondaryKey>,
 }
 
 impl SecondaryJob {
-    /// The secondaries of `plan`, committed at `commit_ts`.
+    /// The secondaries of `plan` committed at `commit_ts`, but the stream record's keys,
+    /// which the commit path commits itself, right away (`ClientCore::commit_record_keys`).
     pub(crate) fn new(plan: &CommitPlan, commit_ts: u64) -> SecondaryJob {
         let keys = plan
             .mutations
             .iter()
-            .filter(|(m, _)| m.key() != plan.primary.as_slice())
+            .filter(|(m, _)| {
+                let key = m.key();
+                key != plan.primary.as_slice() && !crate::stream::is_reserved_key(key)
+            })
             .map(|(m, _)| SecondaryKey::of(m))
             .collect();
         SecondaryJob {

@@ -70,7 +70,7 @@ use std::sync::atomic::Ordering;
 
 use super::backoff::Backoff;
 use super::error::TxnError;
-use super::resolver::Resolution;
+use super::resolver::{CleanScope, Resolution};
 use super::two_pc::CLEANUP_BUDGET;
 use super::txn_client::TxnClient;
 use crate::stream::{
@@ -145,14 +145,24 @@ impl TxnClient {
             };
             locks.extend(self.stream_locks(t0, from, lane_end(&lane))?);
         }
+        // One status check per transaction, not per lock: a large transaction's external
+        // record has hundreds of payload chunks, each locked.
+        let mut by_txn: BTreeMap<u64, Vec<&LockInfo>> = BTreeMap::new();
+        for lock in &locks {
+            by_txn.entry(lock.lock_ts).or_default().push(lock);
+        }
         let mut held_start = t0;
         let mut held_record = u64::MAX;
         let mut settled = 0;
-        for lock in &locks {
-            if self.settle_stream_lock(lock, t0) {
-                settled += 1;
-                continue;
+        for lock in by_txn.into_values().flat_map(|txn_locks| {
+            match self.settle_stream_locks(&txn_locks, t0) {
+                true => {
+                    settled += txn_locks.len();
+                    Vec::new()
+                }
+                false => txn_locks,
             }
+        }) {
             // A record key's lock holds the watermark at its record_ts, not its start_ts:
             // the coordinator takes commit_ts after the record's prewrite returned, so
             // after record_ts (see the module docs). Any other lock of the range (an
@@ -482,28 +492,42 @@ impl TxnClient {
         Ok(out)
     }
 
-    /// Settles `lock` from its primary's status (as a writer, so nothing of the holder is
-    /// pushed) if its TTL ran out by `now` (committed, or rolled back), or if its record was
-    /// taken more than [`SETTLE_CHECK_AFTER_MS`] before `now` (committed if the primary is:
-    /// a coordinator that died after its commit point holds the stream about that long,
-    /// not a whole TTL). Whether the lock is gone; a younger lock, one whose holder is
-    /// alive, or one that could not be settled within the cleanup budget stays (and holds
+    /// Settles one transaction's `locks` (of this scan) from its primary's status (as a
+    /// writer, so nothing of the holder is pushed) if a lock's TTL ran out by `now`
+    /// (committed, or rolled back), or if its record was taken more than
+    /// [`SETTLE_CHECK_AFTER_MS`] before `now` (committed if the primary is: a coordinator
+    /// that died after its commit point holds the stream about that long, not a whole TTL).
+    /// Only these keys are cleaned, not the transaction's other locks in their regions
+    /// ([`CleanScope::Keys`]). Whether the locks are gone; younger locks, a holder that is
+    /// alive, or locks that could not be settled within the cleanup budget stay (and hold
     /// the watermark).
-    fn settle_stream_lock(&self, lock: &LockInfo, now: u64) -> bool {
-        let expired = physical_ms(now) >= physical_ms(lock.lock_ts).saturating_add(lock.ttl);
-        let old = record_key_parts(&lock.key).is_ok_and(|(record_ts, _, _)| {
-            physical_ms(now).saturating_sub(physical_ms(record_ts)) >= SETTLE_CHECK_AFTER_MS
-        });
-        if !expired && !old {
+    fn settle_stream_locks(&self, locks: &[&LockInfo], now: u64) -> bool {
+        let due = |lock: &LockInfo| {
+            let expired = physical_ms(now) >= physical_ms(lock.lock_ts).saturating_add(lock.ttl);
+            let old = record_key_parts(&lock.key).is_ok_and(|(record_ts, _, _)| {
+                physical_ms(now).saturating_sub(physical_ms(record_ts)) >= SETTLE_CHECK_AFTER_MS
+            });
+            expired || old
+        };
+        // The record key's lock speaks for the transaction where there is one.
+        let Some(asked) = locks
+            .iter()
+            .find(|l| record_key_parts(&l.key).is_ok())
+            .or(locks.first())
+        else {
+            return true;
+        };
+        if !locks.iter().any(|l| due(l)) {
             return false;
         }
+        let keys: Vec<Vec<u8>> = locks.iter().map(|l| l.key.clone()).collect();
         let core = self.core();
         let mut bo = Backoff::with_budget(&core.config, CLEANUP_BUDGET);
-        match core.resolve_lock(lock, 0, &mut bo) {
+        match core.resolve_lock_in(asked, 0, CleanScope::Keys(&keys), &mut bo) {
             Ok(Resolution::Resolved) => true,
             Ok(_) => false,
             Err(e) => {
-                tracing::warn!(lock_ts = lock.lock_ts, error = %e, "stream record lock not settled");
+                tracing::warn!(lock_ts = asked.lock_ts, error = %e, "stream record lock not settled");
                 false
             }
         }

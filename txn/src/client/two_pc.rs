@@ -243,6 +243,8 @@ impl ClientCore {
         }
         // Binlog step 3: the group, before the secondaries and the answer.
         step.committed(commit_ts)?;
+        // The stream record's keys first (`ClientCore::commit_record_keys`).
+        self.commit_record_keys(plan, commit_ts);
         // In the background (paced, keys only: the values are written) or right here.
         match self.secondaries.get() {
             Some(tx) => {
@@ -251,7 +253,7 @@ impl ClientCore {
                     self.commit_secondaries(plan, commit_ts);
                 }
             }
-            None => self.commit_secondaries(plan, commit_ts),
+            None => self.commit_other_secondaries(plan, commit_ts),
         }
         Ok(commit_ts)
     }
@@ -445,24 +447,42 @@ impl ClientCore {
     }
 
     /// Commits every key but the primary, every region at once (the foreground path and the
-    /// fallback of the paced background one, `secondaries.rs`). Failures are logged, not
+    /// fallback of the paced background one, `secondaries.rs`), the stream record's keys
+    /// before the others ([`ClientCore::commit_record_keys`]). Failures are logged, not
     /// returned: the transaction is committed, and a reader meeting a leftover lock commits
     /// it from the primary's record.
     pub(crate) fn commit_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
-        let keys: Vec<Vec<u8>> = plan
-            .mutations
-            .iter()
-            .map(|(m, _)| m.key())
-            .filter(|k| *k != plan.primary.as_slice())
-            .map(<[u8]>::to_vec)
-            .collect();
+        self.commit_record_keys(plan, commit_ts);
+        self.commit_other_secondaries(plan, commit_ts);
+    }
+
+    /// Commits the keys of `plan` that are neither its primary nor the stream record's.
+    fn commit_other_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
+        let keys = secondary_keys(plan, |k| !crate::stream::is_reserved_key(k));
+        self.commit_keys(plan.start_ts, keys, commit_ts);
+    }
+
+    /// Commits the stream record's keys of `plan` (none without a record), every region at
+    /// once. They go first among the secondaries: the replica stream waits on the record's
+    /// lock, and behind a large transaction's hundreds of thousands of other keys it waited
+    /// the whole commit, then settled the record itself from the primary, and with it (a
+    /// region-wide resolve) every lock of the transaction in the record's region, the same
+    /// work the coordinator was doing, under the same latches.
+    pub(crate) fn commit_record_keys(&self, plan: &CommitPlan, commit_ts: u64) {
+        let keys = secondary_keys(plan, crate::stream::is_reserved_key);
+        self.commit_keys(plan.start_ts, keys, commit_ts);
+    }
+
+    /// Commits `keys` of transaction `start_ts` at `commit_ts`, every region at once,
+    /// logging a failure (the keys are left for lock resolution).
+    fn commit_keys(&self, start_ts: u64, keys: Vec<Vec<u8>>, commit_ts: u64) {
         if keys.is_empty() {
             return;
         }
         let mut bo = Backoff::with_budget(&self.config, CLEANUP_BUDGET);
         let op = KeysOp {
             kind: KeysKind::Commit { commit_ts },
-            start_ts: plan.start_ts,
+            start_ts,
         };
         let committed = self
             .group_by_region(keys, KeysOp::key_of, &mut bo)
@@ -471,7 +491,7 @@ impl ClientCore {
                 self.run_groups_concurrently(&op, groups, CLEANUP_BUDGET)
             });
         if let Err(e) = committed {
-            tracing::warn!(start_ts = plan.start_ts, commit_ts, error = %e, "secondaries left for lock resolution");
+            tracing::warn!(start_ts, commit_ts, error = %e, "secondaries left for lock resolution");
         }
     }
 
@@ -517,6 +537,16 @@ impl ClientCore {
             tracing::warn!(start_ts, ?kind, error = %e, "locks left for lock resolution");
         }
     }
+}
+
+/// The keys of `plan` but its primary for which `keep` holds, in plan order.
+fn secondary_keys(plan: &CommitPlan, keep: impl Fn(&[u8]) -> bool) -> Vec<Vec<u8>> {
+    plan.mutations
+        .iter()
+        .map(|(m, _)| m.key())
+        .filter(|k| *k != plan.primary.as_slice() && keep(k))
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 /// `mutations` for a plan past its prewrite: keys, with the short values that size the

@@ -217,6 +217,22 @@ impl<'a> MvccReader<'a> {
         Ok(found)
     }
 
+    /// The write record of `key` at exactly `commit_ts`, if any: one point lookup, where
+    /// [`MvccReader::seek_write`] opens a scan (a commit asks this of every key it commits,
+    /// so a large transaction's commit pays it hundreds of thousands of times).
+    ///
+    /// # Errors
+    /// [`MvccError::Corrupt`] when the stored record cannot be decoded.
+    pub fn write_at(&self, key: &[u8], commit_ts: u64) -> Result<Option<Write>, MvccError> {
+        match self
+            .snap
+            .get(Cf::Write, &encode_key_with_ts(key, commit_ts))
+        {
+            Some(bytes) => Write::from_bytes(key, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// What the write column family says about the transaction started at `start_ts` on
     /// `key`: its own commit or rollback record, another transaction's record that overlaps
     /// it (committed at exactly `start_ts`), or nothing.

@@ -19,6 +19,10 @@ use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
 /// `OnePc::ceiling`).
 const ONE_PC_MAX_DRIFT_MS: u64 = 1000;
 
+/// Keys of one `ResolveLock` proposal: each becomes a commit record (its short value moved
+/// in) or a rollback record, so a batch stays within a few MiB.
+pub(crate) const RESOLVE_BATCH_KEYS: usize = 4096;
+
 /// The longest one wait of a lock request lasts before the request announces its wait-for
 /// edge to the cluster's detector again: half the edge's lifetime.
 const WAIT_SLICE: Duration = Duration::from_millis(1500);
@@ -400,24 +404,45 @@ impl KvNode {
                 keys,
                 ..
             } => {
-                let keys = if keys.is_empty() {
-                    let info = peer.info();
-                    peer.check(&ctx, &[])?;
-                    peer.read_locks(|r| {
-                        r.scan_locks(&info.start, info.end_key(), 0, |l| l.start_ts == start_ts)
-                    })?
-                    .into_iter()
-                    .map(|(k, _)| k)
-                    .collect()
-                } else {
-                    keys
+                // In proposals of at most RESOLVE_BATCH_KEYS keys (TiKV's resolve-lock
+                // command also goes batch by batch): a large transaction's region holds
+                // hundreds of thousands of its locks, and one proposal of them all passed
+                // the Raft entry limit.
+                let resolve = |batch: &[Vec<u8>]| {
+                    self.write_each(raft, peer, &ctx, batch, start_ts, |txn, r, k| {
+                        crate::resolve_lock(txn, r, k, commit_ts)
+                    })
                 };
-                if keys.is_empty() {
+                if !keys.is_empty() {
+                    for batch in keys.chunks(RESOLVE_BATCH_KEYS) {
+                        resolve(batch)?;
+                    }
                     return Ok(KvResponse::Done);
                 }
-                self.write_each(raft, peer, &ctx, &keys, start_ts, |txn, r, k| {
-                    crate::resolve_lock(txn, r, k, commit_ts)
-                })
+                // Every lock of the transaction in the region, a batch at a time, each
+                // scan starting after the last batch (whose locks the batch removed).
+                let info = peer.info();
+                peer.check(&ctx, &[])?;
+                let mut from = info.start.clone();
+                loop {
+                    let batch: Vec<Vec<u8>> = peer
+                        .read_locks(|r| {
+                            r.scan_locks(&from, info.end_key(), RESOLVE_BATCH_KEYS, |l| {
+                                l.start_ts == start_ts
+                            })
+                        })?
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .collect();
+                    let Some(last) = batch.last() else {
+                        return Ok(KvResponse::Done);
+                    };
+                    from = [last.as_slice(), &[0]].concat();
+                    resolve(&batch)?;
+                    if batch.len() < RESOLVE_BATCH_KEYS {
+                        return Ok(KvResponse::Done);
+                    }
+                }
             }
             KvRequest::TxnHeartBeat {
                 primary_key,

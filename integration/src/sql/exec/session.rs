@@ -229,6 +229,11 @@ impl Session {
         if let Some(db) = &conn.database {
             s.use_db(db)?;
         }
+        if conn.interactive
+            && let Some(secs) = s.shared.globals.lock().get("interactive_timeout").cloned()
+        {
+            s.vars.insert("wait_timeout".into(), secs);
+        }
         s.shared.processes.lock().insert(
             conn.id,
             Process {
@@ -1039,5 +1044,16 @@ impl SqlSession for Session {
 
     fn autocommit(&self) -> bool {
         self.autocommit
+    }
+
+    /// `wait_timeout` (the session's, else the global one), in whole seconds, at least 1
+    /// (MySQL's floor).
+    fn idle_timeout(&self) -> Option<std::time::Duration> {
+        let secs = match self.variable("wait_timeout")? {
+            Value::Int(n) => u64::try_from(n).unwrap_or(1),
+            Value::UInt(n) => n,
+            _ => return None,
+        };
+        Some(std::time::Duration::from_secs(secs.max(1)))
     }
 }
