@@ -414,9 +414,9 @@ impl Binlog {
     /// the first file modified at or after `before`, and the current file always stays.
     /// Returns the names deleted.
     ///
-    /// A file's modification time is when its last event (at the latest the Rotate to the
-    /// next file) was written; a file renamed in by a large commit was written before its
-    /// commit, and so is older than the file it follows.
+    /// A file's modification time is when its last event was written: for every file but
+    /// the current one, the Rotate to the next (a file renamed in by a large commit gets
+    /// its header, Xid and Rotate at that commit).
     ///
     /// # Errors
     /// [`Error::Io`] when a file's metadata cannot be read or a file cannot be removed.
@@ -425,6 +425,9 @@ impl Binlog {
         let Some((_, older)) = files.split_last() else {
             return Ok(Vec::new());
         };
+        if older.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut keep_from = None;
         for f in older {
             let p = self.shared.cfg.dir.join(f);

@@ -171,6 +171,9 @@ struct NodeArgs {
     /// The disk engine's memtable size per column family, MiB.
     #[arg(long, default_value_t = 16)]
     engine_memtable_mib: u64,
+    /// The disk engine's background flush and compaction threads.
+    #[arg(long, default_value_t = surge_txn::FjallOptions::default().worker_threads)]
+    engine_workers: usize,
     /// The disk engine's journal size before it flushes, MiB (at least 64; bounds what a
     /// reopen replays).
     #[arg(long, default_value_t = 64)]
@@ -715,7 +718,8 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
             .with_cache_bytes(args.engine_cache_mib << 20)
             .with_memtable_bytes(args.engine_memtable_mib << 20)
             .with_max_journal_bytes(args.engine_journal_mib << 20)
-            .with_max_write_buffer_bytes(args.engine_write_buffer_mib << 20);
+            .with_max_write_buffer_bytes(args.engine_write_buffer_mib << 20)
+            .with_worker_threads(args.engine_workers);
         options.validate().map_err(|e| e.to_string())?;
         config.engine = surge_txn::EngineKind::Disk(options);
     }
@@ -776,7 +780,12 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         config.data.display()
     );
     let _ = out.flush();
-    process.run_until(&stop);
+    if let Some(failure) = process.run_until(&stop) {
+        return Err(format!(
+            "surgedb node {}: stopped: its Raft driver stopped: {failure}",
+            config.id
+        ));
+    }
     let _ = writeln!(out, "surgedb node {}: stopped", config.id);
     Ok(())
 }

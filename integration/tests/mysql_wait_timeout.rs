@@ -2,7 +2,7 @@
 //! crate: a connection silent past its session's `wait_timeout` is closed and its open
 //! transaction rolled back (so an abandoned client no longer holds its locks, or the GC
 //! safe point, for ever); a busy one is not; an interactive client (CLIENT_INTERACTIVE)
-//! starts with `interactive_timeout`.
+//! starts with `interactive_timeout`; a session keeps the value it connected with.
 #![allow(clippy::unwrap_used)] // Test code: a failure is the test failing.
 
 use std::time::{Duration, Instant};
@@ -75,4 +75,8 @@ fn an_interactive_client_starts_with_interactive_timeout() {
     assert_eq!(wait(&mut interactive), Some(1234));
     let mut batch = Conn::new(opts(&db, false)).unwrap();
     assert_eq!(wait(&mut batch), Some(28_800));
+    // A session keeps the value it connected with; SET GLOBAL reaches new sessions only.
+    admin.query_drop("set global wait_timeout = 99").unwrap();
+    assert_eq!(wait(&mut batch), Some(28_800));
+    assert_eq!(wait(&mut Conn::new(opts(&db, false)).unwrap()), Some(99));
 }

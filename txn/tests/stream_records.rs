@@ -470,14 +470,12 @@ fn the_record_is_committed_before_paced_secondaries() {
     t.put(&key(2, "other"), b"v").expect("put");
     let start_ts = t.start_ts();
     let commit_ts = t.commit().expect("commit");
-    let committed = Instant::now();
     let wm = reader.stream_resolved_ts().expect("watermark");
     assert!(
         wm.resolved_ts > commit_ts,
         "the watermark waits for the record: {wm:?}"
     );
     assert_eq!(wm.locks_settled, 0, "{wm:?}");
-    assert!(committed.elapsed() < Duration::from_millis(900));
     let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
     assert_eq!(
         txns.iter()

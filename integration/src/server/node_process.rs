@@ -547,12 +547,24 @@ impl NodeProcess {
         &self.coordinator
     }
 
-    /// Runs until `stop` is set (by SIGTERM or SIGINT in `surgedb node`), then shuts down.
-    pub fn run_until(self, stop: &AtomicBool) {
-        while !stop.load(Ordering::SeqCst) {
+    /// Runs until `stop` is set (by SIGTERM or SIGINT in `surgedb node`), or until the
+    /// node's Raft driver stops on its own ([`KvNode::raft_failure`]: a full disk, say),
+    /// then shuts down. Returns that failure, if that is why: the node would otherwise stay
+    /// up serving nothing (its regions' leaders elsewhere, clients retrying it), while a
+    /// process that ends can be restarted once the cause is fixed, and recovers from its
+    /// WAL and engine as after a crash.
+    pub fn run_until(self, stop: &AtomicBool) -> Option<String> {
+        let failure = loop {
+            if stop.load(Ordering::SeqCst) {
+                break None;
+            }
+            if let Some(reason) = self.node.raft_failure() {
+                break Some(reason);
+            }
             std::thread::sleep(Duration::from_millis(50));
-        }
+        };
         self.shutdown();
+        failure
     }
 
     /// Stops cleanly, in this order: lock waits ended (every request parked on a lock is

@@ -223,7 +223,12 @@ pub struct SoloNode {
 impl SoloNode {
     /// Spawns `surgedb node --id 1 --listen ADDR --peers 1=ADDR --data DATA EXTRA...`.
     pub fn spawn(data: &Path, extra: &[&str]) -> SoloNode {
-        let addr = format!("127.0.0.1:{}", free_port_pair());
+        SoloNode::spawn_at(data, &format!("127.0.0.1:{}", free_port_pair()), extra)
+    }
+
+    /// As [`SoloNode::spawn`] on `addr` (a restart of a node spawned there before).
+    pub fn spawn_at(data: &Path, addr: &str, extra: &[&str]) -> SoloNode {
+        let addr = addr.to_string();
         let child = Command::new(exe())
             .args(["node", "--id", "1", "--listen", &addr])
             .args(["--peers", &format!("1={addr}")])

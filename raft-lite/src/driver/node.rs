@@ -239,6 +239,8 @@ pub struct Node {
     tx: Sender<Input>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<Mutex<NodeStatsSnapshot>>,
+    /// Set by the driver when a storage failure stops it.
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -261,6 +263,7 @@ impl Node {
         opts.raft.validate()?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let stats = Arc::new(Mutex::new(NodeStatsSnapshot::default()));
+        let failure = Arc::new(Mutex::new(None));
         let id = opts.raft.id;
         let persister: Option<Arc<dyn SnapshotPersister>> = store.snapshot_persister();
         let snapshots = match &persister {
@@ -286,6 +289,7 @@ impl Node {
             rx,
             stats: stats.clone(),
             fatal: None,
+            failure: failure.clone(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("raft-node-{id}"))
@@ -296,6 +300,7 @@ impl Node {
             tx,
             thread: Some(thread),
             stats,
+            failure,
         })
     }
 
@@ -443,6 +448,22 @@ impl Node {
     /// Counters.
     pub fn stats(&self) -> NodeStatsSnapshot {
         *self.stats.lock()
+    }
+
+    /// Why the driver stopped on its own, if it did: a storage failure (a full disk, say:
+    /// everything already acknowledged is durable, nothing more is written), or the driver
+    /// thread's panic (in a [`StateMachine`], say). `None` while it runs and after
+    /// [`Node::stop`]. Every later request fails with [`Error::Stopped`], so a process
+    /// hosting the node should stop too (and be restarted once the cause is fixed) rather
+    /// than stay up serving nothing.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(reason) = self.failure.lock().clone() {
+            return Some(reason);
+        }
+        self.thread
+            .as_ref()
+            .is_some_and(|t| t.is_finished())
+            .then(|| "the raft driver thread ended unexpectedly (a panic)".to_string())
     }
 
     /// Stops the driver thread (waiting proposals fail with [`Error::Stopped`]).

@@ -43,6 +43,8 @@ pub(crate) struct Worker {
     pub(crate) rx: Receiver<Input>,
     pub(crate) stats: Arc<Mutex<NodeStatsSnapshot>>,
     pub(crate) fatal: Option<Error>,
+    /// The storage failure that stopped the driver, for [`super::Node::failure`].
+    pub(crate) failure: Arc<Mutex<Option<String>>>,
 }
 
 impl Drop for Worker {
@@ -112,6 +114,7 @@ impl Worker {
             }
             if let Err(e) = self.process_ready() {
                 tracing::error!(error = %e, "raft node stops: storage failed");
+                *self.failure.lock() = Some(format!("storage failed: {e}"));
                 self.fatal = Some(e);
                 break;
             }
@@ -327,6 +330,7 @@ impl Worker {
             .and_then(|()| g.raw.compact(snap));
         if let Err(e) = r {
             tracing::error!(error = %e, "raft node stops: storage failed");
+            *self.failure.lock() = Some(format!("storage failed: {e}"));
             self.fatal = Some(e);
             return true;
         }

@@ -242,13 +242,24 @@ impl ClientCore {
                 _ => resolved(self.send_key(&lock.key, bo, resolve(vec![key.clone()]))?),
             },
             CleanScope::Keys(keys) => {
-                let mut keys = keys.to_vec();
-                if !keys.contains(&key) {
-                    keys.push(key);
-                }
-                let groups = self.group_by_region(keys, |k: &Vec<u8>| k.as_slice(), bo)?;
-                for (_, group) in groups {
-                    resolved(self.send_key(&group[0], bo, resolve(group.clone()))?)?;
+                let mut left = keys.to_vec();
+                left.push(key);
+                left.sort();
+                left.dedup();
+                // The region of the first key left, with the keys it holds; located again
+                // after a region error (a split moves keys out of a cached region).
+                while let Some(first) = left.first() {
+                    let region = self.locate(first, bo)?;
+                    let n = left
+                        .iter()
+                        .take_while(|k| region.info.contains(k))
+                        .count()
+                        .max(1);
+                    let req = resolve(left[..n].to_vec())(self.context(&region));
+                    if let Some(reply) = self.send_region(&region, req, bo)? {
+                        resolved(reply)?;
+                        left.drain(..n);
+                    }
                 }
                 Ok(())
             }

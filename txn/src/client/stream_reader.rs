@@ -145,8 +145,8 @@ impl TxnClient {
             };
             locks.extend(self.stream_locks(t0, from, lane_end(&lane))?);
         }
-        // One status check per transaction, not per lock: a large transaction's external
-        // record has hundreds of payload chunks, each locked.
+        // One status check per transaction, not per lock: a transaction's locks in the
+        // range share its primary and its fate.
         let mut by_txn: BTreeMap<u64, Vec<&LockInfo>> = BTreeMap::new();
         for lock in &locks {
             by_txn.entry(lock.lock_ts).or_default().push(lock);

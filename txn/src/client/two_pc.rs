@@ -250,7 +250,7 @@ impl ClientCore {
             Some(tx) => {
                 if tx.send(SecondaryJob::new(plan, commit_ts)).is_err() {
                     // The workers are gone: commit them here.
-                    self.commit_secondaries(plan, commit_ts);
+                    self.commit_other_secondaries(plan, commit_ts);
                 }
             }
             None => self.commit_other_secondaries(plan, commit_ts),

@@ -520,6 +520,13 @@ impl KvNode {
         self.stopped.load(Ordering::SeqCst)
     }
 
+    /// Why this node's Raft driver stopped on its own, if it did
+    /// ([`surge_raft_lite::Node::failure`]: a storage failure such as a full disk, or a
+    /// panic): the node then serves nothing, and its process should stop.
+    pub fn raft_failure(&self) -> Option<String> {
+        self.raft.read().as_ref().and_then(RaftNode::failure)
+    }
+
     pub(super) fn peer(&self, region_id: u64) -> Result<Arc<RegionPeer>, RegionError> {
         self.regions
             .read()

@@ -229,9 +229,14 @@ impl Session {
         if let Some(db) = &conn.database {
             s.use_db(db)?;
         }
-        if conn.interactive
-            && let Some(secs) = s.shared.globals.lock().get("interactive_timeout").cloned()
-        {
+        // The session's own copy, taken at connect as MySQL's: a later SET GLOBAL changes
+        // new sessions only.
+        let timeout = if conn.interactive {
+            "interactive_timeout"
+        } else {
+            "wait_timeout"
+        };
+        if let Some(secs) = s.shared.globals.lock().get(timeout).cloned() {
             s.vars.insert("wait_timeout".into(), secs);
         }
         s.shared.processes.lock().insert(
