@@ -53,8 +53,9 @@ pub(crate) trait RegionBatch {
         bo: &mut Backoff,
     ) -> Result<Reply, TxnError>;
 
-    /// The items span more than one region (a split the caller's grouping did not know
-    /// of), so they go out as several requests from now on. Called before any of the parts
+    /// The items go out as several requests from now on: they span more than one region
+    /// (a split the caller's grouping did not know of), or one region's items are more
+    /// than one request may carry ([`MAX_BATCH_BYTES`], [`MAX_BATCH_ITEMS`]). Called before any of the parts
     /// is sent (at most one request holding all the items went out before). An operation
     /// that must be one request (a one-phase commit) changes what it sends here.
     fn on_split(&mut self, _core: &ClientCore) {}
@@ -69,10 +70,10 @@ enum Attempt {
 }
 
 /// Bytes an item adds to a request beyond its key (encoding, lock fields): a rough bound.
-const ITEM_OVERHEAD: usize = 16;
+pub(crate) const ITEM_OVERHEAD: usize = 16;
 
 /// The most bytes of items one region request carries. A region's Raft proposal must stay
-/// under the log's entry limit (64 MiB); TiKV's client sends prewrites of 16 KiB and
+/// under raft-lite's proposal limit (`Config::max_proposal_bytes`, 64 MiB); TiKV's client sends prewrites of 16 KiB and
 /// lock requests of 16 Ki keys. A 1M-row `UPDATE`'s prewrite of one region was one
 /// proposal of 166 MB, refused, and the statement could never commit.
 pub(crate) const MAX_BATCH_BYTES: usize = 8 << 20;
@@ -83,20 +84,13 @@ pub(crate) const MAX_BATCH_ITEMS: usize = 16 * 1024;
 /// `batch` (one region's) cut into requests of at most [`MAX_BATCH_BYTES`] and
 /// [`MAX_BATCH_ITEMS`] for `op`, in order (an item larger than the bound goes alone).
 pub(crate) fn bounded_batches<B: RegionBatch>(op: &B, batch: Vec<B::Item>) -> Vec<Vec<B::Item>> {
-    let mut out = Vec::new();
-    let mut cur = Vec::new();
-    let mut bytes = 0;
-    for item in batch {
-        let size = op.item_bytes(&item);
-        if !cur.is_empty() && (bytes + size > MAX_BATCH_BYTES || cur.len() >= MAX_BATCH_ITEMS) {
-            out.push(std::mem::take(&mut cur));
-            bytes = 0;
-        }
-        bytes += size;
-        cur.push(item);
-    }
-    if !cur.is_empty() || out.is_empty() {
-        out.push(cur);
+    let limits = super::pacing::BatchLimits {
+        keys: MAX_BATCH_ITEMS,
+        bytes: MAX_BATCH_BYTES,
+    };
+    let mut out = super::pacing::cut_in_order(batch, |item| op.item_bytes(item), limits);
+    if out.is_empty() {
+        out.push(Vec::new());
     }
     out
 }
@@ -289,11 +283,12 @@ impl ClientCore {
                 .iter()
                 .all(|item| region.info.contains(B::key_of(item)))
             {
-                // The region split or moved since grouping: regroup this batch.
+                // The region split or moved since grouping: regroup this batch (each part,
+                // a part of a bounded batch, is within the bounds too).
                 let regrouped: Vec<Vec<B::Item>> = self
                     .group_by_region(batch, B::key_of, bo)?
                     .into_iter()
-                    .flat_map(|(_, part)| bounded_batches(op, part))
+                    .map(|(_, part)| part)
                     .collect();
                 if regrouped.len() > 1 {
                     op.on_split(self);

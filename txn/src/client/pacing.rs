@@ -55,22 +55,36 @@ pub(crate) fn cut_batches(
     groups: Vec<Vec<SecondaryKey>>,
     limits: BatchLimits,
 ) -> Vec<Vec<Vec<u8>>> {
+    groups
+        .into_iter()
+        .flat_map(|group| cut_in_order(group, |k| k.bytes, limits))
+        .map(|batch| batch.into_iter().map(|k| k.key).collect())
+        .collect()
+}
+
+/// `items` cut into batches within `limits` (`size` gives an item's bytes), keeping their
+/// order; no batch is empty, and an item larger than `limits.bytes` goes alone. The one cut
+/// of the client's bounded requests (`dispatch::bounded_batches`) and paced commits.
+pub(crate) fn cut_in_order<T>(
+    items: Vec<T>,
+    size: impl Fn(&T) -> usize,
+    limits: BatchLimits,
+) -> Vec<Vec<T>> {
     let mut batches = Vec::new();
-    for group in groups {
-        let mut batch: Vec<Vec<u8>> = Vec::new();
-        let mut bytes = 0usize;
-        for k in group {
-            let full = batch.len() >= limits.keys || bytes.saturating_add(k.bytes) > limits.bytes;
-            if full && !batch.is_empty() {
-                batches.push(std::mem::take(&mut batch));
-                bytes = 0;
-            }
-            bytes = bytes.saturating_add(k.bytes);
-            batch.push(k.key);
+    let mut batch = Vec::new();
+    let mut bytes = 0usize;
+    for item in items {
+        let n = size(&item);
+        let full = batch.len() >= limits.keys || bytes.saturating_add(n) > limits.bytes;
+        if full && !batch.is_empty() {
+            batches.push(std::mem::take(&mut batch));
+            bytes = 0;
         }
-        if !batch.is_empty() {
-            batches.push(batch);
-        }
+        bytes = bytes.saturating_add(n);
+        batch.push(item);
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
     }
     batches
 }

@@ -253,7 +253,7 @@ impl ClientCore {
                     self.commit_other_secondaries(plan, commit_ts);
                 }
             }
-            None => self.commit_other_secondaries(plan, commit_ts),
+            None => self.commit_secondaries(plan, commit_ts),
         }
         Ok(commit_ts)
     }
@@ -447,19 +447,21 @@ impl ClientCore {
     }
 
     /// Commits every key but the primary, every region at once (the foreground path and the
-    /// fallback of the paced background one, `secondaries.rs`), the stream record's keys
-    /// before the others ([`ClientCore::commit_record_keys`]). Failures are logged, not
-    /// returned: the transaction is committed, and a reader meeting a leftover lock commits
-    /// it from the primary's record.
+    /// fallback of the paced background one, `secondaries.rs`), in one round: the stream
+    /// record's keys go in requests of their own beside the others, so they never wait
+    /// behind a large transaction's batches in their region
+    /// ([`ClientCore::commit_record_keys`] says why that matters). Failures are logged,
+    /// not returned: the transaction is committed, and a reader meeting a leftover lock
+    /// commits it from the primary's record.
     pub(crate) fn commit_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
-        self.commit_record_keys(plan, commit_ts);
-        self.commit_other_secondaries(plan, commit_ts);
+        let record = secondary_keys(plan, crate::stream::is_reserved_key);
+        let others = other_secondaries(plan);
+        self.commit_keys(plan.start_ts, vec![record, others], commit_ts);
     }
 
     /// Commits the keys of `plan` that are neither its primary nor the stream record's.
     fn commit_other_secondaries(&self, plan: &CommitPlan, commit_ts: u64) {
-        let keys = secondary_keys(plan, |k| !crate::stream::is_reserved_key(k));
-        self.commit_keys(plan.start_ts, keys, commit_ts);
+        self.commit_keys(plan.start_ts, vec![other_secondaries(plan)], commit_ts);
     }
 
     /// Commits the stream record's keys of `plan` (none without a record), every region at
@@ -469,27 +471,30 @@ impl ClientCore {
     /// region-wide resolve) every lock of the transaction in the record's region, the same
     /// work the coordinator was doing, under the same latches.
     pub(crate) fn commit_record_keys(&self, plan: &CommitPlan, commit_ts: u64) {
-        let keys = secondary_keys(plan, crate::stream::is_reserved_key);
-        self.commit_keys(plan.start_ts, keys, commit_ts);
+        let record = secondary_keys(plan, crate::stream::is_reserved_key);
+        self.commit_keys(plan.start_ts, vec![record], commit_ts);
     }
 
-    /// Commits `keys` of transaction `start_ts` at `commit_ts`, every region at once,
-    /// logging a failure (the keys are left for lock resolution).
-    fn commit_keys(&self, start_ts: u64, keys: Vec<Vec<u8>>, commit_ts: u64) {
-        if keys.is_empty() {
-            return;
-        }
+    /// Commits the keys of `sets` of transaction `start_ts` at `commit_ts`, each set
+    /// grouped by region on its own and every group at once, logging a failure (the keys
+    /// are left for lock resolution).
+    fn commit_keys(&self, start_ts: u64, sets: Vec<Vec<Vec<u8>>>, commit_ts: u64) {
         let mut bo = Backoff::with_budget(&self.config, CLEANUP_BUDGET);
         let op = KeysOp {
             kind: KeysKind::Commit { commit_ts },
             start_ts,
         };
-        let committed = self
-            .group_by_region(keys, KeysOp::key_of, &mut bo)
-            .and_then(|groups| {
-                let groups = groups.into_iter().map(|(_, b)| b).collect();
-                self.run_groups_concurrently(&op, groups, CLEANUP_BUDGET)
-            });
+        let mut groups = Vec::new();
+        for keys in sets.into_iter().filter(|k| !k.is_empty()) {
+            match self.group_by_region(keys, KeysOp::key_of, &mut bo) {
+                Ok(g) => groups.extend(g.into_iter().map(|(_, b)| b)),
+                Err(e) => {
+                    tracing::warn!(start_ts, commit_ts, error = %e, "secondaries left for lock resolution");
+                    return;
+                }
+            }
+        }
+        let committed = self.run_groups_concurrently(&op, groups, CLEANUP_BUDGET);
         if let Err(e) = committed {
             tracing::warn!(start_ts, commit_ts, error = %e, "secondaries left for lock resolution");
         }
@@ -547,6 +552,11 @@ fn secondary_keys(plan: &CommitPlan, keep: impl Fn(&[u8]) -> bool) -> Vec<Vec<u8
         .filter(|k| *k != plan.primary.as_slice() && keep(k))
         .map(<[u8]>::to_vec)
         .collect()
+}
+
+/// The keys of `plan` that are neither its primary nor the stream record's.
+fn other_secondaries(plan: &CommitPlan) -> Vec<Vec<u8>> {
+    secondary_keys(plan, |k| !crate::stream::is_reserved_key(k))
 }
 
 /// `mutations` for a plan past its prewrite: keys, with the short values that size the
@@ -616,7 +626,7 @@ impl RegionBatch for Prewrite {
             Mutation::Put { value, .. } => value.len(),
             _ => 0,
         };
-        mutation_key(item).len() + value + self.props.primary.len() + 16
+        mutation_key(item).len() + value + self.props.primary.len() + super::dispatch::ITEM_OVERHEAD
     }
 
     fn request(&self, ctx: Context, batch: &[Self::Item]) -> KvRequest {
@@ -653,8 +663,8 @@ impl RegionBatch for Prewrite {
         }
     }
 
-    /// A one-phase commit whose keys turn out to span regions becomes a two-phase
-    /// prewrite: each region would otherwise commit its part at its own commit_ts (a
+    /// A one-phase commit whose keys turn out to span regions, or to be more than one
+    /// request may carry, becomes a two-phase prewrite: each region would otherwise commit its part at its own commit_ts (a
     /// snapshot between the two would see half the transaction, and a part that failed
     /// could not undo a part that committed). Nothing was committed yet: the one request
     /// sent as one-phase was refused whole by its region (or its answer was lost, which
