@@ -49,7 +49,10 @@ enum Command {
     /// binlog commit by rename and hot-row group commit, through surge-txn on in-process
     /// 3-node clusters.
     Demo,
-    /// Run one node of a cluster until SIGTERM or SIGINT.
+    /// Run one node of a cluster until SIGTERM or SIGINT. Warnings and errors of the
+    /// storage, Raft and transaction layers go to standard error (the node's log);
+    /// `SURGE_LOG` chooses other levels, as `RUST_LOG` does (`SURGE_LOG=info`,
+    /// `SURGE_LOG=surge_txn=debug`).
     Node(NodeArgs),
     /// Manage a local cluster of node processes on loopback.
     Cluster {
@@ -691,6 +694,24 @@ fn main() -> ExitCode {
     exit_with(context, failure)
 }
 
+/// Sends the crates' `tracing` events to standard error: warnings and up, or what
+/// `SURGE_LOG` says. Without it a node dropped them all, and a failure logged only there
+/// (a Raft driver's storage error) left no trace in the node's log.
+fn init_node_log() -> Result<(), String> {
+    let filter = match std::env::var("SURGE_LOG") {
+        Ok(spec) => tracing_subscriber::EnvFilter::try_new(&spec)
+            .map_err(|e| format!("SURGE_LOG={spec:?}: {e}"))?,
+        Err(_) => tracing_subscriber::EnvFilter::new("warn"),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_thread_names(true)
+        .try_init()
+        .map_err(|e| format!("node log: {e}"))
+}
+
 /// Success for an empty failure; else prints `context: failure` to standard error.
 fn exit_with(context: &str, failure: String) -> ExitCode {
     if failure.is_empty() {
@@ -706,6 +727,7 @@ fn or_ok(r: Result<(), String>) -> String {
 }
 
 fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
+    init_node_log()?;
     let peers = parse_peers(&args.peers).map_err(|e| e.to_string())?;
     let mut config = NodeConfig::new(args.id, peers, args.data);
     config.cluster_id = args.cluster_id;

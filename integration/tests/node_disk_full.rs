@@ -64,6 +64,11 @@ fn a_node_whose_disk_fills_stops_and_restarts_with_every_acknowledged_write() {
         err.contains("its Raft driver stopped: storage failed"),
         "stderr: {err}"
     );
+    // The driver's own `tracing` error reaches the node's log too (the node's subscriber).
+    assert!(
+        err.contains("ERROR") && err.contains("raft node stops: storage failed"),
+        "stderr: {err}"
+    );
 
     std::fs::remove_file(&filler).unwrap();
     let node = SoloNode::spawn_at(&data, &addr, SMALL);

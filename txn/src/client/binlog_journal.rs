@@ -24,7 +24,12 @@ use super::error::TxnError;
 /// File name of the journal inside the binlog directory.
 pub(crate) const JOURNAL_FILE: &str = "surge-txn.prepare";
 
-/// The journal is rewritten with only its open prepares once it grows past this.
+/// The journal is rewritten with only its open prepares once its settled (dead) bytes pass
+/// this and the open (live) ones: a rewrite copies the live bytes under the journal's
+/// locks, so it must wait until at least as many dead bytes came in. Counting the whole
+/// file instead made every settle copy an open large transaction's prepare (all its
+/// events, 64 MiB and more) while every other commit waited: seconds of stall per commit
+/// beside a big `UPDATE`.
 const COMPACT_AT: u64 = 4 << 20;
 
 /// The net change of one key by a transaction, as the binlog shows it.
@@ -156,6 +161,11 @@ struct Writer {
     /// transaction's prepare holds all its events, and memory would hold them again until
     /// it settles.
     open: BTreeMap<u64, Extent>,
+    /// The bytes of the records in `open` (the live part of the file; the rest of `len` is
+    /// settled prepares and settled records, which a compaction drops).
+    live: u64,
+    /// Compactions so far.
+    compactions: u64,
 }
 
 /// The journal of one coordinator. Appends are serialized; fsyncs are shared by the
@@ -285,7 +295,8 @@ impl Journal {
                 .map_err(|e| io_err("truncate", &path, e))?;
             file.sync_all().map_err(|e| io_err("fsync", &path, e))?;
         }
-        let extents = open.iter().map(|(ts, (_, e))| (*ts, *e)).collect();
+        let extents: BTreeMap<u64, Extent> = open.iter().map(|(ts, (_, e))| (*ts, *e)).collect();
+        let live = extents.values().map(|(_, n)| n).sum();
         let journal = Journal {
             path,
             writer: Mutex::new(Writer {
@@ -293,6 +304,8 @@ impl Journal {
                 len: good,
                 appended: 0,
                 open: extents,
+                live,
+                compactions: 0,
             }),
             synced: Mutex::new(0),
         };
@@ -310,7 +323,11 @@ impl Journal {
             let mut w = self.writer.lock();
             let at = w.len;
             w.append(&self.path, &bytes)?;
-            w.open.insert(p.start_ts, (at, bytes.len() as u64));
+            let n = bytes.len() as u64;
+            if let Some((_, replaced)) = w.open.insert(p.start_ts, (at, n)) {
+                w.live -= replaced;
+            }
+            w.live += n;
             w.appended
         };
         drop(bytes);
@@ -323,7 +340,7 @@ impl Journal {
     }
 
     /// Appends a settled record for `start_ts` (not fsynced: see the module docs) and
-    /// compacts the journal once it is large.
+    /// compacts the journal once enough of it is settled ([`COMPACT_AT`]).
     ///
     /// # Errors
     /// [`TxnError::Binlog`] if the write or a compaction fails.
@@ -331,9 +348,11 @@ impl Journal {
         let bytes = encode(&Record::Settled { start_ts })?;
         let compact = {
             let mut w = self.writer.lock();
-            w.open.remove(&start_ts);
+            if let Some((_, n)) = w.open.remove(&start_ts) {
+                w.live -= n;
+            }
             w.append(&self.path, &bytes)?;
-            w.len > COMPACT_AT
+            w.worth_compacting()
         };
         if compact {
             self.compact()?;
@@ -367,6 +386,10 @@ impl Journal {
     fn compact(&self) -> Result<(), TxnError> {
         let mut synced = self.synced.lock();
         let mut w = self.writer.lock();
+        // Another settle may have compacted while this one waited for the locks.
+        if !w.worth_compacting() {
+            return Ok(());
+        }
         let tmp = self.path.with_extension("prepare.tmp");
         let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
         // The open prepares copied one at a time from the current file (which stays whole
@@ -397,7 +420,9 @@ impl Journal {
             .map_err(|e| io_err("open", &self.path, e))?;
         w.file = file;
         w.len = len;
+        w.live = len;
         w.open = moved;
+        w.compactions += 1;
         *synced = w.appended;
         Ok(())
     }
@@ -407,9 +432,20 @@ impl Journal {
     fn len(&self) -> u64 {
         self.writer.lock().len
     }
+
+    /// Compactions since the journal was opened.
+    #[cfg(test)]
+    fn compactions(&self) -> u64 {
+        self.writer.lock().compactions
+    }
 }
 
 impl Writer {
+    /// Whether the dead bytes are worth a rewrite ([`COMPACT_AT`]).
+    fn worth_compacting(&self) -> bool {
+        self.len - self.live > COMPACT_AT.max(self.live)
+    }
+
     fn append(&mut self, path: &Path, bytes: &[u8]) -> Result<(), TxnError> {
         use std::os::unix::fs::FileExt as _;
         self.file
@@ -567,6 +603,42 @@ mod tests {
         drop(j);
         let (_j, open) = Journal::open(dir.path())?;
         assert_eq!(open, vec![prepared(1)]);
+        Ok(())
+    }
+
+    /// A large open prepare is not copied by every small transaction's settle: only once
+    /// the settled bytes outweigh it (they stalled every commit beside a big `UPDATE`).
+    #[test]
+    fn an_open_large_prepare_is_copied_only_once_dead_bytes_outweigh_it() -> Result<(), TxnError> {
+        let dir = tempfile::tempdir().map_err(|e| io_err("tmp", Path::new("."), e))?;
+        let (j, _) = Journal::open(dir.path())?;
+        let mut big = prepared(1);
+        big.events = Some(vec![7u8; 6 << 20]);
+        j.prepare(&big)?;
+        let live = j.len();
+        // Small transactions whose records add up to about half the big prepare.
+        let mut ts = 2;
+        for _ in 0..live / 2 / 4096 {
+            let mut small = prepared(ts);
+            small.events = Some(vec![1u8; 4096]);
+            j.prepare(&small)?;
+            j.settle(ts)?;
+            ts += 1;
+        }
+        assert_eq!(j.compactions(), 0, "{} small settles", ts - 2);
+        // Once the dead bytes pass the live ones, one rewrite keeps only the big prepare.
+        while j.compactions() == 0 {
+            let mut small = prepared(ts);
+            small.events = Some(vec![1u8; 4096]);
+            j.prepare(&small)?;
+            j.settle(ts)?;
+            ts += 1;
+            assert!(j.len() < 3 * live, "never compacted: {} bytes", j.len());
+        }
+        assert_eq!(j.len(), live);
+        drop(j);
+        let (_j, open) = Journal::open(dir.path())?;
+        assert_eq!(open, vec![big]);
         Ok(())
     }
 }
