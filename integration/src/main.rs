@@ -50,7 +50,8 @@ enum Command {
     /// 3-node clusters.
     Demo,
     /// Run one node of a cluster until SIGTERM or SIGINT. Warnings and errors of the
-    /// storage, Raft and transaction layers go to standard error (the node's log);
+    /// disk engine and of the Raft and transaction layers go to standard error (the node's
+    /// log);
     /// `SURGE_LOG` chooses other levels, as `RUST_LOG` does (`SURGE_LOG=info`,
     /// `SURGE_LOG=surge_txn=debug`).
     Node(NodeArgs),
@@ -694,14 +695,16 @@ fn main() -> ExitCode {
     exit_with(context, failure)
 }
 
-/// Sends the crates' `tracing` events to standard error: warnings and up, or what
-/// `SURGE_LOG` says. Without it a node dropped them all, and a failure logged only there
-/// (a Raft driver's storage error) left no trace in the node's log.
+/// Sends the crates' `tracing` events, and the disk engine's `log` records, to standard
+/// error: warnings and up, or what `SURGE_LOG` says. Without it a node dropped them all,
+/// and a failure logged only there (a Raft driver's storage error) left no trace in the
+/// node's log.
 fn init_node_log() -> Result<(), String> {
     let filter = match std::env::var("SURGE_LOG") {
-        Ok(spec) => tracing_subscriber::EnvFilter::try_new(&spec)
+        Ok(spec) if !spec.trim().is_empty() => tracing_subscriber::EnvFilter::try_new(&spec)
             .map_err(|e| format!("SURGE_LOG={spec:?}: {e}"))?,
-        Err(_) => tracing_subscriber::EnvFilter::new("warn"),
+        Ok(_) | Err(std::env::VarError::NotPresent) => tracing_subscriber::EnvFilter::new("warn"),
+        Err(e) => return Err(format!("SURGE_LOG: {e}")),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use common::SoloNode;
@@ -262,9 +261,6 @@ fn wait_exit(node: &mut SoloNode) -> (std::process::ExitStatus, String) {
         );
         std::thread::sleep(Duration::from_millis(10));
     };
-    let mut stderr = String::new();
-    if let Some(mut e) = node.child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
-    (status, stderr)
+    let out = node.output();
+    (status, String::from_utf8_lossy(&out.stderr).into_owned())
 }

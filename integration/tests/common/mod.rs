@@ -215,9 +215,27 @@ pub fn free_port_pair() -> u16 {
 }
 
 /// A one-node cluster run as `surgedb node` directly (not through `cluster start`).
+///
+/// Its stdout and stderr are read as they come (a node logs warnings to stderr: a pipe
+/// left unread fills at 64 KiB and then blocks the logging thread, the Raft driver's
+/// included) and returned when it exits.
 pub struct SoloNode {
     pub child: std::process::Child,
     pub addr: String,
+    out: Option<std::thread::JoinHandle<Vec<u8>>>,
+    err: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+/// Reads `pipe` to its end on a thread of its own.
+fn drain(
+    pipe: Option<impl std::io::Read + Send + 'static>,
+) -> Option<std::thread::JoinHandle<Vec<u8>>> {
+    let mut pipe = pipe?;
+    Some(std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut pipe, &mut bytes);
+        bytes
+    }))
 }
 
 impl SoloNode {
@@ -229,7 +247,7 @@ impl SoloNode {
     /// As [`SoloNode::spawn`] on `addr` (a restart of a node spawned there before).
     pub fn spawn_at(data: &Path, addr: &str, extra: &[&str]) -> SoloNode {
         let addr = addr.to_string();
-        let child = Command::new(exe())
+        let mut child = Command::new(exe())
             .args(["node", "--id", "1", "--listen", &addr])
             .args(["--peers", &format!("1={addr}")])
             .arg("--data")
@@ -239,7 +257,14 @@ impl SoloNode {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        SoloNode { child, addr }
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        SoloNode {
+            child,
+            addr,
+            out,
+            err,
+        }
     }
 
     /// Waits until the node serves (every region led, the oracle answering).
@@ -262,17 +287,26 @@ impl SoloNode {
         wait_until(Duration::from_secs(30), || {
             self.child.try_wait().is_ok_and(|s| s.is_some())
         });
-        std::mem::replace(&mut self.child, Command::new("true").spawn().unwrap())
-            .wait_with_output()
-            .unwrap()
+        self.output()
     }
 
     /// SIGTERM, then waits for the exit; returns the process's output.
     pub fn stop(mut self) -> std::process::Output {
         signal(self.child.id(), "TERM");
-        std::mem::replace(&mut self.child, Command::new("true").spawn().unwrap())
-            .wait_with_output()
-            .unwrap()
+        self.output()
+    }
+
+    /// Waits for the exit; returns the status and everything the process printed.
+    pub fn output(&mut self) -> std::process::Output {
+        let status = self.child.wait().unwrap();
+        let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            h.map(|h| h.join().unwrap_or_default()).unwrap_or_default()
+        };
+        std::process::Output {
+            status,
+            stdout: join(self.out.take()),
+            stderr: join(self.err.take()),
+        }
     }
 }
 

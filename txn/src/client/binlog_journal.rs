@@ -616,11 +616,13 @@ mod tests {
         big.events = Some(vec![7u8; 6 << 20]);
         j.prepare(&big)?;
         let live = j.len();
-        // Small transactions whose records add up to about half the big prepare.
+        // Small transactions whose records add up to past COMPACT_AT but under the big
+        // prepare: a rule that ignored the open bytes would compact here.
+        assert!(live * 9 / 10 > COMPACT_AT + (64 << 10));
         let mut ts = 2;
-        for _ in 0..live / 2 / 4096 {
+        for _ in 0..live * 9 / 10 / (64 << 10) {
             let mut small = prepared(ts);
-            small.events = Some(vec![1u8; 4096]);
+            small.events = Some(vec![1u8; 64 << 10]);
             j.prepare(&small)?;
             j.settle(ts)?;
             ts += 1;
@@ -629,7 +631,7 @@ mod tests {
         // Once the dead bytes pass the live ones, one rewrite keeps only the big prepare.
         while j.compactions() == 0 {
             let mut small = prepared(ts);
-            small.events = Some(vec![1u8; 4096]);
+            small.events = Some(vec![1u8; 64 << 10]);
             j.prepare(&small)?;
             j.settle(ts)?;
             ts += 1;
