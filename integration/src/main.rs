@@ -51,8 +51,7 @@ enum Command {
     Demo,
     /// Run one node of a cluster until SIGTERM or SIGINT. Warnings and errors of the
     /// disk engine and of the Raft and transaction layers go to standard error (the node's
-    /// log);
-    /// `SURGE_LOG` chooses other levels, as `RUST_LOG` does (`SURGE_LOG=info`,
+    /// log); `SURGE_LOG` chooses other levels, as `RUST_LOG` does (`SURGE_LOG=info`,
     /// `SURGE_LOG=surge_txn=debug`).
     Node(NodeArgs),
     /// Manage a local cluster of node processes on loopback.

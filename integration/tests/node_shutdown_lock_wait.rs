@@ -111,7 +111,7 @@ fn a_lock_wait_longer_than_the_request_timeout_is_answered_by_the_node() {
 #[test]
 fn a_sigterm_wakes_a_long_lock_wait_and_the_node_exits_promptly() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut node = SoloNode::spawn(&tmp.path().join("n1"), &[]);
+    let node = SoloNode::spawn(&tmp.path().join("n1"), &[]);
     let client = node.wait_serving();
     let key = b"k/held";
     let ctx = context_of(&client, key);
@@ -145,7 +145,7 @@ fn a_sigterm_wakes_a_long_lock_wait_and_the_node_exits_promptly() {
 
     let stopped_at = Instant::now();
     assert!(signal(node.child.id(), "TERM"));
-    let (status, stderr) = wait_exit(&mut node);
+    let (status, stderr) = exit_of(node);
     let took = stopped_at.elapsed();
     assert!(status.success(), "{status:?}\n{stderr}");
     assert!(
@@ -193,7 +193,7 @@ fn a_sigterm_wakes_a_long_lock_wait_and_the_node_exits_promptly() {
 #[test]
 fn a_sigterm_ends_a_lock_wait_of_the_nodes_own_coordinator() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut node = SoloNode::spawn(&tmp.path().join("n1"), &[]);
+    let node = SoloNode::spawn(&tmp.path().join("n1"), &[]);
     let client = node.wait_serving();
     let key = b"k/held";
     let ctx = context_of(&client, key);
@@ -226,7 +226,7 @@ fn a_sigterm_ends_a_lock_wait_of_the_nodes_own_coordinator() {
     });
     let stopped_at = Instant::now();
     assert!(signal(node.child.id(), "TERM"));
-    let (status, stderr) = wait_exit(&mut node);
+    let (status, stderr) = exit_of(node);
     let took = stopped_at.elapsed();
     assert!(status.success(), "{status:?}\n{stderr}");
     assert!(
@@ -249,18 +249,10 @@ fn a_sigterm_ends_a_lock_wait_of_the_nodes_own_coordinator() {
 }
 
 /// Waits (at most 30 s) for the node's process to exit; returns its status and stderr.
-fn wait_exit(node: &mut SoloNode) -> (std::process::ExitStatus, String) {
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = node.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the node did not exit within 30 s of SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let out = node.output();
-    (status, String::from_utf8_lossy(&out.stderr).into_owned())
+fn exit_of(node: SoloNode) -> (std::process::ExitStatus, String) {
+    let out = node.wait_exit();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

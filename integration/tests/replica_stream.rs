@@ -161,8 +161,14 @@ fn replica_follows_the_cluster_through_kills() {
     if !mysql_available() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    // SURGE_KEEP_TEST_DIR keeps the cluster's directory (data, logs, stream copies and the
+    // replica's relay logs) for a post-mortem.
+    let tmp = tempfile::Builder::new()
+        .disable_cleanup(std::env::var_os("SURGE_KEEP_TEST_DIR").is_some())
+        .tempdir()
+        .unwrap();
     let dir = tmp.path().join("cluster");
+    eprintln!("cluster directory: {}", dir.display());
     let (manifest, _) = surgedb::local::start(&dir, 3, &opts()).unwrap();
     let _stop = scopeguard(&dir);
     let replica = surgedb::local::start_replica(&dir, &manifest).unwrap();
@@ -228,7 +234,7 @@ fn replica_follows_the_cluster_through_kills() {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(e) = replica_error(replica.port) {
-            panic!("replica error: {e}");
+            panic!("replica error: {e}\n{}", first_difference(&dir));
         }
         let got: Vec<Vec<String>> = tables.iter().map(|t| rows(&mut rep, t)).collect();
         if got == want {
@@ -286,6 +292,30 @@ fn replica_follows_the_cluster_through_kills() {
         big_alone,
         "expected the big transaction in a file of its own"
     );
+}
+
+/// Where node 2's and node 3's copies of the stream first differ from node 1's, over the
+/// bytes all of them have (a replica moved between nodes whose copies differ gets other
+/// transactions under the same GTIDs).
+fn first_difference(dir: &Path) -> String {
+    let copies: Vec<Vec<(String, Vec<u8>)>> = (1..=3)
+        .map(|node| stream_file_bytes(&dir.join(format!("node-{node}")).join("stream")))
+        .collect();
+    let mut out = Vec::new();
+    for (i, copy) in copies.iter().enumerate().skip(1) {
+        let diff = copy.iter().zip(&copies[0]).find_map(|((name, b), (_, a))| {
+            a.iter()
+                .zip(b)
+                .position(|(x, y)| x != y)
+                .map(|at| format!("{name} at byte {at}"))
+        });
+        out.push(format!(
+            "node {} against node 1: {}",
+            i + 1,
+            diff.unwrap_or_else(|| "the same over their common bytes".into())
+        ));
+    }
+    out.join("; ")
 }
 
 fn count(hay: &[u8], needle: &[u8]) -> usize {

@@ -822,3 +822,77 @@ fn stream_settings_are_claimed_once() {
     let all = b.scan(b"", None, 100).expect("scan");
     assert_eq!(all.len(), 1, "{all:?}");
 }
+
+/// A transaction that took its timestamps before its table's lane was registered, and a
+/// reader whose watermark came in between (its registry read did not list the lane): the
+/// transaction's record must commit above that watermark, or be in the scan up to it.
+/// Before the fix the commit reused the transaction's own older timestamp as its
+/// record_ts, committed in one phase below the watermark, in a lane the reader never
+/// read: a record lost to that reader (a replica's stream copy missed it, another node's
+/// did not). `other_registers` has another coordinator register the lane after the
+/// watermark, so this one only learns it from the registry.
+fn first_record_of_a_lane_stays_above_an_earlier_watermark(other_registers: bool) {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog1"),
+        1,
+        config(3000, StreamOptions::default()),
+    );
+    let other = coordinator(
+        &c,
+        &dir.path().join("binlog2"),
+        2,
+        config(3000, StreamOptions::default()),
+    );
+    let reader = TxnClient::new(c.router(), ClientConfig::default());
+    // A commit without a record in the table's region first (a client without a binlog):
+    // the region's first one-phase commit syncs its max_ts from the oracle, which would
+    // lift this test's commit above the watermark by chance.
+    let mut warm = reader.begin(TxnMode::Optimistic).expect("begin");
+    warm.put(&table_row(6, "warm"), b"0").expect("put");
+    warm.commit().expect("a commit without a record");
+    // Some watermark first, so the reader has read the registry (without table 5's lane).
+    reader.stream_resolved_ts().expect("watermark");
+    let row = table_row(5, "a");
+    let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+    let start_ts = t.start_ts();
+    assert_eq!(t.get_for_update(&row).expect("lock"), None);
+    t.put(&row, b"1").expect("put");
+    // The other coordinator's transaction reads and writes before the watermark and
+    // commits (registering the lane) after it. Optimistic, with a key of another region:
+    // two phases, and no read or lock in the lane's region after the watermark to raise
+    // its max_ts.
+    let mut o = other.begin(TxnMode::Optimistic).expect("begin");
+    if other_registers {
+        o.put(&table_row(5, "b"), b"2").expect("put");
+        o.put(&key(0, "b"), b"2").expect("put");
+    }
+    let wm = reader.stream_resolved_ts().expect("watermark");
+    assert!(wm.resolved_ts > start_ts, "{wm:?} vs start_ts {start_ts}");
+    if other_registers {
+        o.commit().expect("the other coordinator's commit");
+    }
+    let commit_ts = t.commit().expect("commit");
+    let txns = reader.stream_scan(0, wm.resolved_ts, 0).expect("scan");
+    assert!(
+        commit_ts > wm.resolved_ts || txns.iter().any(|x| x.start_ts == start_ts),
+        "txn {start_ts} committed at {commit_ts}, at or below the watermark {} it was read \
+         to, and its record is not in that read: {:?}",
+        wm.resolved_ts,
+        txns.iter()
+            .map(|x| (x.start_ts, x.commit_ts))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn the_first_record_of_a_lane_stays_above_an_earlier_watermark() {
+    first_record_of_a_lane_stays_above_an_earlier_watermark(false);
+}
+
+#[test]
+fn a_lane_learned_from_the_registry_stays_above_an_earlier_watermark() {
+    first_record_of_a_lane_stays_above_an_earlier_watermark(true);
+}

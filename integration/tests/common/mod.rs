@@ -284,9 +284,14 @@ impl SoloNode {
 
     /// Waits (at most 30 s) for the process to exit on its own; returns its output.
     pub fn wait_exit(mut self) -> std::process::Output {
-        wait_until(Duration::from_secs(30), || {
-            self.child.try_wait().is_ok_and(|s| s.is_some())
-        });
+        let start = std::time::Instant::now();
+        while !self.child.try_wait().is_ok_and(|s| s.is_some()) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the node did not exit within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         self.output()
     }
 

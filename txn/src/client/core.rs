@@ -52,8 +52,10 @@ pub(crate) struct ClientCore {
     pub(crate) stream_lock_floor: std::sync::atomic::AtomicU64,
     /// Watermark calls so far (every few, one scans the locks from the prefix).
     pub(crate) stream_calls: std::sync::atomic::AtomicU64,
-    /// Stream lanes known to be in the lane registry (`stream_commit.rs`).
-    pub(crate) stream_lanes: Mutex<std::collections::HashSet<Vec<u8>>>,
+    /// Stream lanes known to be in the lane registry, each with a timestamp at or above its
+    /// registration's commit_ts (`stream_commit.rs`): a record of the lane may take a
+    /// `record_ts` at or above it without a fresh one.
+    pub(crate) stream_lanes: Mutex<std::collections::HashMap<Vec<u8>, u64>>,
     /// The last lane list a reader read from the registry, and the timestamp it was read at
     /// (`stream_reader.rs`): lanes are never removed, so it holds every lane of a record
     /// committed at or below that timestamp.

@@ -222,8 +222,10 @@ impl ClientCore {
 
     /// The `record_ts` of a small transaction's record prewritten with its other keys:
     /// the newest timestamp the transaction already holds (its `for_update_ts`, else its
-    /// `start_ts`) when that was taken at most [`RECENT_RECORD_TS_MS`] ago, else a fresh
-    /// one from the oracle. Either was taken before the record's prewrite and is below
+    /// `start_ts`) when that was taken at most [`RECENT_RECORD_TS_MS`] ago and is at or
+    /// above `lane_ts` (from [`ClientCore::ensure_stream_lane`]: a record_ts below its
+    /// lane's registration could commit below a watermark whose reader did not list the
+    /// lane), else a fresh one from the oracle. Either was taken before the record's prewrite and is below
     /// its commit_ts (the region's one-phase floor is above both, and a two-phase
     /// commit_ts comes from the oracle after the prewrite), which is all the watermark's
     /// argument asks of it (`stream_reader.rs`); a recent one also keeps the commit well
@@ -232,9 +234,13 @@ impl ClientCore {
     ///
     /// # Errors
     /// The oracle's error when a fresh timestamp is needed.
-    pub(crate) fn parallel_record_ts(&self, plan: &CommitPlan) -> Result<u64, TxnError> {
+    pub(crate) fn parallel_record_ts(
+        &self,
+        plan: &CommitPlan,
+        lane_ts: u64,
+    ) -> Result<u64, TxnError> {
         let held = plan.start_ts.max(plan.for_update_ts);
-        if super::core::age_ms(held) <= RECENT_RECORD_TS_MS {
+        if held >= lane_ts && super::core::age_ms(held) <= RECENT_RECORD_TS_MS {
             return Ok(held);
         }
         self.get_ts()
@@ -304,21 +310,33 @@ impl ClientCore {
     }
 
     /// Makes sure the lane of a record whose transaction has `primary` as its primary key is
-    /// in the lane registry (`stream/keys.rs`), committed before the caller takes the
-    /// record's `record_ts`: a reader lists the registry at its own timestamp, and finds
-    /// every lane of a record committed at or below it. The empty lane is always read; a
-    /// lane this client registered or saw registered is remembered.
+    /// in the lane registry (`stream/keys.rs`), and returns a timestamp at or above the
+    /// registration's commit_ts: the record's `record_ts` must be at least that (a fresh
+    /// one taken after this call is). A reader lists the registry at its own timestamp
+    /// `T0`; a lane it does not list was registered above `T0`, so such a record commits
+    /// above `T0` too, as the watermark needs. (A `record_ts` the transaction held from
+    /// before the registration broke this: its one-phase commit landed below a watermark
+    /// whose reader never read the lane, and that reader's stream lost the record.)
+    ///
+    /// The empty lane is always read (0). A lane this client registered or saw registered
+    /// is remembered with the timestamp it was learned at.
     ///
     /// # Errors
     /// The registry read's or write's error after [`REGISTRY_ATTEMPTS`] attempts.
-    pub(crate) fn ensure_stream_lane(&self, primary: &[u8]) -> Result<(), TxnError> {
+    pub(crate) fn ensure_stream_lane(&self, primary: &[u8]) -> Result<u64, TxnError> {
         let lane = lane_of(primary);
-        if lane.is_empty() || self.stream_lanes.lock().contains(lane) {
-            return Ok(());
+        if lane.is_empty() {
+            return Ok(0);
         }
-        self.put_reserved_if_absent(&lane_registry_key(lane), lane)?;
-        self.stream_lanes.lock().insert(lane.to_vec());
-        Ok(())
+        if let Some(ts) = self.stream_lanes.lock().get(lane) {
+            return Ok(*ts);
+        }
+        let key = lane_registry_key(lane);
+        let (_, known_at) =
+            self.with_registry_retries(|core| core.put_reserved_once(&key, lane))?;
+        let mut lanes = self.stream_lanes.lock();
+        let ts = lanes.entry(lane.to_vec()).or_insert(known_at);
+        Ok(*ts)
     }
 
     /// The value of the reserved `key` (a registry entry), putting `value` there first if it
@@ -334,6 +352,7 @@ impl ClientCore {
         value: &[u8],
     ) -> Result<Vec<u8>, TxnError> {
         self.with_registry_retries(|core| core.put_reserved_once(key, value))
+            .map(|(v, _)| v)
     }
 
     /// Runs `f` (one read, then one commit, of reserved keys) until it succeeds, at most
@@ -357,18 +376,19 @@ impl ClientCore {
         }
     }
 
-    /// One attempt of [`ClientCore::put_reserved_if_absent`].
-    fn put_reserved_once(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, TxnError> {
+    /// One attempt of [`ClientCore::put_reserved_if_absent`]; also returns a timestamp at
+    /// or above the commit_ts of the value in force (the read's, or this commit's).
+    fn put_reserved_once(&self, key: &[u8], value: &[u8]) -> Result<(Vec<u8>, u64), TxnError> {
         let start_ts = self.get_ts()?;
         if let Some(v) = self.snapshot_get(key, start_ts)? {
-            return Ok(v);
+            return Ok((v, start_ts));
         }
         let put = Mutation::Put {
             key: key.to_vec(),
             value: value.to_vec(),
         };
         self.commit_reserved(start_ts, vec![put])
-            .map(|_| value.to_vec())
+            .map(|commit_ts| (value.to_vec(), commit_ts))
     }
 
     /// Whether this client writes stream records (it has a usable binlog and streaming is

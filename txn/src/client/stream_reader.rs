@@ -27,9 +27,11 @@
 //!
 //! # Why the lanes listed are enough
 //!
-//! A coordinator commits the registration of a record's lane before it takes the record's
-//! `record_ts` (`ClientCore::ensure_stream_lane`), so a record in a lane the registry does
-//! not list at `T0` has `record_ts` above that registration's commit_ts, which is above
+//! A coordinator commits the registration of a record's lane before the record, and gives
+//! the record a `record_ts` at or above the registration's commit_ts, never a timestamp the
+//! transaction held from before it (`ClientCore::ensure_stream_lane`), so a record in a
+//! lane the registry does not list at `T0` has `record_ts` at or above that
+//! registration's commit_ts, which is above
 //! `T0` (a registration committing at or below `T0` is either visible to the registry read
 //! at `T0`, or holds a lock that read waits for; a later one-phase commit lands above the
 //! `max_ts` the read raised): such a record commits above `T0`, as an unseen lock's does.

@@ -96,12 +96,15 @@ impl ClientCore {
         stream: StreamStep,
         payload: Payload,
     ) -> Result<u64, TxnError> {
-        // A record's lane is registered before its record_ts is taken (`stream_commit.rs`).
-        if !matches!(stream, StreamStep::None)
-            && let Err(e) = self.ensure_stream_lane(&plan.primary)
-        {
-            return step.finish(Err(e), stop);
-        }
+        // A record's lane is registered before its record_ts is taken, and the record_ts is
+        // at or above the registration (`stream_commit.rs`).
+        let lane_ts = match stream {
+            StreamStep::None => 0,
+            _ => match self.ensure_stream_lane(&plan.primary) {
+                Ok(ts) => ts,
+                Err(e) => return step.finish(Err(e), stop),
+            },
+        };
         let mut bo = Backoff::new(&self.config);
         // A small transaction keeps its whole plan (a record may join it, and a one-phase
         // commit sends it). A large one moves its values into the region groups and keeps
@@ -136,7 +139,7 @@ impl ClientCore {
             commit_kind: CommitKind::TwoPc,
         };
         let result = self.commit_prepared(
-            plan, stop, groups, &payload, props, &mut step, stream, &mut bo,
+            plan, stop, groups, &payload, props, &mut step, stream, lane_ts, &mut bo,
         );
         step.finish(result, stop)
     }
@@ -154,6 +157,7 @@ impl ClientCore {
         props: TxnProps,
         step: &mut BinlogStep,
         stream: StreamStep,
+        lane_ts: u64,
         bo: &mut Backoff,
     ) -> Result<u64, TxnError> {
         if groups.len() == 1 && stop == StopAt::Never && matches!(stream, StreamStep::None) {
@@ -176,7 +180,7 @@ impl ClientCore {
             && payload.is_empty()
             && plan.mutations.len() <= PARALLEL_RECORD_MAX_KEYS
         {
-            let record_ts = self.parallel_record_ts(plan)?;
+            let record_ts = self.parallel_record_ts(plan, lane_ts)?;
             let (extended, chunk_groups) = record_plan(plan, values.clone(), record_ts);
             if stop == StopAt::Never
                 && self

@@ -56,7 +56,7 @@ impl TxnClient {
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
             stream_lock_floor: std::sync::atomic::AtomicU64::new(0),
             stream_calls: std::sync::atomic::AtomicU64::new(0),
-            stream_lanes: parking_lot::Mutex::new(std::collections::HashSet::new()),
+            stream_lanes: parking_lot::Mutex::new(std::collections::HashMap::new()),
             stream_lanes_read: parking_lot::Mutex::new((0, Vec::new())),
         });
         heartbeat::spawn(Arc::downgrade(&core), interval, stopped);
