@@ -163,12 +163,8 @@ fn replica_follows_the_cluster_through_kills() {
     }
     // SURGE_KEEP_TEST_DIR keeps the cluster's directory (data, logs, stream copies and the
     // replica's relay logs) for a post-mortem.
-    let tmp = tempfile::Builder::new()
-        .disable_cleanup(std::env::var_os("SURGE_KEEP_TEST_DIR").is_some())
-        .tempdir()
-        .unwrap();
+    let tmp = common::kept_tempdir();
     let dir = tmp.path().join("cluster");
-    eprintln!("cluster directory: {}", dir.display());
     let (manifest, _) = surgedb::local::start(&dir, 3, &opts()).unwrap();
     let _stop = scopeguard(&dir);
     let replica = surgedb::local::start_replica(&dir, &manifest).unwrap();
@@ -298,9 +294,13 @@ fn replica_follows_the_cluster_through_kills() {
 /// bytes all of them have (a replica moved between nodes whose copies differ gets other
 /// transactions under the same GTIDs).
 fn first_difference(dir: &Path) -> String {
-    let copies: Vec<Vec<(String, Vec<u8>)>> = (1..=3)
-        .map(|node| stream_file_bytes(&dir.join(format!("node-{node}")).join("stream")))
+    let dirs: Vec<_> = (1..=3)
+        .map(|node| dir.join(format!("node-{node}")).join("stream"))
         .collect();
+    if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
+        return format!("no stream directory {}", missing.display());
+    }
+    let copies: Vec<Vec<(String, Vec<u8>)>> = dirs.iter().map(|d| stream_file_bytes(d)).collect();
     let mut out = Vec::new();
     for (i, copy) in copies.iter().enumerate().skip(1) {
         let diff = copy.iter().zip(&copies[0]).find_map(|((name, b), (_, a))| {

@@ -860,14 +860,15 @@ fn first_record_of_a_lane_stays_above_an_earlier_watermark(other_registers: bool
     let start_ts = t.start_ts();
     assert_eq!(t.get_for_update(&row).expect("lock"), None);
     t.put(&row, b"1").expect("put");
-    // The other coordinator's transaction reads and writes before the watermark and
-    // commits (registering the lane) after it. Optimistic, with a key of another region:
-    // two phases, and no read or lock in the lane's region after the watermark to raise
-    // its max_ts.
+    // The other coordinator's transaction writes before the watermark (its binlog reads
+    // the keys' existence then) and commits after it, registering the lane: its primary,
+    // its smallest key, is table 5's row (`key(2, ..)` sorts after it). Optimistic, with a
+    // key of another region: two phases, and no read or lock in the lane's region after
+    // the watermark to raise its max_ts.
     let mut o = other.begin(TxnMode::Optimistic).expect("begin");
     if other_registers {
         o.put(&table_row(5, "b"), b"2").expect("put");
-        o.put(&key(0, "b"), b"2").expect("put");
+        o.put(&key(2, "b"), b"2").expect("put");
     }
     let wm = reader.stream_resolved_ts().expect("watermark");
     assert!(wm.resolved_ts > start_ts, "{wm:?} vs start_ts {start_ts}");
@@ -895,4 +896,46 @@ fn the_first_record_of_a_lane_stays_above_an_earlier_watermark() {
 #[test]
 fn a_lane_learned_from_the_registry_stays_above_an_earlier_watermark() {
     first_record_of_a_lane_stays_above_an_earlier_watermark(true);
+}
+
+/// A region lets a one-phase commit with a record land up to a second above its record_ts,
+/// and nothing checks a one-phase commit_ts against the skew bound afterwards: with a skew
+/// bound below that, a record could commit further above its record_ts than the next
+/// scan looks back. So such a client commits its records in two phases (where the skew is
+/// checked before the commit point); with the default bound, in one.
+#[test]
+fn a_skew_bound_below_the_one_phase_drift_takes_two_phases() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = cluster(&dir.path().join("cluster"));
+    let commit_one = |client: &TxnClient, row: &str| {
+        let before = client.counters().one_pc_commits;
+        let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+        t.put(&table_row(5, row), b"v").expect("put");
+        t.commit().expect("commit");
+        client.counters().one_pc_commits - before
+    };
+    let tight = coordinator(
+        &c,
+        &dir.path().join("binlog1"),
+        1,
+        config(
+            3000,
+            StreamOptions::default().with_max_record_skew(Duration::from_millis(200)),
+        ),
+    );
+    let default = coordinator(
+        &c,
+        &dir.path().join("binlog2"),
+        2,
+        config(3000, StreamOptions::default()),
+    );
+    // The first commit of each registers or learns the lane; the second is the one looked at.
+    commit_one(&default, "a");
+    assert_eq!(
+        commit_one(&default, "b"),
+        1,
+        "one phase with the default skew"
+    );
+    commit_one(&tight, "c");
+    assert_eq!(commit_one(&tight, "d"), 0, "two phases with a 200 ms skew");
 }

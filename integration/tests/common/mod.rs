@@ -56,7 +56,7 @@ impl ProcCluster {
 
     /// As [`ProcCluster::start`], with `node_args` given to every node process.
     pub fn start_with_args(nodes: usize, lock_mode: &str, node_args: &[&str]) -> ProcCluster {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = kept_tempdir();
         let dir = tmp.path().join("cluster");
         let d = dir.to_str().unwrap();
         let n = nodes.to_string();
@@ -156,6 +156,20 @@ impl ProcCluster {
     pub fn log(&self, node: u64) -> String {
         std::fs::read_to_string(self.dir.join(format!("node-{node}.log"))).unwrap_or_default()
     }
+}
+
+/// A temporary directory, kept (and named on stderr) when `SURGE_KEEP_TEST_DIR` is set: a
+/// cluster's data, node logs and stream copies for a post-mortem of a failed run.
+pub fn kept_tempdir() -> tempfile::TempDir {
+    let keep = std::env::var_os("SURGE_KEEP_TEST_DIR").is_some();
+    let tmp = tempfile::Builder::new()
+        .disable_cleanup(keep)
+        .tempdir()
+        .unwrap();
+    if keep {
+        eprintln!("test directory kept: {}", tmp.path().display());
+    }
+    tmp
 }
 
 impl Drop for ProcCluster {

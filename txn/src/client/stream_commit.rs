@@ -1,14 +1,18 @@
 //! The commit side of the replication stream: each transaction with binlog events writes
 //! its *stream record* (`crate::stream`) in the same Percolator transaction.
 //!
-//! Order of a commit with a record (two-phase only; no one-phase commit, whose commit_ts
-//! is not taken after the prewrite). A small transaction (at most
-//! [`PARALLEL_RECORD_MAX_KEYS`] keys, inline record) takes `record_ts` first and prewrites
-//! its record together with its other keys, which saves a Raft round; a larger one:
+//! Order of a commit with a record. A small transaction (at most
+//! [`PARALLEL_RECORD_MAX_KEYS`] keys, inline record) takes `record_ts` first (a recent
+//! timestamp it holds, when that is at or above its lane's registration, else a fresh one)
+//! and prewrites its record together with its other keys, which saves a Raft round; with
+//! every key in one region (and a skew bound no tighter than the region's one-phase drift
+//! bound) it commits in one phase, the region keeping its commit_ts within that bound of
+//! the record_ts. A larger one:
 //! 1. prewrite every other key (as before);
 //! 2. take `record_ts` from the oracle, then prewrite the record's chunks under
 //!    `lane ++ STREAM_PREFIX ++ record_ts ++ start_ts ++ chunk_no` (the lane of the
-//!    primary, registered before `record_ts` is taken: `stream/keys.rs`), as secondaries
+//!    primary, registered before `record_ts` is taken, which is then at or above the
+//!    registration: `stream/keys.rs`), as secondaries
 //!    of the transaction's primary (so they commit exactly when it does, by the coordinator or by a
 //!    resolver reading the primary's status, and roll back with it);
 //! 3. take `commit_ts` (as before); if its physical part is more than

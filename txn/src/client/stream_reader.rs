@@ -349,9 +349,8 @@ impl TxnClient {
     }
 
     /// Every lane that may hold a record committed at or below `ts`: the empty lane and
-    /// those registered by a transaction visible at `ts` (a coordinator commits a lane's
-    /// registration before it takes the `record_ts` of its first record there, so below
-    /// that record's commit_ts: `stream/keys.rs`).
+    /// those registered by a transaction visible at `ts` (a record's `record_ts`, and so
+    /// its commit_ts, is at or above its lane's registration: `stream/keys.rs`).
     ///
     /// # Errors
     /// The registry read's errors after retries.

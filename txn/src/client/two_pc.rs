@@ -182,7 +182,12 @@ impl ClientCore {
         {
             let record_ts = self.parallel_record_ts(plan, lane_ts)?;
             let (extended, chunk_groups) = record_plan(plan, values.clone(), record_ts);
+            // One phase only when the region's drift bound is within the skew bound: a
+            // one-phase commit_ts is not checked against the skew after the fact (it is
+            // committed when it returns), and a record committed further than the skew
+            // above its record_ts could lie below where the next scan starts.
             if stop == StopAt::Never
+                && crate::service::ONE_PC_MAX_DRIFT_MS <= self.config.stream.max_skew_ms()
                 && self
                     .group_by_region(extended.mutations.clone(), mutation_key, bo)
                     .is_ok_and(|g| g.len() == 1)

@@ -36,6 +36,9 @@ pub mod region_pause_points {
     /// the request holds the keys' latches and the region's lock table (read side), its
     /// epoch checked, its proposal not made.
     pub const LOCK_AFTER_READ: &str = "region.lock.after_read";
+    /// A range read (`Scan`, `ScanLock`, `ScanWrites`) checked its epoch and has its read
+    /// index; it has not looked at the region's range to clamp its end yet.
+    pub const RANGE_READ_AFTER_READY: &str = "region.range_read.after_ready";
 }
 
 /// How long a thread stays parked at most: a test that fails before it releases its point

@@ -12,12 +12,12 @@ use super::response::{KeyError, KvResponse};
 use crate::region::{
     CmdError, Context, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
 };
-use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
+use crate::{CommitKind, MvccError, PessimisticLockRequest, RegionInfo, TxnProps};
 
 /// How far above the client's hint a one-phase commit carrying a stream record may go
 /// (physical milliseconds) before the region prewrites two-phase instead (see
 /// `OnePc::ceiling`).
-const ONE_PC_MAX_DRIFT_MS: u64 = 1000;
+pub(crate) const ONE_PC_MAX_DRIFT_MS: u64 = 1000;
 
 /// Keys of one `ResolveLock` proposal: each becomes a commit record (its short value moved
 /// in) or a rollback record, so a batch stays within a few MiB.
@@ -268,7 +268,9 @@ impl KvNode {
             } => {
                 self.check_age(version, &ctx)?;
                 self.read_ready(raft, peer, &ctx, &[&start])?;
-                let info = peer.info();
+                self.pause_points()
+                    .reach(region_pause_points::RANGE_READ_AFTER_READY);
+                let info = served_range(peer, &ctx)?;
                 let end = clamp_end(end, info.end_key());
                 let pairs = peer.read(version, &start, end.as_deref(), false, |r| {
                     crate::scan(r, &start, end.as_deref(), limit, version, &bypass_locks)
@@ -464,7 +466,9 @@ impl KvNode {
                 ..
             } => {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
-                let info = peer.info();
+                self.pause_points()
+                    .reach(region_pause_points::RANGE_READ_AFTER_READY);
+                let info = served_range(peer, &ctx)?;
                 let end = clamp_end(end, info.end_key());
                 // The stream watermark's scan (of the reserved range, at its T0) is a read
                 // for one-phase commits; other lock scans (resolvers, tests, "every lock"
@@ -485,7 +489,9 @@ impl KvNode {
                 ..
             } => {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
-                let info = peer.info();
+                self.pause_points()
+                    .reach(region_pause_points::RANGE_READ_AFTER_READY);
+                let info = served_range(peer, &ctx)?;
                 let end = clamp_end(end, info.end_key());
                 // A read at `upto_commit_ts`: a one-phase commit in flight in the range that
                 // may land at or below it makes the read wait or fail, as for a scan.
@@ -818,6 +824,24 @@ impl KvNode {
 }
 
 /// The smaller of a request's end key and the region's.
+/// The region's range for a range read to clamp its end to: the range of the epoch the
+/// request was checked against. A split or merge since (while the read waited for its read
+/// index, say) is refused: clamped to the new, shorter range, the answer would cover only a
+/// part of what the client asked, and the client, which resumes at the end of the region it
+/// knows, would skip the rest (a stream reader lost records that way). After this the read
+/// itself checks that the range still holds once its snapshot is taken.
+fn served_range(peer: &RegionPeer, ctx: &Context) -> Result<RegionInfo, Failure> {
+    let info = peer.info();
+    if info.epoch.version != ctx.epoch.version {
+        return Err(RegionError::EpochNotMatch {
+            region_id: info.id,
+            current: vec![info],
+        }
+        .into());
+    }
+    Ok(info)
+}
+
 fn clamp_end(end: Option<Vec<u8>>, region_end: Option<&[u8]>) -> Option<Vec<u8>> {
     match (end, region_end) {
         (Some(e), Some(r)) => Some(if e.as_slice() < r { e } else { r.to_vec() }),

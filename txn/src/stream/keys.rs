@@ -23,8 +23,9 @@
 //!
 //! A reader must know every lane that may hold a record: a coordinator registers a
 //! non-empty lane under `LANES_PREFIX ++ lane` (in a transaction of its own, committed
-//! before it takes the `record_ts` of its first record there), and a reader lists the
-//! registry at its timestamp (`client/stream_reader.rs` says why that is enough).
+//! before its first record there), every record of the lane takes a `record_ts` at or
+//! above that registration's commit_ts, and a reader lists the registry at its timestamp
+//! (`client/stream_reader.rs` says why that is enough).
 //!
 //! An external record's payload chunks (`chunks.rs`) are under their own prefix, always in
 //! the empty lane:
