@@ -256,6 +256,12 @@ struct NodeArgs {
     /// long (TiCDC's `gc-ttl` is 86400 too).
     #[arg(long, default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
     gc_hold_ttl_secs: u64,
+    /// A region this node leads splits once its data passes this many MiB (TiKV's
+    /// `region-split-size`); 0: never by size. The replica stream's records count: they
+    /// lie in their table's last region, and a split that parts a transaction's rows from
+    /// its table's newest records makes its commit two-phase.
+    #[arg(long, default_value_t = 96)]
+    split_size_mib: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -776,6 +782,8 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
                     )),
             )
     });
+    config.split_size =
+        (args.split_size_mib > 0).then(|| args.split_size_mib.saturating_mul(1 << 20));
     config.binlog_expire = (args.binlog_expire_logs_secs > 0)
         .then(|| Duration::from_secs(args.binlog_expire_logs_secs));
     config.gc = (args.gc_life_time_secs > 0).then(|| {

@@ -290,9 +290,10 @@ fn replica_follows_the_cluster_through_kills() {
     );
 }
 
-/// Where node 2's and node 3's copies of the stream first differ from node 1's, over the
-/// bytes all of them have (a replica moved between nodes whose copies differ gets other
-/// transactions under the same GTIDs).
+/// Where node 2's and node 3's copies of the stream first differ from node 1's: the first
+/// file (by name) whose bytes differ, and at which byte, or a file one copy lacks (a
+/// replica moved between nodes whose copies differ gets other transactions under the same
+/// GTIDs).
 fn first_difference(dir: &Path) -> String {
     let dirs: Vec<_> = (1..=3)
         .map(|node| dir.join(format!("node-{node}")).join("stream"))
@@ -300,19 +301,32 @@ fn first_difference(dir: &Path) -> String {
     if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
         return format!("no stream directory {}", missing.display());
     }
-    let copies: Vec<Vec<(String, Vec<u8>)>> = dirs.iter().map(|d| stream_file_bytes(d)).collect();
+    let copies: Vec<std::collections::BTreeMap<String, Vec<u8>>> = dirs
+        .iter()
+        .map(|d| stream_file_bytes(d).into_iter().collect())
+        .collect();
     let mut out = Vec::new();
     for (i, copy) in copies.iter().enumerate().skip(1) {
-        let diff = copy.iter().zip(&copies[0]).find_map(|((name, b), (_, a))| {
-            a.iter()
-                .zip(b)
-                .position(|(x, y)| x != y)
-                .map(|at| format!("{name} at byte {at}"))
-        });
+        let names: std::collections::BTreeSet<&String> =
+            copy.keys().chain(copies[0].keys()).collect();
+        let diff = names
+            .into_iter()
+            .find_map(|name| match (copies[0].get(name), copy.get(name)) {
+                (Some(a), Some(b)) if a == b => None,
+                (Some(a), Some(b)) => {
+                    let at = a.iter().zip(b).position(|(x, y)| x != y);
+                    Some(match at {
+                        Some(at) => format!("{name} differs at byte {at}"),
+                        None => format!("{name}: {} bytes against {}", b.len(), a.len()),
+                    })
+                }
+                (None, _) => Some(format!("{name} is not in node 1's copy")),
+                (_, None) => Some(format!("{name} is missing")),
+            });
         out.push(format!(
             "node {} against node 1: {}",
             i + 1,
-            diff.unwrap_or_else(|| "the same over their common bytes".into())
+            diff.unwrap_or_else(|| "the same".into())
         ));
     }
     out.join("; ")

@@ -33,7 +33,19 @@ fn conn(c: &ProcCluster, node: u64) -> mysql::Conn {
         .user(Some("root"))
         .read_timeout(Some(Duration::from_secs(30)))
         .prefer_socket(false);
-    mysql::Conn::new(opts).unwrap()
+    // A node just restarted may not take connections on its MySQL port yet (a loaded
+    // machine once refused the first one).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match mysql::Conn::new(opts.clone()) {
+            Ok(c) => return c,
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("node {node}'s MySQL port: {e}; retrying");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("node {node}'s MySQL port {addr}: {e}"),
+        }
+    }
 }
 
 /// Inserts rows `from..to` into `r.t`, one transaction each, alternating nodes `via`.

@@ -10,7 +10,7 @@ mod support;
 use support::{get_at, leader_and_ctx, timestamp, txn_props};
 use surge_txn::actions::{CommitKind, Mutation, PessimisticAction};
 use surge_txn::rpc::{KvRequest, KvResponse};
-use surge_txn::{ClientConfig, ClusterConfig, LocalCluster, LockMode, TxnClient, TxnMode};
+use surge_txn::{ClientConfig, LockMode, TxnClient, TxnMode};
 
 /// Raw requests, one region. The checker C prewrites its primary and a `CheckNotExists` of
 /// `k` at `start_ts` S; a one-phase commit T of `k` then comes with a commit_ts hint (and a
@@ -18,11 +18,7 @@ use surge_txn::{ClientConfig, ClusterConfig, LocalCluster, LockMode, TxnClient, 
 #[test]
 fn a_check_not_exists_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut config = ClusterConfig::new(dir.path())
-        .with_regions(1)
-        .with_lock_mode(LockMode::InMemory);
-    config.split_size = None;
-    let c = LocalCluster::start(config).expect("cluster");
+    let c = support::one_region_cluster(dir.path(), LockMode::InMemory);
     let key: &[u8] = b"\x10k";
     let primary: &[u8] = b"\x10p";
 

@@ -11,7 +11,7 @@ mod support;
 use surge_txn::actions::{CommitKind, Mutation, PessimisticAction, TxnProps};
 use surge_txn::rpc::{Context, KvRequest, KvResponse, LockKey};
 use surge_txn::{
-    ClientConfig, ClusterConfig, KeyError, LocalCluster, LockMode, MvccError, TxnClient, TxnMode,
+    ClientConfig, KeyError, LocalCluster, LockMode, MvccError, TxnClient, TxnMode,
     region_pause_points,
 };
 
@@ -89,11 +89,7 @@ fn locked_keys(c: &LocalCluster, key: &[u8]) -> Vec<Vec<u8>> {
 #[test]
 fn a_locking_read_raises_max_ts_so_a_one_phase_commit_lands_above_it() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut config = ClusterConfig::new(dir.path())
-        .with_regions(1)
-        .with_lock_mode(LockMode::Pipelined);
-    config.split_size = None;
-    let c = LocalCluster::start(config).expect("cluster");
+    let c = support::one_region_cluster(dir.path(), LockMode::Pipelined);
     let key = b"\x10k".to_vec();
 
     // A one-phase commit first: the region's max_ts is synced, from a timestamp below all

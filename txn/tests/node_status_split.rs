@@ -11,9 +11,11 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod support;
+
+use surge_txn::LockMode;
 use surge_txn::region_pause_points::SPLIT_CHILD_BEFORE_HOST;
 use surge_txn::rpc::{KvRequest, KvResponse};
-use surge_txn::{ClusterConfig, LocalCluster, LockMode};
 
 /// Longest a test waits for a thread to reach its pause point, or for a reply.
 const WAIT: Duration = Duration::from_secs(10);
@@ -21,11 +23,7 @@ const WAIT: Duration = Duration::from_secs(10);
 #[test]
 fn node_status_during_a_split_apply_does_not_hang_the_node() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut config = ClusterConfig::new(dir.path())
-        .with_regions(1)
-        .with_lock_mode(LockMode::InMemory);
-    config.split_size = None;
-    let c = LocalCluster::start(config).expect("cluster");
+    let c = support::one_region_cluster(dir.path(), LockMode::InMemory);
     let region = c.region_of(b"\x10").expect("region");
     let leader = c.leader_of_group(region.id).expect("leader");
     let node = c.node(leader).expect("leader node");

@@ -11,19 +11,12 @@ use std::time::Duration;
 mod support;
 
 use surge_txn::rpc::{KvRequest, KvResponse};
-use surge_txn::{
-    ClientConfig, ClusterConfig, LocalCluster, LockMode, RegionError, TxnClient, TxnMode,
-    region_pause_points,
-};
+use surge_txn::{ClientConfig, LockMode, RegionError, TxnClient, TxnMode, region_pause_points};
 
 #[test]
 fn a_range_read_raced_by_a_split_is_refused_not_cut() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut config = ClusterConfig::new(dir.path())
-        .with_regions(1)
-        .with_lock_mode(LockMode::InMemory);
-    config.split_size = None;
-    let c = LocalCluster::start(config).expect("cluster");
+    let c = support::one_region_cluster(dir.path(), LockMode::InMemory);
     let client = TxnClient::new(c.router(), ClientConfig::default());
     let mut t = client.begin(TxnMode::Optimistic).expect("begin");
     t.put(b"\x10a", b"1").expect("put");

@@ -90,6 +90,9 @@ pub struct NodeConfig {
     /// keep them all). Never the current file, nor one the binlog's recovery could still
     /// read.
     pub binlog_expire: Option<Duration>,
+    /// A region led here splits once its data passes this many bytes (TiKV's
+    /// `region-split-size`, 96 MiB by default as there); `None`: never by size.
+    pub split_size: Option<u64>,
 }
 
 impl Default for NodeConfig {
@@ -115,6 +118,7 @@ impl Default for NodeConfig {
             stream: Some(crate::stream::StreamConfig::new(PathBuf::new())),
             gc: None,
             binlog_expire: None,
+            split_size: KvNodeConfig::new(0).split_size,
         }
     }
 }
@@ -410,6 +414,7 @@ impl NodeProcess {
         let peer_ids: Vec<NodeId> = config.peers.keys().copied().collect();
         let mut kv = KvNodeConfig::new(config.id);
         kv.lock_mode = config.lock_mode;
+        kv.split_size = config.split_size;
         kv.gc_life_time = config.gc.map(|g| g.life_time);
         if let EngineKind::Disk(options) = config.engine {
             let identity = EngineIdentity::new(dir.identity().cluster_id.clone(), config.id);

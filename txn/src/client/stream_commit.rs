@@ -335,9 +335,7 @@ impl ClientCore {
         if let Some(ts) = self.stream_lanes.lock().get(lane) {
             return Ok(*ts);
         }
-        let key = lane_registry_key(lane);
-        let (_, known_at) =
-            self.with_registry_retries(|core| core.put_reserved_once(&key, lane))?;
+        let (_, known_at) = self.put_reserved_if_absent_at(&lane_registry_key(lane), lane)?;
         let mut lanes = self.stream_lanes.lock();
         let ts = lanes.entry(lane.to_vec()).or_insert(known_at);
         Ok(*ts)
@@ -355,8 +353,20 @@ impl ClientCore {
         key: &[u8],
         value: &[u8],
     ) -> Result<Vec<u8>, TxnError> {
+        self.put_reserved_if_absent_at(key, value).map(|(v, _)| v)
+    }
+
+    /// [`ClientCore::put_reserved_if_absent`], also returning a timestamp at or above the
+    /// commit_ts of the value in force (the read that found it, or this client's commit).
+    ///
+    /// # Errors
+    /// As [`ClientCore::put_reserved_if_absent`].
+    fn put_reserved_if_absent_at(
+        &self,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(Vec<u8>, u64), TxnError> {
         self.with_registry_retries(|core| core.put_reserved_once(key, value))
-            .map(|(v, _)| v)
     }
 
     /// Runs `f` (one read, then one commit, of reserved keys) until it succeeds, at most

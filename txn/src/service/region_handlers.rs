@@ -12,7 +12,7 @@ use super::response::{KeyError, KvResponse};
 use crate::region::{
     CmdError, Context, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
 };
-use crate::{CommitKind, MvccError, PessimisticLockRequest, RegionInfo, TxnProps};
+use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
 
 /// How far above the client's hint a one-phase commit carrying a stream record may go
 /// (physical milliseconds) before the region prewrites two-phase instead (see
@@ -194,6 +194,32 @@ impl KvNode {
         Ok(())
     }
 
+    /// The end of a range read (a request's `end` clamped to the region's), taken from the
+    /// range of the epoch the request was checked against. A split since (while the read
+    /// waited for its read index, say) is refused, as is any other change of the epoch's
+    /// version: clamped to the new, shorter range, the answer would cover only a part of
+    /// what the client asked, and the client, which resumes at the end of the region it
+    /// knows, would skip the rest (a stream reader lost records that way). The read itself
+    /// then checks that the range still holds once its snapshot is taken.
+    fn range_read_end(
+        &self,
+        peer: &RegionPeer,
+        ctx: &Context,
+        end: Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>, Failure> {
+        self.pause_points()
+            .reach(region_pause_points::RANGE_READ_AFTER_READY);
+        let info = peer.info();
+        if info.epoch.version != ctx.epoch.version {
+            return Err(RegionError::EpochNotMatch {
+                region_id: info.id,
+                current: vec![info],
+            }
+            .into());
+        }
+        Ok(clamp_end(end, info.end_key()))
+    }
+
     fn point_get(
         &self,
         raft: &RaftNode,
@@ -268,10 +294,7 @@ impl KvNode {
             } => {
                 self.check_age(version, &ctx)?;
                 self.read_ready(raft, peer, &ctx, &[&start])?;
-                self.pause_points()
-                    .reach(region_pause_points::RANGE_READ_AFTER_READY);
-                let info = served_range(peer, &ctx)?;
-                let end = clamp_end(end, info.end_key());
+                let end = self.range_read_end(peer, &ctx, end)?;
                 let pairs = peer.read(version, &start, end.as_deref(), false, |r| {
                     crate::scan(r, &start, end.as_deref(), limit, version, &bypass_locks)
                 })?;
@@ -466,10 +489,7 @@ impl KvNode {
                 ..
             } => {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
-                self.pause_points()
-                    .reach(region_pause_points::RANGE_READ_AFTER_READY);
-                let info = served_range(peer, &ctx)?;
-                let end = clamp_end(end, info.end_key());
+                let end = self.range_read_end(peer, &ctx, end)?;
                 // The stream watermark's scan (of the reserved range, at its T0) is a read
                 // for one-phase commits; other lock scans (resolvers, tests, "every lock"
                 // up to u64::MAX) are not.
@@ -489,10 +509,7 @@ impl KvNode {
                 ..
             } => {
                 self.read_ready(raft, peer, &ctx, &[&start])?;
-                self.pause_points()
-                    .reach(region_pause_points::RANGE_READ_AFTER_READY);
-                let info = served_range(peer, &ctx)?;
-                let end = clamp_end(end, info.end_key());
+                let end = self.range_read_end(peer, &ctx, end)?;
                 // A read at `upto_commit_ts`: a one-phase commit in flight in the range that
                 // may land at or below it makes the read wait or fail, as for a scan.
                 let writes = peer.read(upto_commit_ts, &start, end.as_deref(), false, |r| {
@@ -824,24 +841,6 @@ impl KvNode {
 }
 
 /// The smaller of a request's end key and the region's.
-/// The region's range for a range read to clamp its end to: the range of the epoch the
-/// request was checked against. A split or merge since (while the read waited for its read
-/// index, say) is refused: clamped to the new, shorter range, the answer would cover only a
-/// part of what the client asked, and the client, which resumes at the end of the region it
-/// knows, would skip the rest (a stream reader lost records that way). After this the read
-/// itself checks that the range still holds once its snapshot is taken.
-fn served_range(peer: &RegionPeer, ctx: &Context) -> Result<RegionInfo, Failure> {
-    let info = peer.info();
-    if info.epoch.version != ctx.epoch.version {
-        return Err(RegionError::EpochNotMatch {
-            region_id: info.id,
-            current: vec![info],
-        }
-        .into());
-    }
-    Ok(info)
-}
-
 fn clamp_end(end: Option<Vec<u8>>, region_end: Option<&[u8]>) -> Option<Vec<u8>> {
     match (end, region_end) {
         (Some(e), Some(r)) => Some(if e.as_slice() < r { e } else { r.to_vec() }),

@@ -14,11 +14,13 @@ pub struct StreamOptions {
     /// Write a stream record with every transaction that has binlog events. Default true.
     pub enabled: bool,
     /// The longest a committing transaction may take from the timestamp of its record
-    /// (`record_ts`, taken right before the record is prewritten) to its commit timestamp,
-    /// in the physical parts of the two timestamps; past it the transaction is rolled back
-    /// with [`crate::TxnError::StreamRecordTooSlow`] (retryable). Stream readers rely on
-    /// every reader and writer using the same bound: give every coordinator of a cluster
-    /// the same value. Default 5 s.
+    /// (`record_ts`, taken before the record is prewritten: a recent timestamp the
+    /// transaction holds, or a fresh one) to its commit timestamp, in the physical parts of
+    /// the two timestamps; past it the transaction is rolled back with
+    /// [`crate::TxnError::StreamRecordTooSlow`] (retryable). Stream readers rely on every
+    /// reader and writer using the same bound: give every coordinator of a cluster the same
+    /// value. Under 1 s (a region's one-phase drift bound) records commit in two phases
+    /// only. Default 5 s.
     pub max_record_skew: Duration,
     /// Largest chunk of an encoded record stored under one key (a larger record takes
     /// several keys). Default 1 MiB.

@@ -17,8 +17,8 @@ pub use cluster_env::{Layout, TestCluster, fault_tolerant_client};
 pub use fault_schedule::{Fault, FaultSchedule};
 pub use lossy_router::{LinkFaults, LinkStats, LossyRouter};
 pub use raw_requests::{
-    commit_keys, get_at, leader_and_ctx, lock_pessimistic, locks_in_region_of, prewrite_request,
-    timestamp, txn_props,
+    commit_keys, get_at, leader_and_ctx, lock_pessimistic, locks_in_region_of, one_region_cluster,
+    prewrite_request, timestamp, txn_props,
 };
 pub use region_churn::{ChangeKind, region_change};
 pub use rng::{SplitMix64, long_run, seed_for};

@@ -7,10 +7,18 @@ use std::time::{Duration, Instant};
 
 use surge_txn::actions::{CommitKind, Mutation, PessimisticAction, TxnProps};
 use surge_txn::rpc::{Context, KvRequest, KvResponse, LockKey};
-use surge_txn::{LocalCluster, LockInfo};
+use surge_txn::{ClusterConfig, LocalCluster, LockInfo, LockMode};
 
 /// How long a helper waits for an oracle or a leader (elections after a fault).
 const WAIT: Duration = Duration::from_secs(30);
+
+/// A cluster of one region in `dir` with `mode` locks, never split by size: the raw
+/// requests' tests place every key in it and split it themselves when they need to.
+pub fn one_region_cluster(dir: &std::path::Path, mode: LockMode) -> LocalCluster {
+    let mut config = ClusterConfig::new(dir).with_regions(1).with_lock_mode(mode);
+    config.split_size = None;
+    LocalCluster::start(config).expect("cluster")
+}
 
 /// A fresh timestamp from whichever node's oracle answers (the meta leader), retrying across
 /// elections for up to 30 s.

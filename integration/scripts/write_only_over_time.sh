@@ -1,0 +1,36 @@
+#!/bin/bash
+# sysbench oltp_write_only at 32 threads on 4 tables of 10,000 rows, five back-to-back 20 s
+# runs on one fresh 3-node cluster: the TPS of each run, then the regions holding the
+# tables. Arguments after the cluster directory go to every node (--node-arg), e.g.
+# --no-stream or --split-size-mib=0, to compare how throughput holds as the cluster ages.
+# CLUSTER_DIR must not hold a cluster yet (default: a new temporary directory, left in place
+# for a look at the nodes' logs; remove it after). Needs a release build (cargo build
+# --release -p surgedb), the mariadb client, sysbench and python3.
+# Usage: integration/scripts/write_only_over_time.sh [CLUSTER_DIR [NODE_ARG...]]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${SURGEDB:-$ROOT/target/release/surgedb}
+D=${1:-$(mktemp -d)/wo-cluster}
+shift || true
+if [ -e "$D/cluster.json" ]; then
+  echo "$D already holds a cluster: give a new directory" >&2
+  exit 2
+fi
+echo "cluster in $D"
+trap '"$B" cluster stop --data "$D" >/dev/null 2>&1 || true' EXIT
+ARGS=()
+for a in "$@"; do ARGS+=("--node-arg=$a"); done
+"$B" cluster start --nodes 3 --data "$D" ${ARGS[@]+"${ARGS[@]}"} >/dev/null
+P=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['nodes'][0]['mysql_addr'].split(':')[1])" "$D/cluster.json")
+mariadb -h127.0.0.1 -P"$P" -uroot -e "create database if not exists sbtest"
+SB=(sysbench oltp_write_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P"
+  --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000)
+"${SB[@]}" prepare >/dev/null
+for run in 1 2 3 4 5; do
+  tps=$("${SB[@]}" --threads=32 --time=20 run | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
+  echo "run $run: ${tps:-?} tps"
+  [ -n "$tps" ] || echo "  (no transactions line in sysbench's output)" >&2
+done
+for t in 1 2 3 4; do
+  mariadb -h127.0.0.1 -P"$P" -uroot -N -e "SHOW TABLE sbtest.sbtest$t REGIONS" | awk -v t="$t" '{print "sbtest" t ": region " $1}'
+done
