@@ -260,7 +260,7 @@ struct NodeArgs {
     /// `region-split-size`); 0: never by size. The replica stream's records count: they
     /// lie in their table's last region, and a split that parts a transaction's rows from
     /// its table's newest records makes its commit two-phase.
-    #[arg(long, default_value_t = 96)]
+    #[arg(long, default_value_t = surge_txn::DEFAULT_SPLIT_SIZE >> 20)]
     split_size_mib: u64,
 }
 

@@ -12,7 +12,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ProcCluster, stream_file_bytes, surgedb, wait_until};
+use common::{ProcCluster, poll, stream_file_bytes, surgedb, wait_until};
 use surge_txn::StreamPosition;
 
 /// Fast garbage collection, and stream records kept one second once every node has them.
@@ -35,17 +35,9 @@ fn conn(c: &ProcCluster, node: u64) -> mysql::Conn {
         .prefer_socket(false);
     // A node just restarted may not take connections on its MySQL port yet (a loaded
     // machine once refused the first one).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match mysql::Conn::new(opts.clone()) {
-            Ok(c) => return c,
-            Err(e) if std::time::Instant::now() < deadline => {
-                eprintln!("node {node}'s MySQL port: {e}; retrying");
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            Err(e) => panic!("node {node}'s MySQL port {addr}: {e}"),
-        }
-    }
+    poll(Duration::from_secs(30), || {
+        mysql::Conn::new(opts.clone()).map_err(|e| format!("node {node}'s MySQL port {addr}: {e}"))
+    })
 }
 
 /// Inserts rows `from..to` into `r.t`, one transaction each, alternating nodes `via`.
@@ -392,18 +384,16 @@ fn expired_node_binlog_files_are_removed_on_their_own() {
     assert!(after_big.len() >= 2, "{after_big:?}");
     // The log line comes after the files are gone: wait for both (a loaded CI machine
     // once showed the files gone and the line not yet written).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    poll(Duration::from_secs(30), || {
         let (files, log) = (node_binlog_files(&c, 1), c.log(1));
         if files.len() == 1 && log.contains("binlog files expired") {
-            break;
+            Ok(())
+        } else {
+            Err(format!(
+                "node 1 has the binlog files {files:?}; its log:\n{log}"
+            ))
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "30 s on, node 1 has the binlog files {files:?}; its log:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
     // The node goes on logging into its current file.
     sql.query_drop("INSERT INTO b.t VALUES (100, 'after')")
         .unwrap();

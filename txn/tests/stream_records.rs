@@ -63,6 +63,12 @@ fn transfer(
     }
 }
 
+/// A coordinator of `c` with its binlog in `dir`, server id `id`, `ttl_ms` locks and the
+/// default stream options.
+fn default_coordinator(c: &LocalCluster, dir: &std::path::Path, id: u32, ttl_ms: u64) -> TxnClient {
+    coordinator(c, dir, id, config(ttl_ms, StreamOptions::default()))
+}
+
 /// The key of row `name` of table `id`, laid out as TiDB's: `t`, the 8-byte id, `_r`.
 fn table_row(id: u64, name: &str) -> Vec<u8> {
     let mut k = vec![b't'];
@@ -398,12 +404,7 @@ fn a_dead_coordinator_holds_the_watermark_for_about_its_ttl() {
 fn a_stream_reader_settles_only_its_record_keys() {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
-    let client = coordinator(
-        &c,
-        &dir.path().join("binlog"),
-        1,
-        config(1000, StreamOptions::default()),
-    );
+    let client = default_coordinator(&c, &dir.path().join("binlog"), 1, 1000);
     let reader = TxnClient::new(c.router(), ClientConfig::default());
     let rows: Vec<Vec<u8>> = (0..3).map(|i| table_row(1, &format!("r{i}"))).collect();
     let mut t = client.begin(TxnMode::Optimistic).expect("begin");
@@ -528,12 +529,7 @@ fn user_locks_of(c: &LocalCluster, start_ts: u64) -> Vec<Vec<u8>> {
 fn the_stream_prefix_is_reserved() {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
-    let client = coordinator(
-        &c,
-        &dir.path().join("binlog"),
-        1,
-        config(3000, StreamOptions::default()),
-    );
+    let client = default_coordinator(&c, &dir.path().join("binlog"), 1, 3000);
     let mut reserved = STREAM_PREFIX.to_vec();
     reserved.extend_from_slice(b"mine");
     let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
@@ -595,12 +591,7 @@ fn the_stream_prefix_is_reserved() {
 fn ddl_alone_streams_as_a_standalone_group_and_records_take_two_phases() {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
-    let client = coordinator(
-        &c,
-        &dir.path().join("binlog"),
-        1,
-        config(3000, StreamOptions::default()),
-    );
+    let client = default_coordinator(&c, &dir.path().join("binlog"), 1, 3000);
     client
         .binlog_query("shop", "CREATE TABLE t (a INT PRIMARY KEY)")
         .expect("DDL");
@@ -664,12 +655,7 @@ fn ddl_alone_streams_as_a_standalone_group_and_records_take_two_phases() {
 fn hot_row_members_stream_as_one_group_each_in_order() {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
-    let client = coordinator(
-        &c,
-        &dir.path().join("binlog"),
-        1,
-        config(3000, StreamOptions::default()),
-    );
+    let client = default_coordinator(&c, &dir.path().join("binlog"), 1, 3000);
     let hot = key(0, "counter");
     let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
     t.put(&hot, &surge_txn::HotOp::encode(0)).expect("put");
@@ -790,12 +776,7 @@ fn an_external_record_reads_back_whole_even_with_its_payload_locked() {
 fn stream_settings_are_claimed_once() {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
-    let a = coordinator(
-        &c,
-        &dir.path().join("binlog-a"),
-        1,
-        config(3000, StreamOptions::default()),
-    );
+    let a = default_coordinator(&c, &dir.path().join("binlog-a"), 1, 3000);
     let b = TxnClient::new(c.router(), ClientConfig::default());
     assert_eq!(
         a.stream_claim_settings(b"size=1").expect("claim"),
@@ -834,18 +815,8 @@ fn stream_settings_are_claimed_once() {
 fn first_record_of_a_lane_stays_above_an_earlier_watermark(other_registers: bool) {
     let dir = tempfile::tempdir().expect("dir");
     let c = cluster(&dir.path().join("cluster"));
-    let client = coordinator(
-        &c,
-        &dir.path().join("binlog1"),
-        1,
-        config(3000, StreamOptions::default()),
-    );
-    let other = coordinator(
-        &c,
-        &dir.path().join("binlog2"),
-        2,
-        config(3000, StreamOptions::default()),
-    );
+    let client = default_coordinator(&c, &dir.path().join("binlog1"), 1, 3000);
+    let other = default_coordinator(&c, &dir.path().join("binlog2"), 2, 3000);
     let reader = TxnClient::new(c.router(), ClientConfig::default());
     // A commit without a record in the table's region first (a client without a binlog):
     // the region's first one-phase commit syncs its max_ts from the oracle, which would
@@ -925,12 +896,7 @@ fn a_skew_bound_below_the_one_phase_drift_takes_two_phases() {
             StreamOptions::default().with_max_record_skew(Duration::from_millis(900)),
         ),
     );
-    let default = coordinator(
-        &c,
-        &dir.path().join("binlog2"),
-        2,
-        config(3000, StreamOptions::default()),
-    );
+    let default = default_coordinator(&c, &dir.path().join("binlog2"), 2, 3000);
     // The first commit of each registers or learns the lane; the second is the one looked at.
     commit_one(&default, "a");
     assert_eq!(

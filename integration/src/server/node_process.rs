@@ -118,7 +118,7 @@ impl Default for NodeConfig {
             stream: Some(crate::stream::StreamConfig::new(PathBuf::new())),
             gc: None,
             binlog_expire: None,
-            split_size: KvNodeConfig::new(0).split_size,
+            split_size: Some(surge_txn::DEFAULT_SPLIT_SIZE),
         }
     }
 }

@@ -195,12 +195,20 @@ pub fn wait_gone(pid: u32) {
 
 /// Polls `f` every 20 ms until it is true; panics after `timeout`.
 pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) {
+    poll(timeout, || {
+        f().then_some(()).ok_or_else(|| "condition not met".into())
+    });
+}
+
+/// Calls `f` every 20 ms until it gives a value; after `timeout`, fails with what `f` said
+/// last (the state a condition waited for, a connection's error).
+pub fn poll<T>(timeout: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
     let start = std::time::Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < timeout,
-            "condition not met in {timeout:?}"
-        );
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(why) => assert!(start.elapsed() < timeout, "after {timeout:?}: {why}"),
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -298,14 +306,10 @@ impl SoloNode {
 
     /// Waits (at most 30 s) for the process to exit on its own; returns its output.
     pub fn wait_exit(mut self) -> std::process::Output {
-        let start = std::time::Instant::now();
-        while !self.child.try_wait().is_ok_and(|s| s.is_some()) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the node did not exit within 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        poll(Duration::from_secs(30), || match self.child.try_wait() {
+            Ok(Some(_)) => Ok(()),
+            _ => Err("the node has not exited".into()),
+        });
         self.output()
     }
 

@@ -229,12 +229,12 @@ impl ClientCore {
     /// `start_ts`) when that was taken at most [`RECENT_RECORD_TS_MS`] ago and is at or
     /// above `lane_ts` (from [`ClientCore::ensure_stream_lane`]: a record_ts below its
     /// lane's registration could commit below a watermark whose reader did not list the
-    /// lane), else a fresh one from the oracle. Either was taken before the record's prewrite and is below
-    /// its commit_ts (the region's one-phase floor is above both, and a two-phase
-    /// commit_ts comes from the oracle after the prewrite), which is all the watermark's
-    /// argument asks of it (`stream_reader.rs`); a recent one also keeps the commit well
-    /// inside the one-phase drift bound and the skew bound. It saves an oracle round trip
-    /// per commit.
+    /// lane), else a fresh one from the oracle. Either was taken before the record's
+    /// prewrite and is below its commit_ts (the region's one-phase floor is above both, and
+    /// a two-phase commit_ts comes from the oracle after the prewrite), which is all the
+    /// watermark's argument asks of it (`stream_reader.rs`); a recent one also keeps the
+    /// commit well inside the one-phase drift bound and the skew bound. It saves an oracle
+    /// round trip per commit.
     ///
     /// # Errors
     /// The oracle's error when a fresh timestamp is needed.
@@ -335,7 +335,7 @@ impl ClientCore {
         if let Some(ts) = self.stream_lanes.lock().get(lane) {
             return Ok(*ts);
         }
-        let (_, known_at) = self.put_reserved_if_absent_at(&lane_registry_key(lane), lane)?;
+        let (_, known_at) = self.put_reserved_if_absent(&lane_registry_key(lane), lane)?;
         let mut lanes = self.stream_lanes.lock();
         let ts = lanes.entry(lane.to_vec()).or_insert(known_at);
         Ok(*ts)
@@ -343,25 +343,13 @@ impl ClientCore {
 
     /// The value of the reserved `key` (a registry entry), putting `value` there first if it
     /// has none, in a transaction of its own (no binlog, no record). Returns the value in
-    /// force: `value`, or what another client put first.
+    /// force (`value`, or what another client put first) and a timestamp at or above its
+    /// commit_ts (the read that found it, or this client's commit).
     ///
     /// # Errors
     /// The read's or the commit's error after [`REGISTRY_ATTEMPTS`] attempts (a commit
     /// racing another client's for the same key fails and is read again).
     pub(crate) fn put_reserved_if_absent(
-        &self,
-        key: &[u8],
-        value: &[u8],
-    ) -> Result<Vec<u8>, TxnError> {
-        self.put_reserved_if_absent_at(key, value).map(|(v, _)| v)
-    }
-
-    /// [`ClientCore::put_reserved_if_absent`], also returning a timestamp at or above the
-    /// commit_ts of the value in force (the read that found it, or this client's commit).
-    ///
-    /// # Errors
-    /// As [`ClientCore::put_reserved_if_absent`].
-    fn put_reserved_if_absent_at(
         &self,
         key: &[u8],
         value: &[u8],

@@ -30,11 +30,11 @@
 //! A coordinator commits the registration of a record's lane before the record, and gives
 //! the record a `record_ts` at or above the registration's commit_ts, never a timestamp the
 //! transaction held from before it (`ClientCore::ensure_stream_lane`), so a record in a
-//! lane the registry does not list at `T0` has `record_ts` at or above that
-//! registration's commit_ts, which is above
-//! `T0` (a registration committing at or below `T0` is either visible to the registry read
-//! at `T0`, or holds a lock that read waits for; a later one-phase commit lands above the
-//! `max_ts` the read raised): such a record commits above `T0`, as an unseen lock's does.
+//! lane the registry does not list at `T0` has `record_ts` at or above that registration's
+//! commit_ts, which is above `T0` (a registration committing at or below `T0` is either
+//! visible to the registry read at `T0`, or holds a lock that read waits for; a later
+//! one-phase commit lands above the `max_ts` the read raised): such a record commits above
+//! `T0`, as an unseen lock's does.
 //! [`TxnClient::stream_scan`] lists the registry at `upto_commit_ts` for the same reason:
 //! every record committed at or below it is in a lane listed there.
 //!
@@ -210,6 +210,7 @@ impl TxnClient {
     pub fn stream_claim_settings(&self, settings: &[u8]) -> Result<Vec<u8>, TxnError> {
         self.core()
             .put_reserved_if_absent(crate::stream::SETTINGS_KEY, settings)
+            .map(|(v, _)| v)
     }
 
     /// Every committed stream record with `commit_ts` in `(after_commit_ts, upto_commit_ts]`

@@ -14,7 +14,7 @@ mod response;
 mod split_checker;
 
 pub use kv_service::{KvService, NodeRouter, ServiceError};
-pub use node::{KvNode, KvNodeConfig};
+pub use node::{DEFAULT_SPLIT_SIZE, KvNode, KvNodeConfig};
 pub(crate) use region_handlers::ONE_PC_MAX_DRIFT_MS;
 pub use request::{KvRequest, LockKey, PROTOCOL_VERSION};
 pub use response::{KeyError, KvResponse, NodeStatusReport, RegionStatus, WaitForEdge};

@@ -28,6 +28,9 @@ use crate::{Engine, FjallEngine, MemEngine};
 /// (a node that died while waiting) leaves one behind.
 pub(super) const DETECTOR_EDGE_TTL: Duration = Duration::from_secs(3);
 
+/// [`KvNodeConfig::split_size`]'s default: 96 MiB, TiKV's `region-split-size`.
+pub const DEFAULT_SPLIT_SIZE: u64 = 96 << 20;
+
 /// Settings of a [`KvNode`].
 ///
 /// A node has no lock-wait timeout of its own: how long a lock request waits for a
@@ -184,7 +187,7 @@ impl Default for KvNodeConfig {
             tso_window_ms: 3000,
             transfer_timeout: Duration::from_secs(10),
             merge_max_lock_bytes: 7 << 20,
-            split_size: Some(96 << 20),
+            split_size: Some(DEFAULT_SPLIT_SIZE),
             // raft-lite's default election timeout is 10 ticks of 10 ms at the least.
             read_lease: Duration::from_millis(40),
             disk_engine: None,
