@@ -26,9 +26,17 @@ mariadb -h127.0.0.1 -P"$P" -uroot -e "create database if not exists sbtest"
 SB=(sysbench oltp_write_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P"
   --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000)
 "${SB[@]}" prepare >/dev/null
+# The nodes' one-phase commits, summed (each node counts those of the regions it leads).
+one_pc() {
+  "$B" cluster status --data "$D" | sed -n 's/.*one-phase commits \([0-9]*\).*/\1/p' |
+    awk '{s += $1} END {print s + 0}'
+}
 for run in 1 2 3 4 5; do
-  tps=$("${SB[@]}" --threads=32 --time=20 run | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
-  echo "run $run: ${tps:-?} tps"
+  before=$(one_pc)
+  out=$("${SB[@]}" --threads=32 --time=20 run)
+  tps=$(sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' <<<"$out")
+  txns=$(sed -n 's/.*transactions: *\([0-9]*\) *(.*/\1/p' <<<"$out")
+  echo "run $run: ${tps:-?} tps, ${txns:-?} transactions, $(($(one_pc) - before)) one-phase commits"
   [ -n "$tps" ] || echo "  (no transactions line in sysbench's output)" >&2
 done
 for t in 1 2 3 4; do

@@ -907,3 +907,109 @@ fn a_skew_bound_below_the_one_phase_drift_takes_two_phases() {
     commit_one(&tight, "c");
     assert_eq!(commit_one(&tight, "d"), 0, "two phases with a 900 ms skew");
 }
+
+/// A table's region that grows by its stream records splits inside the table's lane (the
+/// records outnumber the rows' versions). The lane keeps its newest records first, so the
+/// split leaves the newest half with the rows and later records land beside them: the
+/// table's commits still take one phase after the split, and a follower reads every record
+/// across it. (With the oldest records first, every later record would go to the split-off
+/// region and every later commit would take two phases.)
+#[test]
+fn a_split_inside_a_lane_keeps_the_rows_committing_in_one_phase() {
+    // Small chunks: a record of a 4 KiB row is eight keys, one row version is one.
+    split_keeps_the_rows_committing_in_one_phase(1, 4096, 512);
+}
+
+/// The same when the rows' versions outnumber the records (eight rows a commit, one record
+/// key): the middle key falls among the rows, and the region moves the split to the table's
+/// newest record (`region/split_key.rs`), so rows, index and later records stay together.
+#[test]
+fn a_split_among_a_tables_rows_keeps_them_with_their_records() {
+    split_keeps_the_rows_committing_in_one_phase(8, 64, 1 << 20);
+}
+
+fn split_keeps_the_rows_committing_in_one_phase(rows: usize, value_len: usize, chunk: usize) {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = LocalCluster::start(
+        ClusterConfig::new(dir.path().join("cluster"))
+            .with_regions(4)
+            .with_lock_mode(LockMode::InMemory)
+            .with_split_size(Some(256 << 10)),
+    )
+    .expect("cluster");
+    let client = coordinator(
+        &c,
+        &dir.path().join("binlog1"),
+        1,
+        config(3000, StreamOptions::default().with_chunk_bytes(chunk)),
+    );
+    let value = vec![b'v'; value_len];
+    let mut follower = Follower::default();
+    let mut committed = 0usize;
+    let mut commit = |i: usize| {
+        let mut t = client.begin(TxnMode::Pessimistic).expect("begin");
+        for r in 0..rows {
+            t.put(
+                &table_row(5, &format!("row{}", (i * rows + r) % 64)),
+                &value,
+            )
+            .expect("put");
+        }
+        t.commit().expect("commit");
+        committed += 1;
+    };
+    let regions = c.regions().len();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut i = 0;
+    while c.regions().len() == regions {
+        assert!(Instant::now() < deadline, "no split after {i} commits");
+        commit(i);
+        i += 1;
+        if i % 16 == 0 {
+            follower.round(&client);
+        }
+    }
+    // Let a split that is still being applied settle before counting.
+    std::thread::sleep(Duration::from_millis(500));
+    let first_row = c.region_of(&table_row(5, "row0")).expect("row region");
+    let row_regions: BTreeSet<u64> = (0..64)
+        .filter_map(|r| c.region_of(&table_row(5, &format!("row{r}"))))
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        row_regions.len(),
+        1,
+        "the split parted the table's rows: {:?}",
+        c.regions()
+    );
+    let before = client.counters().one_pc_commits;
+    for j in 0..24 {
+        commit(i + j);
+    }
+    let one_phase = client.counters().one_pc_commits - before;
+    let lane_regions = c
+        .regions()
+        .iter()
+        .filter(|r| r.start > first_row.start && r.start < table_row(6, ""))
+        .count();
+    assert!(
+        lane_regions >= 1,
+        "the split was not inside the table's lane: {:?}",
+        c.regions()
+    );
+    assert_eq!(
+        one_phase, 24,
+        "commits after the split took two phases ({one_phase} of 24 in one)"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while follower.delivered.len() < committed {
+        assert!(
+            Instant::now() < deadline,
+            "the follower read {} of {committed} records",
+            follower.delivered.len()
+        );
+        follower.round(&client);
+    }
+    follower.check_against_full_scan(&client);
+    assert_eq!(follower.start_set().len(), committed);
+}

@@ -235,6 +235,17 @@ pub enum TxnError {
         /// What was wrong.
         detail: String,
     },
+    /// The store's stream records were laid out by another build of this crate: their
+    /// keys would read back with wrong timestamps (see the crate's CHANGELOG).
+    #[error(
+        "the stream records in this store have key layout {found}, this build reads layout {expected}: start from a new data directory"
+    )]
+    StreamLayout {
+        /// The layout found beside the stream settings (`"1"` when none is marked).
+        found: String,
+        /// The layout this build writes.
+        expected: u32,
+    },
 }
 
 impl TxnError {
@@ -265,7 +276,8 @@ impl TxnError {
             | TxnError::TargetAffectRow { .. }
             | TxnError::BinlogValue { .. }
             | TxnError::ReservedKey { .. }
-            | TxnError::StreamRecord { .. } => false,
+            | TxnError::StreamRecord { .. }
+            | TxnError::StreamLayout { .. } => false,
         }
     }
 

@@ -71,4 +71,6 @@ mod fake_router;
 #[cfg(test)]
 mod resolver_test;
 #[cfg(test)]
+mod stream_layout_test;
+#[cfg(test)]
 mod two_pc_test;

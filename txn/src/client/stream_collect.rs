@@ -41,7 +41,7 @@ use super::txn_client::TxnClient;
 use crate::stream::{
     COLLECTED_KEY, POSITIONS_END, POSITIONS_PREFIX, SWEPT_KEY, StreamPosition, decode_mark,
     decode_position, encode_position, external_chunks, payload_key, position_key, record_key_parts,
-    stream_lower_key,
+    record_ts_range,
 };
 use crate::{Mutation, PessimisticAction, physical_ms};
 
@@ -318,8 +318,7 @@ impl ClientCore {
         budget: &mut usize,
         report: &mut StreamCollectReport,
     ) -> Result<bool, TxnError> {
-        let mut from = stream_lower_key(lane, range.0);
-        let end = stream_lower_key(lane, range.1);
+        let (mut from, end) = record_ts_range(lane, range.0, range.1);
         loop {
             if *budget == 0 {
                 return Ok(false);

@@ -77,8 +77,7 @@ use super::two_pc::CLEANUP_BUDGET;
 use super::txn_client::TxnClient;
 use crate::stream::{
     Assembled, ChunkAssembler, LANES_PREFIX, STREAM_PREFIX, StreamTxn, StreamWatermark,
-    decode_stream_record, is_table_lane, lane_end, lane_start, payload_key, record_key_parts,
-    stream_lower_key,
+    decode_stream_record, is_table_lane, payload_key, record_key_parts, record_ts_range,
 };
 use crate::{KeyError, KvRequest, KvResponse, LockInfo, compose_ts, physical_ms};
 
@@ -141,11 +140,12 @@ impl TxnClient {
         let mut locks = Vec::new();
         for lane in self.stream_lanes_at(t0)? {
             let from = if calls.is_multiple_of(FULL_LOCK_SCAN_EVERY) {
-                lane_start(&lane)
+                0
             } else {
-                stream_lower_key(&lane, floor)
+                floor
             };
-            locks.extend(self.stream_locks(t0, from, lane_end(&lane))?);
+            let (start, end) = record_ts_range(&lane, from, u64::MAX);
+            locks.extend(self.stream_locks(t0, start, end)?);
         }
         // One status check per transaction, not per lock: a transaction's locks in the
         // range share its primary and its fate.
@@ -203,14 +203,25 @@ impl TxnClient {
     /// claimed (kept in the store beside the lane registry), which this call claims when
     /// none are there yet. A reader that writes the stream out (each node's copy must be
     /// the same bytes) compares them with its own and refuses to go on when they differ.
-    /// The bytes are the caller's; this crate only keeps them.
+    /// The bytes are the caller's; this crate keeps them after a mark of its record key
+    /// layout, which it checks.
     ///
     /// # Errors
-    /// The store's errors after a few attempts.
+    /// [`TxnError::StreamLayout`] when the store's records were laid out by another build
+    /// (an earlier one kept a lane's records oldest first); the store's errors after a few
+    /// attempts.
     pub fn stream_claim_settings(&self, settings: &[u8]) -> Result<Vec<u8>, TxnError> {
-        self.core()
-            .put_reserved_if_absent(crate::stream::SETTINGS_KEY, settings)
-            .map(|(v, _)| v)
+        let marked = [crate::stream::LAYOUT_MARK, settings].concat();
+        let (stored, _) = self
+            .core()
+            .put_reserved_if_absent(crate::stream::SETTINGS_KEY, &marked)?;
+        match stored.strip_prefix(crate::stream::LAYOUT_MARK) {
+            Some(theirs) => Ok(theirs.to_vec()),
+            None => Err(TxnError::StreamLayout {
+                found: crate::stream::layout_of_settings(&stored),
+                expected: crate::stream::KEY_LAYOUT,
+            }),
+        }
     }
 
     /// Every committed stream record with `commit_ts` in `(after_commit_ts, upto_commit_ts]`
@@ -293,8 +304,7 @@ impl TxnClient {
     ) -> Result<(), TxnError> {
         let core = self.core();
         let (after_commit_ts, upto_commit_ts, lower_record_ts) = window;
-        let end = lane_end(lane);
-        let mut cur = stream_lower_key(lane, lower_record_ts);
+        let (mut cur, end) = record_ts_range(lane, lower_record_ts, u64::MAX);
         while cur < end {
             let region = core.locate(&cur, bo)?;
             let scan_end = match region.info.end_key() {

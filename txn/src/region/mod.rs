@@ -12,6 +12,7 @@ mod pause_points;
 mod peer;
 mod region_error;
 mod region_info;
+mod split_key;
 mod split_merge;
 #[cfg(test)]
 mod split_merge_test;

@@ -311,9 +311,15 @@ impl RegionPeer {
         self.engine().size_bytes()
     }
 
-    /// A key splitting the region's data in two halves, if any.
+    /// A key splitting the region's data in two halves, if any, moved to keep a table's
+    /// rows beside its newest stream records (`split_key.rs`).
     pub(crate) fn middle_key(&self) -> Option<Vec<u8>> {
-        self.engine().middle_key()
+        let middle = self.engine().middle_key()?;
+        Some(super::split_key::split_key(
+            self.engine().as_ref(),
+            &self.info(),
+            middle,
+        ))
     }
 
     // ---- leader side (a request thread) ----

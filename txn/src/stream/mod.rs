@@ -20,8 +20,9 @@ pub use config::StreamOptions;
 pub use error::StreamDecodeError;
 pub use keys::STREAM_PREFIX;
 pub(crate) use keys::{
-    LANES_PREFIX, RESERVED_END, SETTINGS_KEY, is_reserved_key, is_table_lane, lane_end, lane_of,
-    lane_registry_key, lane_start, payload_key, record_key, record_key_parts, stream_lower_key,
+    KEY_LAYOUT, LANES_PREFIX, LAYOUT_MARK, RESERVED_END, SETTINGS_KEY, is_reserved_key,
+    is_table_lane, lane_of, lane_registry_key, layout_of_settings, payload_key, record_key,
+    record_key_parts, record_ts_range, records_of_table_key,
 };
 pub use position::StreamPosition;
 pub(crate) use position::{
