@@ -78,10 +78,15 @@ fn read_until_eof(raw: &mut Raw) -> Vec<Vec<u8>> {
     }
 }
 
-/// Checks `events[0..2]` are the fake Rotate naming `file` and its Format_description as
-/// sent; returns the rest.
-fn file_start<'a>(events: &'a [Vec<u8>], file: &str, on_disk: &[u8]) -> &'a [Vec<u8>] {
-    let rotate = Event::decode(&events[0], ChecksumAlg::Crc32).unwrap();
+/// Checks `events[0..2]` are the fake Rotate naming `file` (with a CRC-32 when `crc`) and
+/// its Format_description as sent; returns the rest.
+fn file_start<'a>(events: &'a [Vec<u8>], file: &str, on_disk: &[u8], crc: bool) -> &'a [Vec<u8>] {
+    let alg = if crc {
+        ChecksumAlg::Crc32
+    } else {
+        ChecksumAlg::Off
+    };
+    let rotate = Event::decode(&events[0], alg).unwrap();
     assert_eq!(rotate.header.flags, FLAG_ARTIFICIAL);
     assert_eq!((rotate.header.timestamp, rotate.header.log_pos), (0, 0));
     assert_eq!(
@@ -189,10 +194,10 @@ fn the_stream_is_the_files_after_a_fake_rotate_and_fd() {
     let events = read_until_eof(&mut raw);
     let f1 = std::fs::read(dir.path().join("surge-bin.000001")).unwrap();
     let f2 = std::fs::read(dir.path().join("surge-bin.000002")).unwrap();
-    let rest = file_start(&events, "surge-bin.000001", &f1);
+    let rest = file_start(&events, "surge-bin.000001", &f1, true);
     let want1 = file_events(&f1, 3);
     assert_eq!(rest[..want1.len()], want1[..], "file 1 from GTID 0-1-3 on");
-    let rest = file_start(&rest[want1.len()..], "surge-bin.000002", &f2);
+    let rest = file_start(&rest[want1.len()..], "surge-bin.000002", &f2, true);
     let want2 = file_events(&f2, 0);
     assert!(want2.iter().any(|e| e.len() > 0xFF_FFFF));
     assert_eq!(rest.len(), want2.len());
@@ -446,11 +451,13 @@ fn a_replica_without_gtid_starts_at_its_file_and_position() {
         raw.command(&p);
         raw
     };
-    // From the end of the first group: fake Rotate, FD, then the second group only.
+    // From the end of the first group: fake Rotate, FD, then the second group only. This
+    // client never set `@master_binlog_checksum` (MariaDB's "undefined"): its first fake
+    // Rotate has no CRC-32, as MariaDB sends it.
     let mut raw = start(&first.file, first.end_position as u32);
     let events = read_until_eof(&mut raw);
     let f1 = std::fs::read(dir.path().join(&first.file)).unwrap();
-    let rest = file_start(&events, &first.file, &f1);
+    let rest = file_start(&events, &first.file, &f1, false);
     let second: Vec<Vec<u8>> = file_events(&f1, 1)
         .into_iter()
         .filter(|e| e[4] != 163 && e[4] != 161)
@@ -624,6 +631,7 @@ fn a_start_gtid_arriving_within_the_grace_is_served() {
         MysqlServer::start(listener, config, mysql_backend::Backend::new().factory()).unwrap();
     let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
     raw.query("SET @slave_connect_state='0-1-2'");
+    raw.query("SET @master_binlog_checksum= @@global.binlog_checksum");
     let writer = {
         let log = Arc::clone(&log);
         std::thread::spawn(move || {
@@ -688,4 +696,76 @@ fn a_damaged_file_is_reported_with_its_offset() {
         error.1
     );
     server.shutdown();
+}
+
+/// The stock `mariadb-binlog --read-from-remote-server --raw` (which sets
+/// `@master_binlog_checksum='NONE'`, so its first fake Rotate comes without a CRC-32) saves
+/// every file under its own name, and each saved file decodes with `mariadb-binlog`.
+/// Before the first Rotate followed the variable, the tool read the CRC as four more bytes
+/// of the file name.
+#[test]
+fn mariadb_binlog_saves_the_files_under_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BinlogConfig::new(dir.path().join("log"));
+    let log = Binlog::open(cfg.clone()).unwrap();
+    for i in 0..3u8 {
+        kv_txn(&log, &[b'a', i], b"1");
+    }
+    log.rotate().unwrap();
+    for i in 0..2u8 {
+        kv_txn(&log, &[b'b', i], b"2");
+    }
+    let server = serve(&cfg);
+    let out_dir = dir.path().join("saved");
+    std::fs::create_dir(&out_dir).unwrap();
+    let addr = server.local_addr();
+    let run = std::process::Command::new("mariadb-binlog")
+        .args([
+            "--read-from-remote-server",
+            "--host=127.0.0.1",
+            &format!("--port={}", addr.port()),
+            "--user=root",
+            "--raw",
+            "--to-last-log",
+            &format!("--result-file={}/", out_dir.display()),
+            "surge-bin.000001",
+        ])
+        .output();
+    let out = match run {
+        Ok(out) => out,
+        Err(e) => {
+            assert!(
+                std::env::var_os("SURGE_REQUIRE_MARIADB_BINLOG").is_none(),
+                "mariadb-binlog is required (SURGE_REQUIRE_MARIADB_BINLOG): {e}"
+            );
+            eprintln!("SKIPPED: mariadb-binlog is not installed (apt-get install mariadb-client)");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut saved: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    saved.sort();
+    assert_eq!(saved, ["surge-bin.000001", "surge-bin.000002"]);
+    for (name, gtids) in [("surge-bin.000001", 3), ("surge-bin.000002", 2)] {
+        let decoded = std::process::Command::new("mariadb-binlog")
+            .arg(out_dir.join(name))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&decoded.stdout);
+        assert!(
+            decoded.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&decoded.stderr)
+        );
+        assert_eq!(text.matches("\tGTID ").count(), gtids, "{name}:\n{text}");
+    }
+    server.shutdown();
+    log.close().unwrap();
 }

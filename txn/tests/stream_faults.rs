@@ -119,9 +119,11 @@ fn the_watermark_holds_under_dead_coordinators_splits_and_leader_moves() {
                 while !done.load(Ordering::Acquire) {
                     std::thread::sleep(Duration::from_millis(200 + rng.next_u64() % 300));
                     let split_at = if prefix_split {
+                        // Between the records taken before and after now (a lane keeps
+                        // its newest records first: `!record_ts` in the key).
                         let ts = reader.current_ts().expect("ts");
                         let mut k = STREAM_PREFIX.to_vec();
-                        k.extend_from_slice(&ts.to_be_bytes());
+                        k.extend_from_slice(&(!ts).to_be_bytes());
                         k
                     } else {
                         STREAM_PREFIX.to_vec()

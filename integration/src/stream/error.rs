@@ -78,6 +78,15 @@ pub enum StreamError {
         /// The name given.
         name: String,
     },
+    /// The cluster's stream records were laid out by another build of `surge-txn`
+    /// (`TxnError::StreamLayout`): they would read back wrong, so this node writes no copy.
+    #[error(
+        "replica stream: {detail}; this node writes no copy (start the stream from a new data directory)"
+    )]
+    Layout {
+        /// The transaction layer's error.
+        detail: String,
+    },
     /// Reading the cluster's stream records failed (retried by the follower).
     #[error("replica stream: reading the cluster's records: {detail}")]
     Source {

@@ -459,3 +459,54 @@ fn round(writer: &mut StreamWriter, source: &mut dyn RecordSource) -> Result<usi
     writer.append(&txns, wm.resolved, wm.lower_record_ts)?;
     Ok(txns.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::StreamConfig;
+
+    /// A cluster whose stream settings another build of the transaction layer claimed.
+    struct OtherLayout {
+        claims: usize,
+    }
+
+    impl RecordSource for OtherLayout {
+        fn watermark(&mut self) -> Result<Watermark, StreamError> {
+            Err(StreamError::Source {
+                detail: "not reached".into(),
+            })
+        }
+
+        fn scan(&mut self, _: u64, _: u64, _: u64) -> Result<Vec<StreamedTxn>, StreamError> {
+            Err(StreamError::Source {
+                detail: "not reached".into(),
+            })
+        }
+
+        fn claim_settings(&mut self, _mine: &str) -> Result<String, StreamError> {
+            self.claims += 1;
+            Err(StreamError::Layout {
+                detail: "layout 1 found, 2 read".into(),
+            })
+        }
+    }
+
+    /// A source error is retried until the cluster answers; a layout error is final: the
+    /// follower stops at the first answer instead of retrying for good.
+    #[test]
+    fn settings_of_another_layout_stop_the_follower_at_once() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = StreamWriter::open(StreamConfig::new(dir.path())).expect("writer");
+        let mut source = OtherLayout { claims: 0 };
+        let status = Mutex::new(FollowerStatus::default());
+        let r = agree_settings(
+            &writer,
+            &mut source,
+            &AtomicBool::new(false),
+            &status,
+            FollowerConfig::default(),
+        );
+        assert!(matches!(r, Err(StreamError::Layout { .. })), "{r:?}");
+        assert_eq!(source.claims, 1);
+    }
+}

@@ -53,7 +53,13 @@ impl RecordSource for TxnRecordSource {
         let bytes = self
             .client
             .stream_claim_settings(mine.as_bytes())
-            .map_err(source_err)?;
+            .map_err(|e| match e {
+                // Not a cluster still starting: retrying would never end.
+                e @ surge_txn::TxnError::StreamLayout { .. } => StreamError::Layout {
+                    detail: e.to_string(),
+                },
+                e => source_err(e),
+            })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 

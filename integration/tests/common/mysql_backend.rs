@@ -390,6 +390,14 @@ impl TestSession {
                     Value::Bytes(b"SurgeDB test backend".to_vec()),
                 ));
             }
+            // What `mariadb-binlog --read-from-remote-server` asks first.
+            "select version()" => {
+                return Ok(one_value(
+                    "VERSION()",
+                    ColumnKind::VarString,
+                    Value::Bytes(b"10.11.0-SurgeDB-test".to_vec()),
+                ));
+            }
             "select database()" => {
                 let v = self
                     .database

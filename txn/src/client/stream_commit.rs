@@ -10,7 +10,7 @@
 //! the record_ts. A larger one:
 //! 1. prewrite every other key (as before);
 //! 2. take `record_ts` from the oracle, then prewrite the record's chunks under
-//!    `lane ++ STREAM_PREFIX ++ record_ts ++ start_ts ++ chunk_no` (the lane of the
+//!    `lane ++ STREAM_PREFIX ++ !record_ts ++ start_ts ++ chunk_no` (the lane of the
 //!    primary, registered before `record_ts` is taken, which is then at or above the
 //!    registration: `stream/keys.rs`), as secondaries
 //!    of the transaction's primary (so they commit exactly when it does, by the coordinator or by a

@@ -44,8 +44,9 @@
 //! than `max_record_skew` after its `record_ts` (`stream_commit.rs`). Take a record still
 //! to deliver, `c > resolved`. If its lock was seen live, `record_ts >= resolved`.
 //! Otherwise `record_ts >= c - skew > resolved - skew`. So every such record has
-//! `record_ts >= resolved - skew` (physical milliseconds, logical part 0), and the keys
-//! below `lane ++ STREAM_PREFIX ++ (resolved - skew)` hold only records already delivered. (The
+//! `record_ts >= resolved - skew` (physical milliseconds, logical part 0), and a lane's keys
+//! past those of records taken at `resolved - skew` (a lane keeps its newest records first:
+//! `!record_ts` in the key, `stream/keys.rs`) hold only records already delivered. (The
 //! bound is `resolved - skew`, not `T0 - skew`: a record that committed before the lock
 //! scan, with `resolved < c < T0`, may have `record_ts` down to `c - skew`.)
 //!
@@ -57,14 +58,15 @@
 //! record that still commits has `commit_ts > W.resolved` and so `record_ts >
 //! W.lower_record_ts`; a record lock below that can only be rolled back, never committed
 //! (its coordinator's skew check fails, and no resolver commits a record whose primary did
-//! not commit). So a later call scans locks from `W.lower_record_ts` rather than from the
-//! prefix. That matters: every record lock leaves a deletion marker in the lock column
-//! family when it is committed, and a scan from the prefix walked every marker since the
+//! not commit). So a later call scans a lane's locks only down to `W.lower_record_ts` (from
+//! the lane's first key, its newest records, to the keys of records taken at that bound)
+//! rather than the whole lane. That matters: every record lock leaves a deletion marker in
+//! the lock column family when it is committed, and a scan of the whole lane walked every marker since the
 //! engine last flushed (on an idle 3-node cluster after a minute of `oltp_write_only`, a
 //! node spent about a quarter of a core on it). A one-phase record commits within
 //! `ONE_PC_MAX_DRIFT_MS` of its record_ts, well inside the skew, so skipping the regions
-//! below the bound never skips one in flight. Every [`FULL_LOCK_SCAN_EVERY`]-th call scans
-//! from the prefix all the same, to settle (roll back) locks left below the bound by
+//! past the bound never skips one in flight. Every [`FULL_LOCK_SCAN_EVERY`]-th call scans
+//! the whole lane all the same, to settle (roll back) locks left below the bound by
 //! coordinators that died.
 
 use std::collections::BTreeMap;
@@ -90,8 +92,8 @@ const SETTLE_CHECK_AFTER_MS: u64 = 1000;
 /// How many times one lock scan waits (1 ms each) for one-phase commits in flight.
 const IN_FLIGHT_WAITS: u32 = 2000;
 
-/// One watermark call in this many scans the record locks from the prefix rather than from
-/// the previous lower bound (module docs): at the stream follower's 50 ms, every few seconds.
+/// One watermark call in this many scans the record locks of the whole lane rather than
+/// down to the previous lower bound (module docs): at the stream follower's 50 ms, every few seconds.
 const FULL_LOCK_SCAN_EVERY: u64 = 64;
 
 /// Puts per `ScanWrites` answer.
@@ -110,8 +112,8 @@ impl TxnClient {
     /// argument, and why `resolved_ts` itself, not one below, is safe).
     ///
     /// Takes `T0` from the oracle, then lists the record locks of every lane registered at
-    /// `T0` (under [`crate::STREAM_PREFIX`], after the lane; leaders only, in-memory and replicated locks; from the
-    /// previous call's `lower_record_ts` on, and from the prefix every few calls). A lock whose
+    /// `T0` (under [`crate::STREAM_PREFIX`], after the lane; leaders only, in-memory and replicated locks; those
+    /// taken at or after the previous call's `lower_record_ts`, and the whole lane every few calls). A lock whose
     /// TTL ran out by `T0`, or whose record was taken more than a second before `T0`, is
     /// settled from its primary's status, as any reader does (the primary committed: the
     /// record is committed; the primary's TTL ran out: rolled back), so a dead coordinator
@@ -456,7 +458,7 @@ impl TxnClient {
     }
 
     /// The record locks with `start_ts <= max_ts` of every region in `[from, end)` (one
-    /// lane's records; the module docs say why a scan may start above the lane's first key).
+    /// lane's records; the module docs say why a scan may end before the lane's last key).
     fn stream_locks(
         &self,
         max_ts: u64,

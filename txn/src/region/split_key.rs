@@ -9,8 +9,10 @@
 //! records on the right, and every later commit on it takes two phases. So a middle key
 //! that is a table's row or index key, in a region that also holds that table's records,
 //! is moved to the table's newest record: the rows and index entries stay on the left
-//! with every record written from now on (a new record sorts before the newest one), the
-//! records written so far go right. A middle key among records already keeps the rows
+//! with the records written from now on (a new record sorts before the newest one, unless
+//! its transaction reused a timestamp of its own older than that record: such a record
+//! lands on the right, and its transaction commits in two phases, a cost only while the
+//! split is fresh), the records written so far go right. A middle key among records already keeps the rows
 //! with the newest records; any other key is left as it is.
 //!
 //! Only a lane that holds at least [`MIN_LANE_SHARE`] of the region's write records moves
@@ -44,6 +46,9 @@ pub(super) fn split_key(engine: &dyn Engine, region: &RegionInfo, middle: Vec<u8
 
 /// The first user key with a write record in the lane `[start, end)` (its newest record),
 /// when the lane holds at least one in [`MIN_LANE_SHARE`] of `region`'s write records.
+///
+/// One more pass over the region's write records (values included: write records are
+/// small, a long value is in the default column family), only for a region due to split.
 fn newest_record(
     engine: &dyn Engine,
     region: &RegionInfo,

@@ -64,6 +64,9 @@ pub(crate) struct DumpOptions {
     pub(crate) heartbeat: Option<Duration>,
     /// Answer end-of-file at the end instead of waiting (BINLOG_DUMP_NON_BLOCK).
     pub(crate) non_blocking: bool,
+    /// `@master_binlog_checksum` was `CRC32`: the first fake Rotate carries a CRC-32
+    /// (`events.rs`); later ones do, as the files' events.
+    pub(crate) checksum_at_connect: bool,
 }
 
 /// Why the dump ended.
@@ -100,6 +103,8 @@ struct Dump<'a, W: DumpPeer> {
     last_sent: Instant,
     /// A Rotate was sent and the next file's Format_description not yet: no heartbeat now.
     after_rotate: bool,
+    /// A Format_description was sent: from then on events carry its checksum (CRC-32).
+    sent_fd: bool,
 }
 
 /// Streams the binlog to the replica on `peer` until it leaves. The first packet written
@@ -118,6 +123,7 @@ pub(crate) fn run_dump<W: DumpPeer>(
         pending: GtidPos::new(),
         last_sent: Instant::now(),
         after_rotate: false,
+        sent_fd: false,
     };
     let end = d.stream();
     match &end {
@@ -197,7 +203,8 @@ impl<W: DumpPeer> Dump<'_, W> {
         from: u64,
     ) -> Result<(), DumpEnd> {
         let server_id = self.source.server_id();
-        self.send(&fake_rotate(server_id, name))?;
+        let checksum = self.sent_fd || self.opts.checksum_at_connect;
+        self.send(&fake_rotate(server_id, name, checksum))?;
         self.after_rotate = true;
         let mut f = EventFile::open(path)?;
         // The Format_description: wait for it if the file is that new.
@@ -217,6 +224,7 @@ impl<W: DumpPeer> Dump<'_, W> {
             .ok_or_else(|| corrupt(&f, 4, "Format_description too short"))?;
         self.send(&fd)?;
         self.after_rotate = false;
+        self.sent_fd = true;
         if from > f.pos() {
             f = EventFile::open_at(path, from)?;
         }

@@ -9,7 +9,11 @@
 //!   position) and, while the dump still skips to the start GTID, `created` 0 (non-zero
 //!   tells the replica the master restarted and to drop a half-applied group).
 //!
-//! All carry a CRC-32, the checksum the replica was told with `@master_binlog_checksum`
+//! All carry a CRC-32, the checksum the replica was told with `@master_binlog_checksum`,
+//! but the first fake Rotate of a dump: it has one only when that variable said `CRC32`
+//! (a replica sets it to the master's `@@global.binlog_checksum`; `mariadb-binlog
+//! --read-from-remote-server` sets `NONE` and reads the whole rest of the event as the
+//! file name), as MariaDB's server sends it with the checksum known at connect time
 //! (<https://mariadb.com/kb/en/rotate_event/>, <https://mariadb.com/kb/en/heartbeat_log_event/>,
 //! <https://mariadb.com/kb/en/format_description_event/>).
 
@@ -23,7 +27,23 @@ const FD_CREATED: usize = HEADER_LEN + 2 + 50;
 
 /// An event of `type_code` with `body`, a CRC-32 appended.
 fn event(type_code: u8, server_id: u32, log_pos: u32, flags: u16, body: &[&[u8]]) -> Vec<u8> {
-    let len: usize = body.iter().map(|b| b.len()).sum::<usize>() + HEADER_LEN + CHECKSUM_LEN;
+    let mut out = event_without_checksum(type_code, server_id, log_pos, flags, body, CHECKSUM_LEN);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// An event of `type_code` with `body` whose length counts `trailer` bytes more (a CRC-32
+/// the caller appends, or none).
+fn event_without_checksum(
+    type_code: u8,
+    server_id: u32,
+    log_pos: u32,
+    flags: u16,
+    body: &[&[u8]],
+    trailer: usize,
+) -> Vec<u8> {
+    let len: usize = body.iter().map(|b| b.len()).sum::<usize>() + HEADER_LEN + trailer;
     let mut out = Vec::with_capacity(len);
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(type_code);
@@ -35,20 +55,18 @@ fn event(type_code: u8, server_id: u32, log_pos: u32, flags: u16, body: &[&[u8]]
     for b in body {
         out.extend_from_slice(b);
     }
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
-/// The fake Rotate that opens the stream of `file`.
-pub(crate) fn fake_rotate(server_id: u32, file: &str) -> Vec<u8> {
-    event(
-        code::ROTATE,
-        server_id,
-        0,
-        FLAG_ARTIFICIAL,
-        &[&4u64.to_le_bytes(), file.as_bytes()],
-    )
+/// The fake Rotate that opens the stream of `file`, with a CRC-32 when `checksum` (module
+/// docs).
+pub(crate) fn fake_rotate(server_id: u32, file: &str, checksum: bool) -> Vec<u8> {
+    let body: [&[u8]; 2] = [&4u64.to_le_bytes(), file.as_bytes()];
+    if checksum {
+        event(code::ROTATE, server_id, 0, FLAG_ARTIFICIAL, &body)
+    } else {
+        event_without_checksum(code::ROTATE, server_id, 0, FLAG_ARTIFICIAL, &body, 0)
+    }
 }
 
 /// A Heartbeat at `offset` of `file`. Offsets past 4 GiB become `u32::MAX`: the replica
@@ -85,8 +103,14 @@ mod tests {
 
     #[test]
     fn fake_rotate_decodes() {
-        let bytes = fake_rotate(7, "surge-bin.000002");
+        let bytes = fake_rotate(7, "surge-bin.000002", true);
         let ev = Event::decode(&bytes, ChecksumAlg::Crc32).unwrap();
+        let bare = fake_rotate(7, "surge-bin.000002", false);
+        assert_eq!(bare.len() + CHECKSUM_LEN, bytes.len());
+        assert_eq!(
+            Event::decode(&bare, ChecksumAlg::Off).unwrap().body,
+            ev.body
+        );
         assert_eq!(ev.header.timestamp, 0);
         assert_eq!(ev.header.log_pos, 0);
         assert_eq!(ev.header.flags, FLAG_ARTIFICIAL);
@@ -140,6 +164,6 @@ mod tests {
             assert_eq!(&sent[end..], &crc32fast::hash(&sent[..end]).to_le_bytes());
         }
         assert!(format_description_as_sent(&bytes[..40], false).is_none());
-        assert!(format_description_as_sent(&fake_rotate(1, "x"), false).is_none());
+        assert!(format_description_as_sent(&fake_rotate(1, "x", true), false).is_none());
     }
 }

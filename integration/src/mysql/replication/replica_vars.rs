@@ -88,6 +88,9 @@ impl ReplicaVars {
             start,
             heartbeat,
             non_blocking: req.non_blocking(),
+            checksum_at_connect: self
+                .get("master_binlog_checksum")
+                .is_some_and(|v| v.eq_ignore_ascii_case("CRC32")),
         })
     }
 }
@@ -109,6 +112,9 @@ mod tests {
         assert_eq!(o.start, Start::File("surge-bin.000002".into(), 120));
         assert_eq!(o.heartbeat, None);
         assert!(o.non_blocking);
+        assert!(!o.checksum_at_connect, "never set: MariaDB's UNDEF");
+        v.set("master_binlog_checksum", SetValue::Str("NONE".into()));
+        assert!(!v.dump_options(&req).unwrap().checksum_at_connect);
         v.set("master_heartbeat_period", SetValue::Int(1_500_000_000));
         v.set("slave_connect_state", SetValue::Str("0-1-7".into()));
         v.set(
@@ -119,6 +125,7 @@ mod tests {
         assert_eq!(o.start, Start::Gtid(GtidPos::parse("0-1-7").unwrap()));
         assert_eq!(o.heartbeat, Some(Duration::from_millis(1500)));
         assert_eq!(v.get("master_binlog_checksum").as_deref(), Some("CRC32"));
+        assert!(o.checksum_at_connect);
         assert_eq!(v.get("slave_gtid_strict_mode"), None);
         v.set("master_heartbeat_period", SetValue::Int(0));
         assert_eq!(v.dump_options(&req).unwrap().heartbeat, None);
