@@ -211,6 +211,12 @@ struct NodeArgs {
     /// with an error).
     #[arg(long, default_value_t = 86_400)]
     stream_position_ttl_secs: u64,
+    /// Milliseconds from one round of this node's stream follower to the next (each takes
+    /// the cluster's watermark and reads the new records: a few requests per table on
+    /// every node, so shorter rounds cost the cluster more and cut the replica's lag).
+    #[arg(long, default_value_t = surgedb::stream::DEFAULT_STREAM_ROUND.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(1..=2_000))]
+    stream_round_ms: u64,
     /// How often, in seconds, this node asks whether it collects stream records (the
     /// smallest live node id does) and publishes its stream position (at most every 10 s).
     #[arg(long, default_value_t = 60)]
@@ -609,10 +615,11 @@ enum BenchCommand {
         #[arg(long)]
         plot_dir: Option<PathBuf>,
     },
-    /// The replica stream's cost and a MariaDB replica's lag: sysbench oltp_write_only on a
-    /// fresh 3-node cluster without the stream, with it, and with a private MariaDB 10.11
-    /// replica attached (lag probed through node 2). Needs sysbench, mariadb, mariadbd and
-    /// mariadb-install-db on PATH.
+    /// The replica stream's cost and a MariaDB replica's lag: sysbench oltp_write_only, each
+    /// run on a fresh 3-node cluster: without the stream, with its records but no follower,
+    /// with it, with `mariadb-binlog` reading it, and with a private MariaDB 10.11 replica
+    /// attached (lag probed through node 2). Needs sysbench, mariadb, mariadb-binlog,
+    /// mariadbd and mariadb-install-db on PATH.
     Replica {
         /// Scratch directory; default: a new one under the system's temporary directory.
         #[arg(long)]
@@ -629,6 +636,15 @@ enum BenchCommand {
         /// oltp_write_only's --table-size.
         #[arg(long, default_value_t = 10_000)]
         table_size: usize,
+        /// Repeat the five runs this many times (each round starts one variant later) and
+        /// report the medians: runs on this shared machine vary by tens of percent.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=20))]
+        rounds: u64,
+        /// An argument for every node of every cluster (repeat for several), after the
+        /// run's own: `--node-arg=--stream-round-ms=200`. (`--no-stream` here would leave the
+        /// reader and replica runs nothing to read.)
+        #[arg(long = "node-arg", value_name = "ARG", allow_hyphen_values = true)]
+        node_args: Vec<String>,
         /// Print one JSON document instead of the table.
         #[arg(long)]
         json: bool,
@@ -773,6 +789,7 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
                 (args.stream_expire_logs_secs > 0)
                     .then(|| Duration::from_secs(args.stream_expire_logs_secs)),
             )
+            .with_round_every(Duration::from_millis(args.stream_round_ms))
             .with_retention(
                 surgedb::stream::Retention::default()
                     .with_keep(Duration::from_secs(args.stream_retention_secs))
@@ -1093,6 +1110,8 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             seconds,
             tables,
             table_size,
+            rounds,
+            node_args,
             json,
         } => {
             use surgedb::bench::replica::ReplicaBenchOptions;
@@ -1110,6 +1129,8 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             opts.seconds = seconds;
             opts.tables = tables;
             opts.table_size = table_size;
+            opts.rounds = usize::try_from(rounds).unwrap_or(1);
+            opts.node_args = node_args;
             cli::bench_replica(&opts, json, out)
         }
     }

@@ -1,5 +1,5 @@
 //! The replication stream byte by byte, read with a raw protocol client (no MariaDB
-//! needed): the connect statements' answers, COM_REGISTER_SLAVE, and COM_BINLOG_DUMP's
+//! needed, except for the last test, which runs the stock `mariadb-binlog`): the connect statements' answers, COM_REGISTER_SLAVE, and COM_BINLOG_DUMP's
 //! stream — a fake Rotate and the Format_description (in-use flag cleared, `log_pos` 0)
 //! before each file, then the file's own bytes, groups up to the start GTID skipped, an
 //! event over 16 MiB split into chunks, EOF at the end with BINLOG_DUMP_NON_BLOCK; while
@@ -51,7 +51,9 @@ fn single_value(answer: &[Vec<u8>]) -> Option<String> {
     Some(String::from_utf8_lossy(&row[1..]).into_owned())
 }
 
+/// Says which checksum this client handles, as a replica does, then asks for the stream.
 fn dump(raw: &mut Raw, flags: u16) {
+    raw.query("SET @master_binlog_checksum= @@global.binlog_checksum");
     let mut p = vec![COM_BINLOG_DUMP];
     p.extend_from_slice(
         &BinlogDump {
@@ -78,9 +80,15 @@ fn read_until_eof(raw: &mut Raw) -> Vec<Vec<u8>> {
     }
 }
 
-/// Checks `events[0..2]` are the fake Rotate naming `file` (with a CRC-32 when `crc`) and
-/// its Format_description as sent; returns the rest.
-fn file_start<'a>(events: &'a [Vec<u8>], file: &str, on_disk: &[u8], crc: bool) -> &'a [Vec<u8>] {
+/// Checks `events[0..2]` are the fake Rotate naming `file` at `pos` (with a CRC-32 when
+/// `crc`) and its Format_description as sent; returns the rest.
+fn file_start<'a>(
+    events: &'a [Vec<u8>],
+    file: &str,
+    pos: u64,
+    on_disk: &[u8],
+    crc: bool,
+) -> &'a [Vec<u8>] {
     let alg = if crc {
         ChecksumAlg::Crc32
     } else {
@@ -92,7 +100,7 @@ fn file_start<'a>(events: &'a [Vec<u8>], file: &str, on_disk: &[u8], crc: bool) 
     assert_eq!(
         rotate.body,
         EventBody::Rotate(Rotate {
-            position: 4,
+            position: pos,
             next_file: file.to_string()
         })
     );
@@ -194,10 +202,10 @@ fn the_stream_is_the_files_after_a_fake_rotate_and_fd() {
     let events = read_until_eof(&mut raw);
     let f1 = std::fs::read(dir.path().join("surge-bin.000001")).unwrap();
     let f2 = std::fs::read(dir.path().join("surge-bin.000002")).unwrap();
-    let rest = file_start(&events, "surge-bin.000001", &f1, true);
+    let rest = file_start(&events, "surge-bin.000001", 4, &f1, true);
     let want1 = file_events(&f1, 3);
     assert_eq!(rest[..want1.len()], want1[..], "file 1 from GTID 0-1-3 on");
-    let rest = file_start(&rest[want1.len()..], "surge-bin.000002", &f2, true);
+    let rest = file_start(&rest[want1.len()..], "surge-bin.000002", 4, &f2, true);
     let want2 = file_events(&f2, 0);
     assert!(want2.iter().any(|e| e.len() > 0xFF_FFFF));
     assert_eq!(rest.len(), want2.len());
@@ -436,8 +444,13 @@ fn a_replica_without_gtid_starts_at_its_file_and_position() {
     let first = kv_txn(&log, b"a", b"1");
     kv_txn(&log, b"b", b"2");
     let server = serve(&cfg);
-    let start = |file: &str, position: u32| {
+    // Checksum handling as `mariadb-binlog` says it (`NONE`: events still carry the
+    // files' CRC-32, only the first fake Rotate goes without), or not said at all.
+    let start_with = |file: &str, position: u32, checksum: Option<&str>| {
         let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+        if let Some(c) = checksum {
+            raw.query(&format!("SET @master_binlog_checksum='{c}'"));
+        }
         let mut p = vec![COM_BINLOG_DUMP];
         p.extend_from_slice(
             &BinlogDump {
@@ -451,13 +464,13 @@ fn a_replica_without_gtid_starts_at_its_file_and_position() {
         raw.command(&p);
         raw
     };
-    // From the end of the first group: fake Rotate, FD, then the second group only. This
-    // client never set `@master_binlog_checksum` (MariaDB's "undefined"): its first fake
-    // Rotate has no CRC-32, as MariaDB sends it.
+    let start = |file: &str, position: u32| start_with(file, position, Some("NONE"));
+    // From the end of the first group: fake Rotate (naming that position, without a
+    // CRC-32), FD, then the second group only.
     let mut raw = start(&first.file, first.end_position as u32);
     let events = read_until_eof(&mut raw);
     let f1 = std::fs::read(dir.path().join(&first.file)).unwrap();
-    let rest = file_start(&events, &first.file, &f1, false);
+    let rest = file_start(&events, &first.file, first.end_position, &f1, false);
     let second: Vec<Vec<u8>> = file_events(&f1, 1)
         .into_iter()
         .filter(|e| e[4] != 163 && e[4] != 161)
@@ -481,6 +494,21 @@ fn a_replica_without_gtid_starts_at_its_file_and_position() {
         assert_eq!(code, 1236);
         assert!(msg.contains(want), "{msg}");
     }
+    // A client that never said which checksum it handles: the fake Rotate (without a
+    // CRC-32), then MariaDB's refusal, as a MariaDB server answers it.
+    let mut raw = start_with(&first.file, 4, None);
+    let rotate = raw.read().unwrap();
+    assert_eq!(rotate[0], 0);
+    assert!(matches!(
+        Event::decode(&rotate[1..], ChecksumAlg::Off).unwrap().body,
+        EventBody::Rotate(_)
+    ));
+    let (code, msg) = err(&raw.read().unwrap());
+    assert_eq!(code, 1236);
+    assert!(
+        msg.contains("Slave can not handle replication events with the checksum"),
+        "{msg}"
+    );
     server.shutdown();
     log.close().unwrap();
 }
@@ -719,18 +747,17 @@ fn mariadb_binlog_saves_the_files_under_their_names() {
     let out_dir = dir.path().join("saved");
     std::fs::create_dir(&out_dir).unwrap();
     let addr = server.local_addr();
-    let run = std::process::Command::new("mariadb-binlog")
-        .args([
-            "--read-from-remote-server",
-            "--host=127.0.0.1",
-            &format!("--port={}", addr.port()),
-            "--user=root",
-            "--raw",
-            "--to-last-log",
-            &format!("--result-file={}/", out_dir.display()),
-            "surge-bin.000001",
-        ])
-        .output();
+    let run = output_within(std::process::Command::new("mariadb-binlog").args([
+        "--no-defaults",
+        "--read-from-remote-server",
+        "--host=127.0.0.1",
+        &format!("--port={}", addr.port()),
+        "--user=root",
+        "--raw",
+        "--to-last-log",
+        &format!("--result-file={}/", out_dir.display()),
+        "surge-bin.000001",
+    ]));
     let out = match run {
         Ok(out) => out,
         Err(e) => {
@@ -754,10 +781,12 @@ fn mariadb_binlog_saves_the_files_under_their_names() {
     saved.sort();
     assert_eq!(saved, ["surge-bin.000001", "surge-bin.000002"]);
     for (name, gtids) in [("surge-bin.000001", 3), ("surge-bin.000002", 2)] {
-        let decoded = std::process::Command::new("mariadb-binlog")
-            .arg(out_dir.join(name))
-            .output()
-            .unwrap();
+        let decoded = output_within(
+            std::process::Command::new("mariadb-binlog")
+                .arg("--no-defaults")
+                .arg(out_dir.join(name)),
+        )
+        .unwrap();
         let text = String::from_utf8_lossy(&decoded.stdout);
         assert!(
             decoded.status.success(),
@@ -768,4 +797,22 @@ fn mariadb_binlog_saves_the_files_under_their_names() {
     }
     server.shutdown();
     log.close().unwrap();
+}
+
+/// `cmd`'s output, failing the test if it runs past a minute (a stuck tool must not hang
+/// the suite).
+fn output_within(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait()?.is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd:?} ran past a minute");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output()
 }

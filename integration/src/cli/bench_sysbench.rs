@@ -63,7 +63,7 @@ pub fn bench_replica(
     json: bool,
     out: &mut impl Write,
 ) -> Result<(), String> {
-    let mut bar = Bar::new(4);
+    let mut bar = Bar::new(5 * opts.rounds.max(1) as u64);
     let report = run_replica_bench(opts, &mut bar).map_err(|e| e.to_string())?;
     drop(bar);
     let io = |e: std::io::Error| format!("cannot write the report: {e}");

@@ -132,6 +132,7 @@ fn follow(
     let dir = cfg.dir.clone();
     let source = TxnRecordSource::new(client).with_positions(node, cfg.retention);
     let follower_cfg = FollowerConfig {
+        interval: cfg.round_every,
         publish_every: cfg.retention.publish_every(),
         collect_every: cfg.retention.collect_every,
         ..FollowerConfig::default()

@@ -18,9 +18,10 @@ pub const DEFAULT_LARGE_GROUP: u64 = surge_binlog::DEFAULT_LARGE_COMMIT_THRESHOL
 /// Base name of the stream's files: `surge-stream-bin.000001`, ...
 pub const STREAM_BASE_NAME: &str = "surge-stream-bin";
 
-/// A node's replica stream settings. Every node of a cluster must use the same values but
-/// `dir`: the files are a function of the cluster's history and of these settings alone,
-/// which is what makes every node's copy byte-identical.
+/// A node's replica stream settings. Every node of a cluster must use the same shared
+/// settings ([`StreamConfig::shared_settings`]: all fields but `dir`, `retention`,
+/// `expire_logs` and `round_every`): the files are a function of the cluster's history and
+/// of these settings alone, which is what makes every node's copy byte-identical.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamConfig {
     /// The directory of the files and the cursor.
@@ -44,7 +45,14 @@ pub struct StreamConfig {
     /// (the default, as MariaDB's 0) keeps them all. Not a shared setting: each node's
     /// files are its own, and a replica asking for a GTID in a removed file gets 1236.
     pub expire_logs: Option<std::time::Duration>,
+    /// Time from one follower round's start to the next (each round takes the cluster's
+    /// watermark and reads the records below it: a few requests per table lane, on every
+    /// node). Not a shared setting: it changes when a node's copy grows, not its bytes.
+    pub round_every: std::time::Duration,
 }
+
+/// [`StreamConfig::round_every`]'s default.
+pub const DEFAULT_STREAM_ROUND: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl StreamConfig {
     /// The defaults, in `dir`.
@@ -57,7 +65,15 @@ impl StreamConfig {
             large_group: DEFAULT_LARGE_GROUP,
             retention: Retention::default(),
             expire_logs: None,
+            round_every: DEFAULT_STREAM_ROUND,
         }
+    }
+
+    /// Sets [`StreamConfig::round_every`].
+    #[must_use]
+    pub fn with_round_every(mut self, every: std::time::Duration) -> StreamConfig {
+        self.round_every = every;
+        self
     }
 
     /// Sets [`StreamConfig::max_file_size`].
@@ -96,7 +112,8 @@ impl StreamConfig {
     }
 
     /// The settings every node of a cluster must share, as the text kept in the store
-    /// (`TxnClient::stream_claim_settings`): all fields but `dir`.
+    /// (`TxnClient::stream_claim_settings`): the server and domain ids, the file size and
+    /// the large-group bound.
     pub fn shared_settings(&self) -> String {
         format!(
             "server_id={} domain_id={} max_file_size={} large_group={}",

@@ -80,9 +80,7 @@ pub enum StreamError {
     },
     /// The cluster's stream records were laid out by another build of `surge-txn`
     /// (`TxnError::StreamLayout`): they would read back wrong, so this node writes no copy.
-    #[error(
-        "replica stream: {detail}; this node writes no copy (start the stream from a new data directory)"
-    )]
+    #[error("replica stream: {detail}; this node writes no copy")]
     Layout {
         /// The transaction layer's error.
         detail: String,

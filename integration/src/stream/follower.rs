@@ -71,7 +71,8 @@ pub trait RecordSource: Send {
     /// yet. The default keeps nothing and answers `mine` (a source of one writer).
     ///
     /// # Errors
-    /// [`StreamError::Source`]: retried.
+    /// [`StreamError::Source`]: retried; [`StreamError::Layout`]: the cluster's records
+    /// are another build's, the follower stops.
     fn claim_settings(&mut self, mine: &str) -> Result<String, StreamError> {
         Ok(mine.to_owned())
     }
@@ -154,7 +155,7 @@ pub struct FollowerConfig {
 impl Default for FollowerConfig {
     fn default() -> Self {
         FollowerConfig {
-            interval: Duration::from_millis(50),
+            interval: super::config::DEFAULT_STREAM_ROUND,
             retry: Duration::from_millis(200),
             publish_every: Duration::from_secs(10),
             collect_every: Duration::from_secs(60),

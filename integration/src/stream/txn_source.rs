@@ -42,6 +42,17 @@ impl TxnRecordSource {
     }
 }
 
+/// A settings claim's error: a store of another record layout is final (retrying would
+/// never end), any other is the source's (retried).
+fn claim_err(e: surge_txn::TxnError) -> StreamError {
+    match e {
+        e @ surge_txn::TxnError::StreamLayout { .. } => StreamError::Layout {
+            detail: e.to_string(),
+        },
+        e => source_err(e),
+    }
+}
+
 fn source_err(e: impl std::fmt::Display) -> StreamError {
     StreamError::Source {
         detail: e.to_string(),
@@ -53,13 +64,7 @@ impl RecordSource for TxnRecordSource {
         let bytes = self
             .client
             .stream_claim_settings(mine.as_bytes())
-            .map_err(|e| match e {
-                // Not a cluster still starting: retrying would never end.
-                e @ surge_txn::TxnError::StreamLayout { .. } => StreamError::Layout {
-                    detail: e.to_string(),
-                },
-                e => source_err(e),
-            })?;
+            .map_err(claim_err)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -144,5 +149,22 @@ impl RecordSource for TxnRecordSource {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_layout_is_final_other_errors_are_retried() {
+        let layout = claim_err(surge_txn::TxnError::StreamLayout {
+            found: "1".into(),
+            expected: 2,
+        });
+        assert!(matches!(layout, StreamError::Layout { .. }), "{layout}");
+        assert!(layout.to_string().contains("layout 1"), "{layout}");
+        let other = claim_err(surge_txn::TxnError::TxnFinished);
+        assert!(matches!(other, StreamError::Source { .. }), "{other}");
     }
 }

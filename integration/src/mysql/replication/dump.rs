@@ -67,6 +67,10 @@ pub(crate) struct DumpOptions {
     /// `@master_binlog_checksum` was `CRC32`: the first fake Rotate carries a CRC-32
     /// (`events.rs`); later ones do, as the files' events.
     pub(crate) checksum_at_connect: bool,
+    /// `@master_binlog_checksum` was set at all (a client that never set it cannot
+    /// handle the files' checksums: refused with 1236 after the first fake Rotate, as
+    /// MariaDB does).
+    pub(crate) checksum_aware: bool,
 }
 
 /// Why the dump ended.
@@ -163,11 +167,16 @@ impl<W: DumpPeer> Dump<'_, W> {
         let mut name = files[i].0.clone();
         let mut path = files[i].1.clone();
         let mut offset = Some(offset);
+        // MariaDB's first fake Rotate names the position asked for; the next ones 4.
+        let mut rotate_pos = match &self.opts.start {
+            Start::File(_, pos) => Some(*pos),
+            Start::Gtid(_) => None,
+        };
         // The file being sent stays in the binlog until the next one is pinned too, so a
         // purge never removes what this replica reads next.
         let mut _pin = self.source.pin(&name)?;
         loop {
-            self.stream_file(&name, &path, offset.take().unwrap_or(4))?;
+            self.stream_file(&name, &path, offset.take().unwrap_or(4), rotate_pos.take())?;
             // The file is complete and sent: on to the next one.
             let files = self.source.files();
             i = files
@@ -195,16 +204,22 @@ impl<W: DumpPeer> Dump<'_, W> {
     }
 
     /// Sends `name` from `from` on, following it while it grows; returns once it is
-    /// complete and wholly sent.
+    /// complete and wholly sent. Its fake Rotate names `rotate_pos` (4 when `None`).
     fn stream_file(
         &mut self,
         name: &str,
         path: &std::path::Path,
         from: u64,
+        rotate_pos: Option<u64>,
     ) -> Result<(), DumpEnd> {
         let server_id = self.source.server_id();
         let checksum = self.sent_fd || self.opts.checksum_at_connect;
-        self.send(&fake_rotate(server_id, name, checksum))?;
+        self.send(&fake_rotate(
+            server_id,
+            name,
+            rotate_pos.unwrap_or(4),
+            checksum,
+        ))?;
         self.after_rotate = true;
         let mut f = EventFile::open(path)?;
         // The Format_description: wait for it if the file is that new.
@@ -220,6 +235,15 @@ impl<W: DumpPeer> Dump<'_, W> {
             }
             self.idle(name, 4)?;
         };
+        if !self.opts.checksum_aware {
+            // MariaDB's answer to a client that never said which checksum it handles, for
+            // a binlog whose events carry one (ours always do).
+            return Err(ReplicationError::ChecksumUnaware {
+                file: name.to_string(),
+                pos: rotate_pos.unwrap_or(4),
+            }
+            .into());
+        }
         let fd = format_description_as_sent(&fd, !self.pending.is_empty())
             .ok_or_else(|| corrupt(&f, 4, "Format_description too short"))?;
         self.send(&fd)?;

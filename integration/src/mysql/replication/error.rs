@@ -50,6 +50,17 @@ pub enum ReplicationError {
         /// The file.
         file: String,
     },
+    /// The client never set `@master_binlog_checksum`, so it cannot handle the CRC-32
+    /// every event of the binlog carries (MariaDB's wording).
+    #[error(
+        "Slave can not handle replication events with the checksum that master is configured to log; the first event '{file}' at {pos}"
+    )]
+    ChecksumUnaware {
+        /// The first file asked for.
+        file: String,
+        /// The position asked for in it.
+        pos: u64,
+    },
     /// `PURGE BINARY LOGS TO` named a file the binlog does not list (MariaDB's 1373).
     #[error("Target log not found in binlog index ({file:?})")]
     PurgeTargetNotFound {

@@ -1,7 +1,8 @@
 //! The events the server makes up for a replica, and the one it alters:
 //!
 //! * the fake Rotate before each file: timestamp 0, `log_pos` 0, flag
-//!   `LOG_EVENT_ARTIFICIAL_F` (0x20), body = position u64 (4) + file name;
+//!   `LOG_EVENT_ARTIFICIAL_F` (0x20), body = position u64 (the position a client asked
+//!   for, in the first file; 4 after) + file name;
 //! * the Heartbeat sent while idle (type 27): timestamp 0, flags 0, `log_pos` = the offset
 //!   reached in the current file, body = the file name;
 //! * the file's Format_description as sent: the in-use flag (0x01) cleared (the replica
@@ -58,10 +59,10 @@ fn event_without_checksum(
     out
 }
 
-/// The fake Rotate that opens the stream of `file`, with a CRC-32 when `checksum` (module
-/// docs).
-pub(crate) fn fake_rotate(server_id: u32, file: &str, checksum: bool) -> Vec<u8> {
-    let body: [&[u8]; 2] = [&4u64.to_le_bytes(), file.as_bytes()];
+/// The fake Rotate that opens the stream of `file` at `position`, with a CRC-32 when
+/// `checksum` (module docs).
+pub(crate) fn fake_rotate(server_id: u32, file: &str, position: u64, checksum: bool) -> Vec<u8> {
+    let body: [&[u8]; 2] = [&position.to_le_bytes(), file.as_bytes()];
     if checksum {
         event(code::ROTATE, server_id, 0, FLAG_ARTIFICIAL, &body)
     } else {
@@ -103,9 +104,9 @@ mod tests {
 
     #[test]
     fn fake_rotate_decodes() {
-        let bytes = fake_rotate(7, "surge-bin.000002", true);
+        let bytes = fake_rotate(7, "surge-bin.000002", 4, true);
         let ev = Event::decode(&bytes, ChecksumAlg::Crc32).unwrap();
-        let bare = fake_rotate(7, "surge-bin.000002", false);
+        let bare = fake_rotate(7, "surge-bin.000002", 4, false);
         assert_eq!(bare.len() + CHECKSUM_LEN, bytes.len());
         assert_eq!(
             Event::decode(&bare, ChecksumAlg::Off).unwrap().body,
@@ -164,6 +165,6 @@ mod tests {
             assert_eq!(&sent[end..], &crc32fast::hash(&sent[..end]).to_le_bytes());
         }
         assert!(format_description_as_sent(&bytes[..40], false).is_none());
-        assert!(format_description_as_sent(&fake_rotate(1, "x", true), false).is_none());
+        assert!(format_description_as_sent(&fake_rotate(1, "x", 4, true), false).is_none());
     }
 }

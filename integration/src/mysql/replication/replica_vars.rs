@@ -91,6 +91,7 @@ impl ReplicaVars {
             checksum_at_connect: self
                 .get("master_binlog_checksum")
                 .is_some_and(|v| v.eq_ignore_ascii_case("CRC32")),
+            checksum_aware: self.values.contains_key("master_binlog_checksum"),
         })
     }
 }
@@ -113,8 +114,10 @@ mod tests {
         assert_eq!(o.heartbeat, None);
         assert!(o.non_blocking);
         assert!(!o.checksum_at_connect, "never set: MariaDB's UNDEF");
+        assert!(!o.checksum_aware);
         v.set("master_binlog_checksum", SetValue::Str("NONE".into()));
         assert!(!v.dump_options(&req).unwrap().checksum_at_connect);
+        assert!(v.dump_options(&req).unwrap().checksum_aware);
         v.set("master_heartbeat_period", SetValue::Int(1_500_000_000));
         v.set("slave_connect_state", SetValue::Str("0-1-7".into()));
         v.set(
