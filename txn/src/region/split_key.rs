@@ -12,8 +12,8 @@
 //! with the records written from now on (a new record sorts before the newest one, unless
 //! its transaction reused a timestamp of its own older than that record: such a record
 //! lands on the right, and its transaction commits in two phases, a cost only while the
-//! split is fresh), the records written so far go right. A middle key among records already keeps the rows
-//! with the newest records; any other key is left as it is.
+//! split is fresh), the records written so far go right. A middle key among records
+//! already keeps the rows with the newest records; any other key is left as it is.
 //!
 //! Only a lane that holds at least [`MIN_LANE_SHARE`] of the region's write records moves
 //! the split: a table whose rows alone outgrow the split size then splits among its rows
@@ -129,7 +129,7 @@ mod tests {
         let (e, newest) = rows_and_records(MIN_LANE_SHARE as u8 - 1, 1);
         let whole = region(b"", b"");
         assert_eq!(split_key(&e, &whole, row(2)), newest);
-        // The share counts the region's keys only: here rows 1..=8 and the record.
+        // The share counts the region's keys only: here rows 33..=40 and the record.
         let (e, newest) = rows_and_records(40, 1);
         let part = region(&row(33), b"");
         assert_eq!(split_key(&e, &part, row(36)), newest);
