@@ -119,8 +119,7 @@ impl BinlogReader {
                 format!("it ended during the run: {status}"),
             ));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Dropping `self` kills and reaps it.
         Ok(())
     }
 }

@@ -213,13 +213,9 @@ impl<W: DumpPeer> Dump<'_, W> {
         rotate_pos: Option<u64>,
     ) -> Result<(), DumpEnd> {
         let server_id = self.source.server_id();
+        let rotate_pos = rotate_pos.unwrap_or(4);
         let checksum = self.sent_fd || self.opts.checksum_at_connect;
-        self.send(&fake_rotate(
-            server_id,
-            name,
-            rotate_pos.unwrap_or(4),
-            checksum,
-        ))?;
+        self.send(&fake_rotate(server_id, name, rotate_pos, checksum))?;
         self.after_rotate = true;
         let mut f = EventFile::open(path)?;
         // The Format_description: wait for it if the file is that new.
@@ -240,7 +236,7 @@ impl<W: DumpPeer> Dump<'_, W> {
             // a binlog whose events carry one (ours always do).
             return Err(ReplicationError::ChecksumUnaware {
                 file: name.to_string(),
-                pos: rotate_pos.unwrap_or(4),
+                pos: rotate_pos,
             }
             .into());
         }
