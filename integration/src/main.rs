@@ -579,7 +579,13 @@ enum BenchCommand {
             default_value = "1,4,8,16,32,64,128,256,512"
         )]
         hot_threads: Vec<usize>,
-        /// Seconds per sysbench run of one variant (000 and 004).
+        /// `oltp`'s oltp_point_select threads.
+        #[arg(long, default_value_t = 16)]
+        point_threads: usize,
+        /// `oltp`'s oltp_write_only threads.
+        #[arg(long, default_value_t = 32)]
+        write_threads: usize,
+        /// Seconds per sysbench run of one variant (000, 004 and `oltp`).
         #[arg(long, default_value_t = 10)]
         seconds: u64,
         /// Rotations through every variant.
@@ -660,6 +666,9 @@ enum ExperimentArg {
     Bigtxn,
     /// 004, hot row.
     HotRow,
+    /// SurgeDB beside MariaDB on oltp_point_select and oltp_write_only (not in the
+    /// default list).
+    Oltp,
 }
 
 #[derive(Debug, Subcommand)]
@@ -1056,6 +1065,8 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             no_mariadb,
             lock_threads,
             hot_threads,
+            point_threads,
+            write_threads,
             seconds,
             rounds,
             tables,
@@ -1085,11 +1096,14 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
                     ExperimentArg::Locks => Experiment::Locks,
                     ExperimentArg::Bigtxn => Experiment::BigTxn,
                     ExperimentArg::HotRow => Experiment::HotRow,
+                    ExperimentArg::Oltp => Experiment::Oltp,
                 })
                 .collect();
             opts.mariadb = !no_mariadb;
             opts.lock_threads = lock_threads;
             opts.hot_threads = hot_threads;
+            opts.point_threads = point_threads;
+            opts.write_threads = write_threads;
             opts.seconds = seconds;
             opts.rounds = rounds;
             opts.tables = tables;

@@ -1,4 +1,4 @@
-//! `bench sysbench` in short: every experiment with stock sysbench against a fresh 3-node
+//! `bench sysbench` in short: every experiment (and the OLTP side-by-side) with stock sysbench against a fresh 3-node
 //! cluster (and for 003 a second one that copies large transactions instead of renaming)
 //! and a private MariaDB, a second or so per variant. Asserts that every variant
 //! ran and that the run's own consistency checks passed (the hot row equals what sysbench
@@ -29,6 +29,9 @@ fn short(dir: &std::path::Path) -> SysbenchOptions {
     // cluster and by copy on the second.
     o.node_args = vec!["--binlog-large-commit-threshold=1048576".into()];
     o.big_copy = true;
+    o.experiments.push(Experiment::Oltp);
+    o.point_threads = 2;
+    o.write_threads = 2;
     o
 }
 
@@ -112,10 +115,38 @@ fn every_experiment_and_variant_runs_and_the_data_matches_what_sysbench_acknowle
         "SurgeDB's binlogs verified: {:?}",
         r.verified_binlogs
     );
+    for (workload, points) in [
+        ("oltp_point_select", &r.oltp.point_select),
+        ("oltp_write_only", &r.oltp.write_only),
+    ] {
+        for v in ["surgedb", "mariadb"] {
+            let p = points
+                .iter()
+                .find(|p| p.variant == v && p.threads == 2)
+                .unwrap_or_else(|| panic!("oltp {workload} {v} missing: {points:?}"));
+            assert!(
+                p.transactions > 0 && p.slices == 1,
+                "oltp {workload} {v}: {p:?}"
+            );
+        }
+    }
+    // One leader count per SurgeDB slice, of the one region a 100-row table lies in.
+    assert_eq!(r.oltp.leaders.len(), 2, "{:?}", r.oltp.leaders);
+    assert!(
+        r.oltp
+            .leaders
+            .iter()
+            .all(|l| l.regions == 1 && l.local <= 1),
+        "{:?}",
+        r.oltp.leaders
+    );
     assert!(r.machine.cores >= 1);
     let text = surgedb::cli::sysbench_text(&r);
     assert!(
-        text.contains("hotspot ON") && text.contains("in-memory / pessimistic"),
+        text.contains("hotspot ON")
+            && text.contains("in-memory / pessimistic")
+            && text.contains("SurgeDB / MariaDB")
+            && text.contains("led by node 1"),
         "{text}"
     );
 }

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::bench::sysbench::{
-    HOTSPOT_OFF, HOTSPOT_ON, SysbenchOptions, SysbenchPoint, SysbenchReport, big_update_series,
-    big_update_table, run_sysbench, size_label, sysbench_series, sysbench_table,
+    HOTSPOT_OFF, HOTSPOT_ON, OltpReport, SysbenchOptions, SysbenchPoint, SysbenchReport,
+    big_update_series, big_update_table, run_sysbench, size_label, sysbench_series, sysbench_table,
 };
 use crate::bench::{Plot, XAxis, YAxis, plot_svg};
 
@@ -123,9 +123,48 @@ pub fn text(r: &SysbenchReport) -> String {
             }
         }
     }
+    if !r.oltp.point_select.is_empty() {
+        t.push_str(&oltp_text(&r.oltp));
+    }
     t.push_str(&format!(
         "\nbinlog files verified with mariadb-binlog --verify-binlog-checksum: {}\n",
         r.verified_binlogs.len()
+    ));
+    t
+}
+
+/// The OLTP side-by-side: both tables (TPS relative to MariaDB's), SurgeDB / MariaDB
+/// against the targets of issue 18, and where the tables' leaders were.
+fn oltp_text(o: &OltpReport) -> String {
+    let mut t = String::new();
+    for (title, points, target) in [
+        (
+            "oltp_point_select (one SELECT per transaction: TPS = QPS)",
+            &o.point_select,
+            0.5,
+        ),
+        ("oltp_write_only", &o.write_only, 0.6),
+    ] {
+        t.push_str(&format!("\noltp: sysbench {title} (vs base: mariadb)\n"));
+        t.push_str(&sysbench_table(points, "mariadb"));
+        let at = |v: &str| points.iter().find(|p| p.variant == v);
+        if let (Some(s), Some(m)) = (at("surgedb"), at("mariadb")) {
+            let ratio = s.tps / m.tps.max(1e-9);
+            t.push_str(&format!(
+                "  {} threads: SurgeDB / MariaDB {ratio:.2}x (target >= {target}x: {})\n",
+                s.threads,
+                if ratio >= target { "met" } else { "not met" }
+            ));
+        }
+    }
+    let shares: Vec<String> = o
+        .leaders
+        .iter()
+        .map(|l| format!("{} r{}: {}/{}", l.workload, l.round, l.local, l.regions))
+        .collect();
+    t.push_str(&format!(
+        "  sbtest regions led by node 1 (sysbench's node) at each SurgeDB slice: {}\n",
+        shares.join(", ")
     ));
     t
 }

@@ -11,7 +11,7 @@ use surge_raft_lite::{Node as RaftNode, StateMachine};
 
 use super::gc_hold::GcHold;
 use super::meta_state::{META_REGION_ID, MetaCommand, MetaState};
-use crate::region::{Lease, RegionError, RegionInfo, raft_error};
+use crate::region::{Lease, LeaseCheck, RegionError, RegionInfo, raft_error};
 use crate::{compose_ts, physical_ms};
 
 /// The oracle's allocation state on the leader.
@@ -140,11 +140,15 @@ impl MetaPeer {
         // timestamps below the successor's; confirming leadership with a quorum after
         // choosing `next` (or holding a lease from a round that confirmed it recently) rules
         // that out: no successor existed when the quorum answered.
-        if !self.lease.valid() {
-            let round = self.lease.start_round();
-            raft.read_index(META_REGION_ID, timeout)
-                .map_err(|e| raft_error(META_REGION_ID, e))?;
-            self.lease.renew(round);
+        match self.lease.check() {
+            LeaseCheck::Held => {}
+            LeaseCheck::Renew(round) | LeaseCheck::Confirm(round) => {
+                if let Err(e) = raft.read_index(META_REGION_ID, timeout) {
+                    self.lease.abandon(round);
+                    return Err(raft_error(META_REGION_ID, e));
+                }
+                self.lease.renew(round);
+            }
         }
         Ok(next)
     }

@@ -27,6 +27,22 @@ struct State {
     until: Option<Instant>,
     /// Bumped by every drop; a round renews only within the generation it started in.
     generation: u64,
+    /// An early renewal (of a lease still held) is in flight: no other caller starts one.
+    renewing: bool,
+}
+
+/// What a caller must do before it serves from the leader's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LeaseCheck {
+    /// The lease holds for more than half its duration: serve.
+    Held,
+    /// The lease holds but is in its second half, and this caller is the one to renew it:
+    /// run a confirmation round, then [`Lease::renew`] (or [`Lease::abandon`] on failure).
+    /// Renewing before the end keeps a busy leader from ever running out, so its callers
+    /// do not all stop for rounds of their own at once when it does.
+    Renew(Round),
+    /// The lease does not hold: run a confirmation round before serving.
+    Confirm(Round),
 }
 
 /// A confirmation round in flight.
@@ -50,11 +66,34 @@ impl Lease {
     }
 
     /// Whether the lease holds now.
+    #[cfg(test)]
     pub(crate) fn valid(&self) -> bool {
         self.state.lock().until.is_some_and(|u| Instant::now() < u)
     }
 
+    /// Whether the lease holds now, and whether this caller should confirm or renew it.
+    pub(crate) fn check(&self) -> LeaseCheck {
+        let now = Instant::now();
+        let mut s = self.state.lock();
+        let round = Round {
+            started: now,
+            generation: s.generation,
+        };
+        match s.until {
+            Some(u) if now < u => {
+                if s.renewing || u - now > self.duration / 2 {
+                    LeaseCheck::Held
+                } else {
+                    s.renewing = true;
+                    LeaseCheck::Renew(round)
+                }
+            }
+            _ => LeaseCheck::Confirm(round),
+        }
+    }
+
     /// A confirmation round starts now.
+    #[cfg(test)]
     pub(crate) fn start_round(&self) -> Round {
         Round {
             started: Instant::now(),
@@ -69,8 +108,19 @@ impl Lease {
         }
         let until = round.started + self.duration;
         let mut s = self.state.lock();
-        if s.generation == round.generation && s.until.is_none_or(|old| old < until) {
-            s.until = Some(until);
+        if s.generation == round.generation {
+            s.renewing = false;
+            if s.until.is_none_or(|old| old < until) {
+                s.until = Some(until);
+            }
+        }
+    }
+
+    /// A round from [`LeaseCheck::Renew`] failed: another caller may renew.
+    pub(crate) fn abandon(&self, round: Round) {
+        let mut s = self.state.lock();
+        if s.generation == round.generation {
+            s.renewing = false;
         }
     }
 
@@ -79,6 +129,7 @@ impl Lease {
         let mut s = self.state.lock();
         s.until = None;
         s.generation += 1;
+        s.renewing = false;
     }
 }
 
@@ -107,6 +158,49 @@ mod tests {
         lease.renew(round);
         assert!(!lease.valid());
         lease.renew(lease.start_round());
+        assert!(lease.valid());
+    }
+
+    #[test]
+    fn one_caller_renews_a_lease_in_its_second_half_while_the_others_serve() {
+        let lease = Lease::new(Duration::from_millis(200));
+        assert!(matches!(lease.check(), LeaseCheck::Confirm(_)));
+        lease.renew(lease.start_round());
+        assert!(matches!(lease.check(), LeaseCheck::Held), "fresh: held");
+        std::thread::sleep(Duration::from_millis(120));
+        let LeaseCheck::Renew(round) = lease.check() else {
+            panic!("past half: the first caller renews");
+        };
+        assert!(
+            matches!(lease.check(), LeaseCheck::Held),
+            "one renewal at a time; the lease still holds"
+        );
+        lease.abandon(round);
+        let LeaseCheck::Renew(round) = lease.check() else {
+            panic!("an abandoned renewal lets the next caller try");
+        };
+        lease.renew(round);
+        assert!(matches!(lease.check(), LeaseCheck::Held), "renewed");
+    }
+
+    #[test]
+    fn a_renewal_started_before_a_drop_neither_renews_nor_blocks_the_next() {
+        let lease = Lease::new(Duration::from_millis(100));
+        lease.renew(lease.start_round());
+        std::thread::sleep(Duration::from_millis(60));
+        let LeaseCheck::Renew(stale) = lease.check() else {
+            panic!("past half: renew");
+        };
+        lease.invalidate();
+        lease.renew(stale);
+        assert!(
+            !lease.valid(),
+            "a round from before the drop does not renew"
+        );
+        let LeaseCheck::Confirm(round) = lease.check() else {
+            panic!("dropped: confirm");
+        };
+        lease.renew(round);
         assert!(lease.valid());
     }
 

@@ -10,7 +10,7 @@ use super::node::{DETECTOR_EDGE_TTL, KvNode};
 use super::request::{KvRequest, LockKey};
 use super::response::{KeyError, KvResponse};
 use crate::region::{
-    CmdError, Context, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
+    CmdError, Context, LeaseCheck, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
 };
 use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
 
@@ -184,14 +184,20 @@ impl KvNode {
         keys: &[&[u8]],
     ) -> Result<(), Failure> {
         peer.check(ctx, keys)?;
-        if peer.lease.valid() {
-            return Ok(());
+        let round = match peer.lease.check() {
+            LeaseCheck::Held => return Ok(()),
+            LeaseCheck::Renew(round) | LeaseCheck::Confirm(round) => round,
+        };
+        match raft.read_index(ctx.region_id, self.config.proposal_timeout) {
+            Ok(_) => {
+                peer.lease.renew(round);
+                Ok(())
+            }
+            Err(e) => {
+                peer.lease.abandon(round);
+                Err(raft_error(ctx.region_id, e).into())
+            }
         }
-        let round = peer.lease.start_round();
-        raft.read_index(ctx.region_id, self.config.proposal_timeout)
-            .map_err(|e| raft_error(ctx.region_id, e))?;
-        peer.lease.renew(round);
-        Ok(())
     }
 
     /// The end of a range read (a request's `end` clamped to the region's), taken from the

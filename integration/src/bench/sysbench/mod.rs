@@ -11,7 +11,10 @@
 //!   11.7 added the rename, <https://mariadb.com/kb/en/binlog_large_commit_threshold/>);
 //! - 004, AliSQL's hot row: `UPDATE /*+ commit_on_success rollback_on_fail
 //!   target_affect_row(1) */ t1 SET data=data+1 WHERE id=1` (the script in
-//!   `integration/sysbench/hot_row.lua`) at 1..512 threads, hotspot ON vs OFF.
+//!   `integration/sysbench/hot_row.lua`) at 1..512 threads, hotspot ON vs OFF;
+//! - `oltp` (not in the default list): sysbench's own `oltp_point_select` at 16 threads
+//!   and `oltp_write_only` at 32, SurgeDB and MariaDB alternating, with where the tables'
+//!   region leaders were during each SurgeDB slice.
 //!
 //! After every run the data must match what sysbench acknowledged (the hot row's value,
 //! the tables' row counts, the big table's counter), and at the end every binlog file
@@ -23,6 +26,7 @@ mod error;
 mod hot_row;
 mod machine;
 mod mariadb;
+mod oltp;
 mod output;
 mod report;
 mod run;
@@ -35,6 +39,7 @@ pub use error::SysbenchError;
 pub use hot_row::{HOTSPOT_OFF, HOTSPOT_ON};
 pub use machine::Machine;
 pub use mariadb::PrivateMariadb;
+pub use oltp::{LeaderShare, OltpReport, POINT_SELECT, WRITE_ONLY};
 pub use output::{Interval, SysbenchResult, parse_sysbench};
 pub use report::{
     big_update_series, big_update_table, size_label, sysbench_series, sysbench_table,

@@ -1,4 +1,4 @@
-//! [`run_sysbench`]: the three experiments against a fresh 3-node SurgeDB cluster and a
+//! [`run_sysbench`]: the three experiments (and the OLTP side-by-side) against a fresh 3-node SurgeDB cluster and a
 //! private MariaDB, then the binlogs verified.
 
 use std::path::{Path, PathBuf};
@@ -12,12 +12,13 @@ use super::error::SysbenchError;
 use super::hot_row::run_hot_row;
 use super::machine::Machine;
 use super::mariadb::PrivateMariadb;
+use super::oltp::{OltpReport, OltpThreads, run_oltp};
 use super::tally::SysbenchPoint;
 use super::write_only::{LOCK_MODES, Tables, run_write_only};
 use crate::bench::Progress;
 use crate::local::{ClusterManifest, StartOptions};
 
-/// One of the write-ups' experiments.
+/// One of the write-ups' experiments, or the OLTP side-by-side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Experiment {
     /// 000: in-memory pessimistic locks, `oltp_write_only`.
@@ -26,6 +27,8 @@ pub enum Experiment {
     BigTxn,
     /// 004: the hot-row `UPDATE`.
     HotRow,
+    /// SurgeDB beside MariaDB on `oltp_point_select` and `oltp_write_only`.
+    Oltp,
 }
 
 /// What `bench sysbench` runs.
@@ -48,6 +51,10 @@ pub struct SysbenchOptions {
     pub lock_threads: Vec<usize>,
     /// 004's thread counts.
     pub hot_threads: Vec<usize>,
+    /// `Oltp`'s `oltp_point_select` threads.
+    pub point_threads: usize,
+    /// `Oltp`'s `oltp_write_only` threads.
+    pub write_threads: usize,
     /// Seconds per slice (one sysbench run of one variant).
     pub seconds: u64,
     /// Rotations through all variants (interleaved, so drift hits every variant alike).
@@ -83,6 +90,8 @@ impl SysbenchOptions {
             mariadb: true,
             lock_threads: vec![1, 8, 32, 64],
             hot_threads: vec![1, 4, 8, 16, 32, 64, 128, 256, 512],
+            point_threads: 16,
+            write_threads: 32,
             seconds: 10,
             rounds: 1,
             tables: 4,
@@ -102,6 +111,7 @@ impl SysbenchOptions {
         let per = |e: &Experiment| match e {
             Experiment::Locks => self.lock_threads.len() * servers(LOCK_MODES.len()),
             Experiment::HotRow => self.hot_threads.len() * servers(2),
+            Experiment::Oltp => 2 * servers(1),
             Experiment::BigTxn => {
                 (self.big_mib.len() + 1) * servers(1 + usize::from(self.big_copy))
             }
@@ -123,7 +133,12 @@ impl SysbenchOptions {
             return bad("rounds/seconds", "must be at least 1");
         }
         let zero = |v: &[usize]| v.is_empty() || v.contains(&0);
-        if zero(&self.lock_threads) || zero(&self.hot_threads) || self.big_threads == 0 {
+        if zero(&self.lock_threads)
+            || zero(&self.hot_threads)
+            || self.big_threads == 0
+            || self.point_threads == 0
+            || self.write_threads == 0
+        {
             return bad("threads", "each list needs at least one count, none 0");
         }
         if self.tables == 0 || self.table_size == 0 {
@@ -150,6 +165,8 @@ pub struct SysbenchReport {
     pub big: Vec<BigUpdatePoint>,
     /// 004's points.
     pub hot: Vec<SysbenchPoint>,
+    /// The OLTP side-by-side (empty when not run).
+    pub oltp: OltpReport,
     /// Binlog files that passed `mariadb-binlog --verify-binlog-checksum` (SurgeDB's also
     /// read back by `surge-binlog`).
     pub verified_binlogs: Vec<String>,
@@ -220,6 +237,7 @@ pub fn run_sysbench(
         locks: Vec::new(),
         big: Vec::new(),
         hot: Vec::new(),
+        oltp: OltpReport::default(),
         verified_binlogs: Vec::new(),
     };
     for e in &opts.experiments {
@@ -241,6 +259,20 @@ pub fn run_sysbench(
                     m_ep,
                     &script,
                     &opts.hot_threads,
+                    opts.seconds,
+                    opts.rounds,
+                    progress,
+                )?;
+            }
+            Experiment::Oltp => {
+                report.oltp = run_oltp(
+                    &surgedb,
+                    m_ep,
+                    tables,
+                    OltpThreads {
+                        point: opts.point_threads,
+                        write: opts.write_threads,
+                    },
                     opts.seconds,
                     opts.rounds,
                     progress,

@@ -82,11 +82,23 @@ impl Tables {
         seconds: u64,
         extra: &[&str],
     ) -> Result<super::output::SysbenchResult, SysbenchError> {
+        self.run_workload(ep, "oltp_write_only", threads, seconds, extra)
+    }
+
+    /// One run of sysbench's built-in `workload` (`oltp_point_select`, ...) on these tables.
+    pub(crate) fn run_workload(
+        &self,
+        ep: &Endpoint,
+        workload: &str,
+        threads: usize,
+        seconds: u64,
+        extra: &[&str],
+    ) -> Result<super::output::SysbenchResult, SysbenchError> {
         let mut args = self.args().to_vec();
         args.push(format!("--threads={threads}"));
         args.push(format!("--time={seconds}"));
         args.extend(extra.iter().map(|s| s.to_string()));
-        args.extend(["oltp_write_only".into(), "run".into()]);
+        args.extend([workload.to_string(), "run".into()]);
         ep.sysbench("sbtest", &args)
     }
 }

@@ -1,0 +1,163 @@
+//! SurgeDB beside MariaDB on sysbench's own OLTP workloads: `oltp_point_select` and
+//! `oltp_write_only` on the same `sbtest` tables, the two servers alternating slice by
+//! slice, with where the tables' region leaders were during each SurgeDB slice (a read or
+//! lock served by another node's leader costs a network round trip more).
+
+use serde::Serialize;
+
+use super::endpoint::Endpoint;
+use super::error::SysbenchError;
+use super::tally::{SysbenchPoint, Tally};
+use super::write_only::Tables;
+use crate::bench::Progress;
+
+/// The point-select workload (one primary-key `SELECT` per sysbench transaction, so its
+/// TPS is its QPS).
+pub const POINT_SELECT: &str = "oltp_point_select";
+/// The write workload (per transaction: an indexed and a non-indexed `UPDATE`, a `DELETE`
+/// and an `INSERT` of the same id).
+pub const WRITE_ONLY: &str = "oltp_write_only";
+
+/// The node whose MySQL port sysbench drives (`bench sysbench` uses node 1's).
+const SURGEDB_NODE: u64 = 1;
+
+/// The side-by-side's thread counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OltpThreads {
+    pub(crate) point: usize,
+    pub(crate) write: usize,
+}
+
+/// Where the `sbtest` tables' regions were led during one SurgeDB slice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaderShare {
+    /// The workload of the slice.
+    pub workload: String,
+    /// Its round (1-based).
+    pub round: usize,
+    /// Regions holding `sbtest` rows whose leader was the node sysbench talked to.
+    pub local: usize,
+    /// Regions holding `sbtest` rows (a region holding several tables counted once).
+    pub regions: usize,
+}
+
+/// What the side-by-side measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OltpReport {
+    /// `oltp_point_select` points: `surgedb` and `mariadb`.
+    pub point_select: Vec<SysbenchPoint>,
+    /// `oltp_write_only` points: `surgedb` and `mariadb`.
+    pub write_only: Vec<SysbenchPoint>,
+    /// Per SurgeDB slice, how many of the tables' regions node 1 led.
+    pub leaders: Vec<LeaderShare>,
+}
+
+/// Prepares `tables` on both servers, then per round: point select on SurgeDB, on
+/// MariaDB, write-only on SurgeDB, on MariaDB; the tables' row counts are checked at the
+/// end (write-only deletes and re-inserts the same ids).
+///
+/// # Errors
+/// The first [`SysbenchError`].
+pub(crate) fn run_oltp(
+    surgedb: &Endpoint,
+    mariadb: Option<&Endpoint>,
+    tables: Tables,
+    threads: OltpThreads,
+    seconds: u64,
+    rounds: usize,
+    progress: &mut dyn Progress,
+) -> Result<OltpReport, SysbenchError> {
+    progress.message("oltp: sysbench prepare");
+    tables.prepare(surgedb)?;
+    if let Some(m) = mariadb {
+        tables.prepare(m)?;
+    }
+    let mut point = Tally::default();
+    let mut write = Tally::default();
+    let mut leaders = Vec::new();
+    for round in 1..=rounds {
+        for (workload, t, tally) in [
+            (POINT_SELECT, threads.point, &mut point),
+            (WRITE_ONLY, threads.write, &mut write),
+        ] {
+            progress.message(&format!("oltp: SurgeDB {workload}, {t} threads"));
+            let (local, regions) = local_leaders(surgedb, SURGEDB_NODE, tables)?;
+            tally.add(
+                "surgedb",
+                t,
+                &tables.run_workload(surgedb, workload, t, seconds, &[])?,
+            );
+            leaders.push(LeaderShare {
+                workload: workload.to_string(),
+                round,
+                local,
+                regions,
+            });
+            progress.step();
+            if let Some(m) = mariadb {
+                progress.message(&format!("oltp: MariaDB {workload}, {t} threads"));
+                tally.add(
+                    "mariadb",
+                    t,
+                    &tables.run_workload(m, workload, t, seconds, &[])?,
+                );
+                progress.step();
+            }
+        }
+    }
+    tables.check(surgedb)?;
+    if let Some(m) = mariadb {
+        tables.check(m)?;
+    }
+    Ok(OltpReport {
+        point_select: point.into_points(),
+        write_only: write.into_points(),
+        leaders,
+    })
+}
+
+/// How many of the regions holding the `sbtest` tables node `me` (the node behind
+/// `surgedb`) leads, of how many, from `SHOW TABLE ... REGIONS` (`REGION_ID` first,
+/// `LEADER_STORE_ID` fifth).
+fn local_leaders(
+    surgedb: &Endpoint,
+    me: u64,
+    tables: Tables,
+) -> Result<(usize, usize), SysbenchError> {
+    let mut seen = std::collections::BTreeMap::new();
+    for i in 1..=tables.tables {
+        let out = surgedb.sql(&format!("SHOW TABLE sbtest.sbtest{i} REGIONS"))?;
+        for (region, leader) in region_leaders(&out) {
+            seen.insert(region, leader);
+        }
+    }
+    let local = seen.values().filter(|&&l| l == Some(me)).count();
+    Ok((local, seen.len()))
+}
+
+/// (region id, leader's node id if known) of each row of `SHOW TABLE ... REGIONS` printed
+/// tab-separated without a header.
+fn region_leaders(out: &str) -> Vec<(u64, Option<u64>)> {
+    out.lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            let region = cols.first()?.trim().parse().ok()?;
+            Some((region, cols.get(4).and_then(|c| c.trim().parse().ok())))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn region_rows_give_their_leaders_and_skip_what_is_not_a_row() {
+        let out = "9\t70\t7480FF\t1\t1\t1,2,3\n18\t7480FF\t80\t2\t2\t1,2,3\n\
+                   21\t80\t\tNULL\tNULL\t1,2,3\nwarning: something\n";
+        assert_eq!(
+            region_leaders(out),
+            vec![(9, Some(1)), (18, Some(2)), (21, None)]
+        );
+    }
+}
