@@ -551,7 +551,8 @@ enum BenchCommand {
     /// MySQL protocol against a fresh 3-node cluster (node 1's MySQL port) and a private
     /// durable MariaDB 10.11 started here, variants interleaved: 000 oltp_write_only by
     /// lock mode, 003 oltp_write_only beside big UPDATEs, 004 the hinted hot-row UPDATE
-    /// with hotspot ON and OFF. Needs sysbench, mariadb, mariadbd, mariadb-install-db and
+    /// with hotspot ON and OFF; with `--only oltp`, oltp_point_select and oltp_write_only
+    /// beside MariaDB. Needs sysbench, mariadb, mariadbd, mariadb-install-db and
     /// mariadb-binlog on PATH.
     Sysbench {
         /// Experiments to run, in order.
@@ -591,10 +592,10 @@ enum BenchCommand {
         /// Rotations through every variant.
         #[arg(long, default_value_t = 1)]
         rounds: usize,
-        /// oltp_write_only's --tables.
+        /// sysbench's --tables (oltp_write_only and oltp_point_select).
         #[arg(long, default_value_t = 4)]
         tables: usize,
-        /// oltp_write_only's --table-size.
+        /// sysbench's --table-size (oltp_write_only and oltp_point_select).
         #[arg(long, default_value_t = 10_000)]
         table_size: usize,
         /// 003's big-transaction sizes (MiB of binlog events).

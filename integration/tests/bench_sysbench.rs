@@ -1,6 +1,6 @@
-//! `bench sysbench` in short: every experiment (and the OLTP side-by-side) with stock sysbench against a fresh 3-node
-//! cluster (and for 003 a second one that copies large transactions instead of renaming)
-//! and a private MariaDB, a second or so per variant. Asserts that every variant
+//! `bench sysbench` in short: every experiment (and the OLTP side-by-side) with stock
+//! sysbench against a fresh 3-node cluster (and for 003 a second one that copies large
+//! transactions instead of renaming) and a private MariaDB, a second or so per variant. Asserts that every variant
 //! ran and that the run's own consistency checks passed (the hot row equals what sysbench
 //! acknowledged, sbtest's row counts, the big table's counter, every binlog file through
 //! `mariadb-binlog --verify-binlog-checksum`), not timing.

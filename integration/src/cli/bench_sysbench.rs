@@ -134,7 +134,8 @@ pub fn text(r: &SysbenchReport) -> String {
 }
 
 /// The OLTP side-by-side: both tables (TPS relative to MariaDB's), SurgeDB / MariaDB
-/// against the targets of issue 18, and where the tables' leaders were.
+/// against the front end's targets (`integration/README.md`), and where the tables'
+/// leaders were.
 fn oltp_text(o: &OltpReport) -> String {
     let mut t = String::new();
     for (title, points, target) in [
@@ -163,7 +164,7 @@ fn oltp_text(o: &OltpReport) -> String {
         .map(|l| format!("{} r{}: {}/{}", l.workload, l.round, l.local, l.regions))
         .collect();
     t.push_str(&format!(
-        "  sbtest regions led by node 1 (sysbench's node) at each SurgeDB slice: {}\n",
+        "  sbtest regions led by node 1 (sysbench's node) at the start of each SurgeDB slice: {}\n",
         shares.join(", ")
     ));
     t

@@ -415,9 +415,11 @@ impl NodeProcess {
         let mut kv = KvNodeConfig::new(config.id);
         kv.lock_mode = config.lock_mode;
         kv.split_size = config.split_size;
-        // Half the smallest election timeout, as `LocalCluster` sets it (the library's
-        // default of 40 ms suits 10 ms ticks): a busy leader confirms its leadership four
-        // times a second instead of 25.
+        // Half the election timeout, as `LocalCluster` sets it (the library's default of
+        // 40 ms suits 10 ms ticks): a follower ignores votes for at least
+        // `(election_tick - 1)` ticks after it heard from its leader (480 ms here), and a
+        // busy leader renews its lease in its second half, about 8 rounds a second per
+        // group instead of one every 20 ms.
         kv.read_lease = config.tick * config.election_tick / 2;
         kv.gc_life_time = config.gc.map(|g| g.life_time);
         if let EngineKind::Disk(options) = config.engine {

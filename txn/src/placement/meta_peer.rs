@@ -182,10 +182,11 @@ impl MetaPeer {
         Ok(last)
     }
 
-    /// Drops the lease before a voluntary transfer of the meta group (the transferee does
-    /// not wait for an election timeout).
-    pub(crate) fn drop_lease(&self) {
-        self.lease.invalidate();
+    /// Drops the lease before a voluntary transfer of the meta group and grants none for
+    /// `transfer` or until the next role change (the transferee does not wait for an
+    /// election timeout).
+    pub(crate) fn suspend_lease(&self, transfer: Duration) {
+        self.lease.suspend(transfer);
     }
 
     fn on_leader(&self, term: u64) {

@@ -13,9 +13,12 @@ use parking_lot::Mutex;
 ///
 /// # Invariants
 /// - `duration` is below the smallest election timeout (the cluster configures half of it).
-/// - The lease is dropped on every leadership change and before a voluntary leader transfer
-///   (a transferee does not wait for an election timeout), and a round that started before
+/// - The lease is dropped on every leadership change, and a round that started before
 ///   such a drop cannot renew it.
+/// - Before a voluntary leader transfer the lease is dropped and *suspended*
+///   ([`Lease::suspend`]): a transferee campaigns at once and the followers grant its votes
+///   however recently they heard from this leader, so until the transfer is over (a role
+///   change) or given up, rounds confirm one read each but grant no lease.
 #[derive(Debug)]
 pub(crate) struct Lease {
     state: Mutex<State>,
@@ -29,12 +32,15 @@ struct State {
     generation: u64,
     /// An early renewal (of a lease still held) is in flight: no other caller starts one.
     renewing: bool,
+    /// A voluntary transfer may be under way until then: no round renews the lease.
+    suspended_until: Option<Instant>,
 }
 
 /// What a caller must do before it serves from the leader's state.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum LeaseCheck {
-    /// The lease holds for more than half its duration: serve.
+    /// The lease holds for more than half its duration, or in its second half while
+    /// another caller renews it: serve.
     Held,
     /// The lease holds but is in its second half, and this caller is the one to renew it:
     /// run a confirmation round, then [`Lease::renew`] (or [`Lease::abandon`] on failure).
@@ -110,13 +116,14 @@ impl Lease {
         let mut s = self.state.lock();
         if s.generation == round.generation {
             s.renewing = false;
-            if s.until.is_none_or(|old| old < until) {
+            let suspended = s.suspended_until.is_some_and(|t| Instant::now() < t);
+            if !suspended && s.until.is_none_or(|old| old < until) {
                 s.until = Some(until);
             }
         }
     }
 
-    /// A round from [`LeaseCheck::Renew`] failed: another caller may renew.
+    /// A round from [`Lease::check`] failed: another caller may renew.
     pub(crate) fn abandon(&self, round: Round) {
         let mut s = self.state.lock();
         if s.generation == round.generation {
@@ -130,6 +137,18 @@ impl Lease {
         s.until = None;
         s.generation += 1;
         s.renewing = false;
+        s.suspended_until = None;
+    }
+
+    /// A voluntary leader transfer starts: the lease is dropped and no round renews it for
+    /// `transfer` (how long the transfer may take before it is given up) or until the next
+    /// role change ([`Lease::invalidate`]), whichever comes first.
+    pub(crate) fn suspend(&self, transfer: Duration) {
+        let mut s = self.state.lock();
+        s.until = None;
+        s.generation += 1;
+        s.renewing = false;
+        s.suspended_until = Some(Instant::now() + transfer);
     }
 }
 
@@ -163,11 +182,12 @@ mod tests {
 
     #[test]
     fn one_caller_renews_a_lease_in_its_second_half_while_the_others_serve() {
-        let lease = Lease::new(Duration::from_millis(200));
+        // Long enough that a loaded machine wakes from the sleep inside the second half.
+        let lease = Lease::new(Duration::from_secs(2));
         assert!(matches!(lease.check(), LeaseCheck::Confirm(_)));
         lease.renew(lease.start_round());
         assert!(matches!(lease.check(), LeaseCheck::Held), "fresh: held");
-        std::thread::sleep(Duration::from_millis(120));
+        std::thread::sleep(Duration::from_millis(1100));
         let LeaseCheck::Renew(round) = lease.check() else {
             panic!("past half: the first caller renews");
         };
@@ -185,9 +205,9 @@ mod tests {
 
     #[test]
     fn a_renewal_started_before_a_drop_neither_renews_nor_blocks_the_next() {
-        let lease = Lease::new(Duration::from_millis(100));
+        let lease = Lease::new(Duration::from_secs(2));
         lease.renew(lease.start_round());
-        std::thread::sleep(Duration::from_millis(60));
+        std::thread::sleep(Duration::from_millis(1100));
         let LeaseCheck::Renew(stale) = lease.check() else {
             panic!("past half: renew");
         };
@@ -202,6 +222,29 @@ mod tests {
         };
         lease.renew(round);
         assert!(lease.valid());
+    }
+
+    #[test]
+    fn a_suspended_lease_is_not_renewed_until_the_transfer_is_over_or_given_up() {
+        let lease = Lease::new(Duration::from_secs(5));
+        lease.renew(lease.start_round());
+        lease.suspend(Duration::from_millis(300));
+        assert!(!lease.valid(), "dropped at once");
+        let LeaseCheck::Confirm(round) = lease.check() else {
+            panic!("suspended: confirm every read");
+        };
+        lease.renew(round);
+        assert!(
+            !lease.valid(),
+            "a confirmed read grants no lease while suspended"
+        );
+        std::thread::sleep(Duration::from_millis(350));
+        lease.renew(lease.start_round());
+        assert!(lease.valid(), "the transfer was given up: renewed again");
+        lease.suspend(Duration::from_secs(60));
+        lease.invalidate();
+        lease.renew(lease.start_round());
+        assert!(lease.valid(), "a role change ends the suspension");
     }
 
     #[test]

@@ -499,8 +499,9 @@ impl RegionPeer {
                     proposed.count as u64,
                 );
             }
-            // The transferee campaigns at once, without an election timeout: no lease.
-            self.lease.invalidate();
+            // The transferee campaigns at once, without an election timeout: no lease until
+            // the transfer is over or given up.
+            self.lease.suspend(transfer_timeout);
             raft.transfer_leader(region_id, to)
                 .map_err(|e| raft_error(region_id, e))?;
             let deadline = Instant::now() + transfer_timeout;

@@ -436,9 +436,9 @@ impl KvNode {
     /// As `raft-lite`'s `Node::transfer_leader`, as text.
     pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<(), String> {
         if group == META_REGION_ID {
-            self.meta.drop_lease();
+            self.meta.suspend_lease(self.config.transfer_timeout);
         } else if let Ok(p) = self.peer(group) {
-            p.lease.invalidate();
+            p.lease.suspend(self.config.transfer_timeout);
         }
         match self.raft.read_recursive().as_ref() {
             Some(r) => r.transfer_leader(group, to).map_err(|e| e.to_string()),

@@ -175,7 +175,9 @@ impl KvNode {
     }
 
     /// Confirms leadership with a quorum (ReadIndex) so a deposed leader never serves a
-    /// stale snapshot, unless the leader's lease from an earlier round still holds.
+    /// stale snapshot, unless the leader's lease from an earlier round still holds. One
+    /// caller in the lease's second half runs a round although it still holds (and fails
+    /// with it, retryably), so a busy leader's lease never runs out.
     fn read_ready(
         &self,
         raft: &RaftNode,

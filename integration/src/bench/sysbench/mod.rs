@@ -14,7 +14,7 @@
 //!   `integration/sysbench/hot_row.lua`) at 1..512 threads, hotspot ON vs OFF;
 //! - `oltp` (not in the default list): sysbench's own `oltp_point_select` at 16 threads
 //!   and `oltp_write_only` at 32, SurgeDB and MariaDB alternating, with where the tables'
-//!   region leaders were during each SurgeDB slice.
+//!   region leaders were at the start of each SurgeDB slice.
 //!
 //! After every run the data must match what sysbench acknowledged (the hot row's value,
 //! the tables' row counts, the big table's counter), and at the end every binlog file

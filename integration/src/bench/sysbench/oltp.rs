@@ -1,7 +1,7 @@
 //! SurgeDB beside MariaDB on sysbench's own OLTP workloads: `oltp_point_select` and
 //! `oltp_write_only` on the same `sbtest` tables, the two servers alternating slice by
-//! slice, with where the tables' region leaders were during each SurgeDB slice (a read or
-//! lock served by another node's leader costs a network round trip more).
+//! slice, with where the tables' region leaders were at the start of each SurgeDB slice
+//! (a read or lock served by another node's leader costs a network round trip more).
 
 use serde::Serialize;
 
@@ -28,7 +28,8 @@ pub(crate) struct OltpThreads {
     pub(crate) write: usize,
 }
 
-/// Where the `sbtest` tables' regions were led during one SurgeDB slice.
+/// Where the `sbtest` tables' regions were led at the start of one SurgeDB slice (as
+/// `SHOW TABLE ... REGIONS` on node 1 answered: its region map's leader hints).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LeaderShare {
     /// The workload of the slice.

@@ -1,5 +1,5 @@
-//! [`run_sysbench`]: the three experiments (and the OLTP side-by-side) against a fresh 3-node SurgeDB cluster and a
-//! private MariaDB, then the binlogs verified.
+//! [`run_sysbench`]: the three experiments (and the OLTP side-by-side) against a fresh
+//! 3-node SurgeDB cluster and a private MariaDB, then the binlogs verified.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
