@@ -189,6 +189,11 @@ impl MetaPeer {
         self.lease.suspend(transfer);
     }
 
+    /// Lifts [`MetaPeer::suspend_lease`]: the transfer was never sent.
+    pub(crate) fn resume_lease(&self) {
+        self.lease.resume();
+    }
+
     fn on_leader(&self, term: u64) {
         self.lease.invalidate();
         self.generation.fetch_add(1, Ordering::SeqCst);
@@ -197,7 +202,8 @@ impl MetaPeer {
 
     fn on_follower(&self) {
         self.leader_term.store(0, Ordering::SeqCst);
-        self.lease.invalidate();
+        // Also ends a suspension: a transfer away from this node is over.
+        self.lease.resume();
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -17,8 +17,10 @@ use parking_lot::Mutex;
 ///   such a drop cannot renew it.
 /// - Before a voluntary leader transfer the lease is dropped and *suspended*
 ///   ([`Lease::suspend`]): a transferee campaigns at once and the followers grant its votes
-///   however recently they heard from this leader, so until the transfer is over (a role
-///   change) or given up, rounds confirm one read each but grant no lease.
+///   however recently they heard from this leader, so until this node is a follower
+///   ([`Lease::resume`]), the transfer could not be sent, or the suspension runs out,
+///   rounds confirm one read each but grant no lease. Becoming leader does not lift it:
+///   a transfer may be asked for before the new term's first entry applies.
 #[derive(Debug)]
 pub(crate) struct Lease {
     state: Mutex<State>,
@@ -137,12 +139,21 @@ impl Lease {
         s.until = None;
         s.generation += 1;
         s.renewing = false;
+    }
+
+    /// This node is a follower (the transfer is over), or the transfer was never sent:
+    /// rounds grant leases again. Drops the lease as [`Lease::invalidate`] does.
+    pub(crate) fn resume(&self) {
+        let mut s = self.state.lock();
+        s.until = None;
+        s.generation += 1;
+        s.renewing = false;
         s.suspended_until = None;
     }
 
     /// A voluntary leader transfer starts: the lease is dropped and no round renews it for
-    /// `transfer` (how long the transfer may take before it is given up) or until the next
-    /// role change ([`Lease::invalidate`]), whichever comes first.
+    /// `transfer` (the node's `transfer_timeout`, well above the one election timeout after
+    /// which Raft gives a transfer up) or until [`Lease::resume`], whichever comes first.
     pub(crate) fn suspend(&self, transfer: Duration) {
         let mut s = self.state.lock();
         s.until = None;
@@ -225,10 +236,11 @@ mod tests {
     }
 
     #[test]
-    fn a_suspended_lease_is_not_renewed_until_the_transfer_is_over_or_given_up() {
+    fn a_suspended_lease_is_not_renewed_until_resumed_or_run_out() {
         let lease = Lease::new(Duration::from_secs(5));
         lease.renew(lease.start_round());
-        lease.suspend(Duration::from_millis(300));
+        // Long enough that a loaded machine renews inside the suspension.
+        lease.suspend(Duration::from_secs(2));
         assert!(!lease.valid(), "dropped at once");
         let LeaseCheck::Confirm(round) = lease.check() else {
             panic!("suspended: confirm every read");
@@ -238,13 +250,19 @@ mod tests {
             !lease.valid(),
             "a confirmed read grants no lease while suspended"
         );
-        std::thread::sleep(Duration::from_millis(350));
-        lease.renew(lease.start_round());
-        assert!(lease.valid(), "the transfer was given up: renewed again");
-        lease.suspend(Duration::from_secs(60));
         lease.invalidate();
         lease.renew(lease.start_round());
-        assert!(lease.valid(), "a role change ends the suspension");
+        assert!(!lease.valid(), "becoming leader again does not lift it");
+        std::thread::sleep(Duration::from_millis(2100));
+        lease.renew(lease.start_round());
+        assert!(lease.valid(), "the suspension ran out: renewed again");
+        lease.suspend(Duration::from_secs(60));
+        lease.resume();
+        lease.renew(lease.start_round());
+        assert!(
+            lease.valid(),
+            "a follower's (or an unsent transfer's) resume ends it"
+        );
     }
 
     #[test]

@@ -877,7 +877,8 @@ impl RegionPeer {
 
     pub(crate) fn on_follower(&self) {
         self.leader_term.store(0, Ordering::SeqCst);
-        self.lease.invalidate();
+        // A transfer away from this node is over: a later term may grant leases again.
+        self.lease.resume();
         let keys: Vec<Vec<u8>> = self
             .lock_table
             .read()

@@ -58,7 +58,10 @@ pub struct KvNodeConfig {
     /// How far ahead the oracle's durable limit is pushed at once, in milliseconds.
     pub tso_window_ms: u64,
     /// A voluntary leader transfer that has not happened after this long is abandoned and
-    /// the lock table is writable again (TiKV: 10 s).
+    /// the lock table is writable again (TiKV: 10 s). The leader's read lease is suspended
+    /// for as long (`Lease::suspend`), so this must stay well above Raft's own give-up
+    /// (one election timeout) plus the lease: below it, a lease could be granted while
+    /// the transferee still campaigns.
     pub transfer_timeout: Duration,
     /// A merge whose source holds more bytes of in-memory locks than this is refused (the
     /// locks must fit one Raft entry; TiKV: 90% of `raft-entry-max-size`).
@@ -435,15 +438,30 @@ impl KvNode {
     /// # Errors
     /// As `raft-lite`'s `Node::transfer_leader`, as text.
     pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<(), String> {
-        if group == META_REGION_ID {
-            self.meta.suspend_lease(self.config.transfer_timeout);
-        } else if let Ok(p) = self.peer(group) {
-            p.lease.suspend(self.config.transfer_timeout);
-        }
-        match self.raft.read_recursive().as_ref() {
+        // No lease while the transferee may campaign (`Lease::suspend`); lifted again when
+        // nothing was sent.
+        let peer = if group == META_REGION_ID {
+            None
+        } else {
+            self.peer(group).ok()
+        };
+        let suspend = |on: bool| match (group == META_REGION_ID, &peer, on) {
+            (true, _, true) => self.meta.suspend_lease(self.config.transfer_timeout),
+            (true, _, false) => self.meta.resume_lease(),
+            (false, Some(p), true) => p.lease.suspend(self.config.transfer_timeout),
+            (false, Some(p), false) => p.lease.resume(),
+            // Not a region of this node: nothing to suspend, and Raft refuses the transfer.
+            (false, None, _) => {}
+        };
+        suspend(true);
+        let sent = match self.raft.read_recursive().as_ref() {
             Some(r) => r.transfer_leader(group, to).map_err(|e| e.to_string()),
             None => Err("node stopped".into()),
+        };
+        if sent.is_err() {
+            suspend(false);
         }
+        sent
     }
 
     /// Whether this node leads data region `region_id` (its term's first entry applied).
