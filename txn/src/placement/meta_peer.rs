@@ -11,7 +11,7 @@ use surge_raft_lite::{Node as RaftNode, StateMachine};
 
 use super::gc_hold::GcHold;
 use super::meta_state::{META_REGION_ID, MetaCommand, MetaState};
-use crate::region::{Lease, LeaseCheck, RegionError, RegionInfo, raft_error};
+use crate::region::{Lease, RegionError, RegionInfo, raft_error};
 use crate::{compose_ts, physical_ms};
 
 /// The oracle's allocation state on the leader.
@@ -140,16 +140,11 @@ impl MetaPeer {
         // timestamps below the successor's; confirming leadership with a quorum after
         // choosing `next` (or holding a lease from a round that confirmed it recently) rules
         // that out: no successor existed when the quorum answered.
-        match self.lease.check() {
-            LeaseCheck::Held => {}
-            LeaseCheck::Renew(round) | LeaseCheck::Confirm(round) => {
-                if let Err(e) = raft.read_index(META_REGION_ID, timeout) {
-                    self.lease.abandon(round);
-                    return Err(raft_error(META_REGION_ID, e));
-                }
-                self.lease.renew(round);
-            }
-        }
+        self.lease.confirm(|| {
+            raft.read_index(META_REGION_ID, timeout)
+                .map(drop)
+                .map_err(|e| raft_error(META_REGION_ID, e))
+        })?;
         Ok(next)
     }
 
@@ -182,16 +177,10 @@ impl MetaPeer {
         Ok(last)
     }
 
-    /// Drops the lease before a voluntary transfer of the meta group and grants none for
-    /// `transfer` or until the next role change (the transferee does not wait for an
-    /// election timeout).
-    pub(crate) fn suspend_lease(&self, transfer: Duration) {
-        self.lease.suspend(transfer);
-    }
-
-    /// Lifts [`MetaPeer::suspend_lease`]: the transfer was never sent.
-    pub(crate) fn resume_lease(&self) {
-        self.lease.resume();
+    /// The leader's timestamp lease (suspended around a voluntary transfer of the meta
+    /// group: `KvNode::transfer_leader`).
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.lease
     }
 
     fn on_leader(&self, term: u64) {

@@ -38,6 +38,15 @@ struct State {
     suspended_until: Option<Instant>,
 }
 
+impl State {
+    /// No lease, and no round in flight may renew one.
+    fn drop_lease(&mut self) {
+        self.until = None;
+        self.generation += 1;
+        self.renewing = false;
+    }
+}
+
 /// What a caller must do before it serves from the leader's state.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum LeaseCheck {
@@ -80,7 +89,7 @@ impl Lease {
     }
 
     /// Whether the lease holds now, and whether this caller should confirm or renew it.
-    pub(crate) fn check(&self) -> LeaseCheck {
+    fn check(&self) -> LeaseCheck {
         let now = Instant::now();
         let mut s = self.state.lock();
         let round = Round {
@@ -97,6 +106,29 @@ impl Lease {
                 }
             }
             _ => LeaseCheck::Confirm(round),
+        }
+    }
+
+    /// Serves once the lease holds: if [`Lease::check`] asks for a round, runs
+    /// `round_trip` (a ReadIndex) and renews the lease with it, or gives the round up
+    /// and returns its error.
+    ///
+    /// # Errors
+    /// `round_trip`'s.
+    pub(crate) fn confirm<E>(&self, round_trip: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
+        let round = match self.check() {
+            LeaseCheck::Held => return Ok(()),
+            LeaseCheck::Renew(round) | LeaseCheck::Confirm(round) => round,
+        };
+        match round_trip() {
+            Ok(()) => {
+                self.renew(round);
+                Ok(())
+            }
+            Err(e) => {
+                self.abandon(round);
+                Err(e)
+            }
         }
     }
 
@@ -135,19 +167,14 @@ impl Lease {
 
     /// Leadership changed or is about to: ask a quorum again.
     pub(crate) fn invalidate(&self) {
-        let mut s = self.state.lock();
-        s.until = None;
-        s.generation += 1;
-        s.renewing = false;
+        self.state.lock().drop_lease();
     }
 
     /// This node is a follower (the transfer is over), or the transfer was never sent:
     /// rounds grant leases again. Drops the lease as [`Lease::invalidate`] does.
     pub(crate) fn resume(&self) {
         let mut s = self.state.lock();
-        s.until = None;
-        s.generation += 1;
-        s.renewing = false;
+        s.drop_lease();
         s.suspended_until = None;
     }
 
@@ -156,9 +183,7 @@ impl Lease {
     /// which Raft gives a transfer up) or until [`Lease::resume`], whichever comes first.
     pub(crate) fn suspend(&self, transfer: Duration) {
         let mut s = self.state.lock();
-        s.until = None;
-        s.generation += 1;
-        s.renewing = false;
+        s.drop_lease();
         s.suspended_until = Some(Instant::now() + transfer);
     }
 }

@@ -28,7 +28,7 @@ pub use region_info::{Context, LockMode, RegionEpoch, RegionInfo};
 
 pub(crate) use counters::Counters;
 pub(crate) use host::RegionHost;
-pub(crate) use lease::{Lease, LeaseCheck};
+pub(crate) use lease::Lease;
 pub(crate) use peer::{CmdError, MergeState, OnePc, RegionPeer, raft_error};
 pub(crate) use split_merge::SPLIT_CHILD_INIT_INDEX;
 pub(crate) use state_machine::RegionStateMachine;

@@ -440,26 +440,23 @@ impl KvNode {
     pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<(), String> {
         // No lease while the transferee may campaign (`Lease::suspend`); lifted again when
         // nothing was sent.
-        let peer = if group == META_REGION_ID {
-            None
-        } else {
-            self.peer(group).ok()
+        // Not a region of this node: no lease to suspend, and Raft refuses the transfer.
+        let peer = (group != META_REGION_ID)
+            .then(|| self.peer(group).ok())
+            .flatten();
+        let lease = match &peer {
+            Some(p) => Some(&p.lease),
+            None => (group == META_REGION_ID).then(|| self.meta.lease()),
         };
-        let suspend = |on: bool| match (group == META_REGION_ID, &peer, on) {
-            (true, _, true) => self.meta.suspend_lease(self.config.transfer_timeout),
-            (true, _, false) => self.meta.resume_lease(),
-            (false, Some(p), true) => p.lease.suspend(self.config.transfer_timeout),
-            (false, Some(p), false) => p.lease.resume(),
-            // Not a region of this node: nothing to suspend, and Raft refuses the transfer.
-            (false, None, _) => {}
-        };
-        suspend(true);
+        if let Some(l) = lease {
+            l.suspend(self.config.transfer_timeout);
+        }
         let sent = match self.raft.read_recursive().as_ref() {
             Some(r) => r.transfer_leader(group, to).map_err(|e| e.to_string()),
             None => Err("node stopped".into()),
         };
-        if sent.is_err() {
-            suspend(false);
+        if let (Err(_), Some(l)) = (&sent, lease) {
+            l.resume();
         }
         sent
     }

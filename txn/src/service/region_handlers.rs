@@ -10,7 +10,7 @@ use super::node::{DETECTOR_EDGE_TTL, KvNode};
 use super::request::{KvRequest, LockKey};
 use super::response::{KeyError, KvResponse};
 use crate::region::{
-    CmdError, Context, LeaseCheck, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
+    CmdError, Context, OnePc, RegionError, RegionPeer, raft_error, region_pause_points,
 };
 use crate::{CommitKind, MvccError, PessimisticLockRequest, TxnProps};
 
@@ -186,20 +186,11 @@ impl KvNode {
         keys: &[&[u8]],
     ) -> Result<(), Failure> {
         peer.check(ctx, keys)?;
-        let round = match peer.lease.check() {
-            LeaseCheck::Held => return Ok(()),
-            LeaseCheck::Renew(round) | LeaseCheck::Confirm(round) => round,
-        };
-        match raft.read_index(ctx.region_id, self.config.proposal_timeout) {
-            Ok(_) => {
-                peer.lease.renew(round);
-                Ok(())
-            }
-            Err(e) => {
-                peer.lease.abandon(round);
-                Err(raft_error(ctx.region_id, e).into())
-            }
-        }
+        peer.lease.confirm(|| {
+            raft.read_index(ctx.region_id, self.config.proposal_timeout)
+                .map(drop)
+                .map_err(|e| raft_error(ctx.region_id, e).into())
+        })
     }
 
     /// The end of a range read (a request's `end` clamped to the region's), taken from the
