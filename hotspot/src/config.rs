@@ -41,7 +41,9 @@ pub struct Config {
     /// How many times a member waiting for its group yields the CPU (`sched_yield`) before it
     /// sleeps on a condition variable. With more clients than cores this replaces most futex
     /// sleep/wake pairs by cheaper yields; with idle cores a yield returns at once. Zero: sleep at
-    /// once. Default [`DEFAULT_SPIN_YIELDS`].
+    /// once. Default [`DEFAULT_SPIN_YIELDS`]. Where members share the cores with other busy
+    /// threads (a server's connection threads), a yield mostly hands the CPU to another
+    /// yielding member: measure 0 there (the crate README's figures).
     pub spin_yields: u32,
 }
 

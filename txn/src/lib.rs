@@ -98,10 +98,10 @@ pub mod workload;
 
 pub use client::{
     BinlogOptions, BinlogRecoveryReport, BinlogRow, ClientConfig, ClientCounters,
-    DEFAULT_HOT_AUTO_THRESHOLD, GcHoldOptions, GcReport, HotChange, HotCounters, HotGroupObserver,
-    HotGroupRecord, HotOp, HotOutcome, HotReject, HotRowChange, HotRowOutcome, KvPair,
-    NodeStatusResult, RegionView, RowUpdate, StreamCollectReport, Transaction, TxnClient, TxnError,
-    TxnMode,
+    DEFAULT_HOT_AUTO_THRESHOLD, DEFAULT_HOT_SPIN_YIELDS, GcHoldOptions, GcReport, HotChange,
+    HotCounters, HotGroupObserver, HotGroupRecord, HotOp, HotOutcome, HotReject, HotRowChange,
+    HotRowOutcome, KvPair, NodeStatusResult, RegionView, RowUpdate, StreamCollectReport,
+    Transaction, TxnClient, TxnError, TxnMode,
 };
 pub use cluster::{ClusterConfig, ClusterError, EngineKind, LocalCluster, LocalRouter};
 pub use engine::{

@@ -4,7 +4,8 @@
 //! the final value is the initial one plus every acknowledged delta, plus some of the
 //! undetermined ones; members refused alone (a bound) contribute nothing.
 //!
-//! `SURGE_LONG=1` runs more rounds.
+//! The 256-thread test alternates rounds whose waiting members sleep at once (the default)
+//! with rounds whose members yield first. `SURGE_LONG=1` runs more rounds.
 
 mod support;
 
@@ -14,7 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use support::{Layout, TestCluster, fault_tolerant_client, long_run};
-use surge_txn::{ClientConfig, HotHints, HotOp, LockMode, TxnClient, TxnError, TxnMode};
+use surge_txn::{
+    ClientConfig, DEFAULT_HOT_SPIN_YIELDS, HotHints, HotOp, LockMode, TxnClient, TxnError, TxnMode,
+};
 
 const KEY: &[u8] = b"\x10hot";
 const INITIAL: i64 = 1_000_000;
@@ -175,9 +178,17 @@ fn run_load(
 fn no_lost_update_from_256_threads_beside_ordinary_transactions() {
     let (_tc, client) =
         start(ClientConfig::default().with_wait_for_lock_timeout(Some(Duration::from_secs(5))));
-    let rounds = if long_run() { 5 } else { 1 };
+    assert_eq!(client.hot_spin_yields(), DEFAULT_HOT_SPIN_YIELDS);
+    let rounds = if long_run() { 6 } else { 2 };
     let mut all = Tally::default();
-    for _ in 0..rounds {
+    for round in 0..rounds {
+        // Members that sleep at once (the default) and members that yield first: both
+        // ways of waiting must hand every member its own result.
+        client.set_hot_spin_yields(if round % 2 == 0 {
+            DEFAULT_HOT_SPIN_YIELDS
+        } else {
+            64
+        });
         let t = run_load(&client, 256, 12, None, 4, 10, || {});
         all.hot_values.extend(t.hot_values);
         all.refused += t.refused;

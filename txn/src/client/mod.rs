@@ -55,7 +55,7 @@ pub use gc::GcReport;
 pub use gc_hold::GcHoldOptions;
 pub use hot_executor::{HotChange, HotGroupObserver, HotGroupRecord};
 pub use hot_op::{HotOp, HotOutcome, HotReject};
-pub use hot_update::DEFAULT_HOT_AUTO_THRESHOLD;
+pub use hot_update::{DEFAULT_HOT_AUTO_THRESHOLD, DEFAULT_HOT_SPIN_YIELDS};
 pub use hot_update_counters::HotCounters;
 pub use mode::TxnMode;
 pub use row_update::{BinlogRow, HotRowChange, HotRowOutcome, RowUpdate};
