@@ -174,6 +174,28 @@ fn run_load(
     tally.into_inner().expect("not poisoned")
 }
 
+/// Runs `f`, ending the whole test process with a message if it has not returned within
+/// `limit` (a hang would otherwise stall the run until CI's own timeout).
+fn within<R>(limit: Duration, what: &str, f: impl FnOnce() -> R) -> R {
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&done);
+    let what = what.to_string();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if flag.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("{what} did not finish within {limit:?}: some member was never woken");
+        std::process::exit(101);
+    });
+    let r = f();
+    done.store(true, Ordering::SeqCst);
+    r
+}
+
 #[test]
 fn no_lost_update_from_256_threads_beside_ordinary_transactions() {
     let (_tc, client) =
@@ -184,12 +206,19 @@ fn no_lost_update_from_256_threads_beside_ordinary_transactions() {
     for round in 0..rounds {
         // Members that sleep at once (the default) and members that yield first: both
         // ways of waiting must hand every member its own result.
-        client.set_hot_spin_yields(if round % 2 == 0 {
+        let spin = if round % 2 == 0 {
             DEFAULT_HOT_SPIN_YIELDS
         } else {
             64
-        });
-        let t = run_load(&client, 256, 12, None, 4, 10, || {});
+        };
+        client.set_hot_spin_yields(spin);
+        assert_eq!(client.hot_spin_yields(), spin);
+        // A lost wake-up would hang its members rather than fail an assertion.
+        let t = within(
+            Duration::from_secs(300),
+            &format!("round {round} (spin_yields {spin})"),
+            || run_load(&client, 256, 12, None, 4, 10, || {}),
+        );
         all.hot_values.extend(t.hot_values);
         all.refused += t.refused;
         all.group_failed += t.group_failed;

@@ -204,8 +204,9 @@ impl TxnClient {
     }
 
     /// Sets how many times a waiting member of a hot-row group yields the CPU before it
-    /// sleeps (default [`DEFAULT_HOT_SPIN_YIELDS`]). Worth raising only where members have
-    /// the cores to themselves: a yield hands the CPU to whatever else is runnable.
+    /// sleeps (default [`DEFAULT_HOT_SPIN_YIELDS`]), for this client and all its clones
+    /// (they share one coordinator). Worth raising only where members have the cores to
+    /// themselves: a yield hands the CPU to whatever else is runnable.
     pub fn set_hot_spin_yields(&self, n: u32) {
         self.hot.coordinator.set_spin_yields(n);
     }
