@@ -178,6 +178,25 @@ impl Lease {
         s.suspended_until = None;
     }
 
+    /// Runs `send` (a voluntary leader transfer's request) with the lease suspended for
+    /// `transfer` ([`Lease::suspend`]), lifting the suspension again if `send` fails:
+    /// then nothing was sent and no transferee can campaign.
+    ///
+    /// # Errors
+    /// `send`'s.
+    pub(crate) fn around_transfer<T, E>(
+        &self,
+        transfer: Duration,
+        send: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.suspend(transfer);
+        let sent = send();
+        if sent.is_err() {
+            self.resume();
+        }
+        sent
+    }
+
     /// A voluntary leader transfer starts: the lease is dropped and no round renews it for
     /// `transfer` (the node's `transfer_timeout`, well above the one election timeout after
     /// which Raft gives a transfer up) or until [`Lease::resume`], whichever comes first.

@@ -501,12 +501,9 @@ impl RegionPeer {
             }
             // The transferee campaigns at once, without an election timeout: no lease until
             // the transfer is over or given up.
-            self.lease.suspend(transfer_timeout);
-            if let Err(e) = raft.transfer_leader(region_id, to) {
-                // Nothing was sent: no transferee can campaign.
-                self.lease.resume();
-                return Err(raft_error(region_id, e));
-            }
+            self.lease
+                .around_transfer(transfer_timeout, || raft.transfer_leader(region_id, to))
+                .map_err(|e| raft_error(region_id, e))?;
             let deadline = Instant::now() + transfer_timeout;
             while self.leader_term() != 0 {
                 if Instant::now() >= deadline {

@@ -438,27 +438,22 @@ impl KvNode {
     /// # Errors
     /// As `raft-lite`'s `Node::transfer_leader`, as text.
     pub fn transfer_leader(&self, group: u64, to: NodeId) -> Result<(), String> {
-        // No lease while the transferee may campaign (`Lease::suspend`); lifted again when
-        // nothing was sent.
-        // Not a region of this node: no lease to suspend, and Raft refuses the transfer.
-        let peer = (group != META_REGION_ID)
-            .then(|| self.peer(group).ok())
-            .flatten();
-        let lease = match &peer {
-            Some(p) => Some(&p.lease),
-            None => (group == META_REGION_ID).then(|| self.meta.lease()),
-        };
-        if let Some(l) = lease {
-            l.suspend(self.config.transfer_timeout);
-        }
-        let sent = match self.raft.read_recursive().as_ref() {
+        let send = || match self.raft.read_recursive().as_ref() {
             Some(r) => r.transfer_leader(group, to).map_err(|e| e.to_string()),
             None => Err("node stopped".into()),
         };
-        if let (Err(_), Some(l)) = (&sent, lease) {
-            l.resume();
+        // No lease while the transferee may campaign (`Lease::around_transfer`). Not a
+        // region of this node: no lease to suspend, and Raft refuses the transfer.
+        if group == META_REGION_ID {
+            self.meta
+                .lease()
+                .around_transfer(self.config.transfer_timeout, send)
+        } else {
+            match self.peer(group) {
+                Ok(p) => p.lease.around_transfer(self.config.transfer_timeout, send),
+                Err(_) => send(),
+            }
         }
-        sent
     }
 
     /// Whether this node leads data region `region_id` (its term's first entry applied).
