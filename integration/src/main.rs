@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -234,6 +234,12 @@ struct NodeArgs {
     /// MariaDB's) keeps them all.
     #[arg(long, default_value_t = 0)]
     binlog_expire_logs_secs: u64,
+    /// At a clean stop (SIGTERM, `surgedb cluster stop`), first hand every region and the
+    /// meta group this node leads to another node, spending at most this many seconds:
+    /// the regions then need no election and keep their in-memory pessimistic locks (PD's
+    /// evict-leader before a TiKV restart). 0: stop without it (as at a crash).
+    #[arg(long, default_value_t = 5)]
+    evict_leaders_on_stop_secs: u64,
     /// This node's binlog commits a transaction whose cache reaches this many bytes by
     /// renaming the cache file into the next binlog file (MariaDB 11.7's
     /// `binlog_large_commit_threshold`).
@@ -338,12 +344,14 @@ enum ClusterCommand {
         #[arg(long = "node-arg", value_name = "ARG", allow_hyphen_values = true)]
         node_args: Vec<String>,
     },
-    /// Send SIGTERM to every node of DIR (or to one, with --node) and wait for them to exit.
+    /// Stop every node of DIR cleanly (SIGINT), or one with --node (SIGTERM: it hands the
+    /// regions it leads to the others first), and wait for them to exit.
     Stop {
         /// Cluster directory.
         #[arg(long)]
         data: PathBuf,
-        /// Stop only this node (the others keep running; `cluster start` restarts it).
+        /// Stop only this node (the others keep running, and lead its regions, with their
+        /// in-memory locks, without an election; `cluster start` restarts it).
         #[arg(long)]
         node: Option<u64>,
         /// How long to wait before SIGKILL, in seconds.
@@ -813,6 +821,8 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
         (args.split_size_mib > 0).then(|| args.split_size_mib.saturating_mul(1 << 20));
     config.binlog_expire = (args.binlog_expire_logs_secs > 0)
         .then(|| Duration::from_secs(args.binlog_expire_logs_secs));
+    config.evict_leaders_on_stop = (args.evict_leaders_on_stop_secs > 0)
+        .then(|| Duration::from_secs(args.evict_leaders_on_stop_secs));
     config.gc = (args.gc_life_time_secs > 0).then(|| {
         surgedb::server::GcConfig::default()
             .with_life_time(Duration::from_secs(args.gc_life_time_secs))
@@ -823,9 +833,20 @@ fn node(args: NodeArgs, out: &mut impl Write) -> Result<(), String> {
     let ticks = args.election_ms / config.tick.as_millis().max(1) as u64;
     config.election_tick = u32::try_from(ticks.max(5)).unwrap_or(u32::MAX);
     config.heartbeat_tick = (config.election_tick / 8).max(1);
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, stop.clone())
+    // SIGTERM: a clean stop that hands this node's leaders over first; SIGINT (what
+    // `cluster stop` sends when it stops every node): a clean stop without the handover.
+    let stop = Arc::new(AtomicUsize::new(0));
+    for (sig, how) in [
+        (
+            signal_hook::consts::SIGTERM,
+            surgedb::server::STOP_WITH_HANDOVER,
+        ),
+        (
+            signal_hook::consts::SIGINT,
+            surgedb::server::STOP_WITHOUT_HANDOVER,
+        ),
+    ] {
+        signal_hook::flag::register_usize(sig, stop.clone(), how)
             .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
     }
     let process = NodeProcess::start(&config).map_err(|e| e.to_string())?;

@@ -128,7 +128,9 @@ pub use surge_hotspot::Hints as HotHints;
 pub use mvcc::{LockInfo, LockNotFoundReason, MvccError};
 pub use placement::GcHold;
 pub use region::{LockMode, NodeCounters, RegionEpoch, RegionError, RegionInfo};
-pub use service::{DEFAULT_SPLIT_SIZE, KeyError, KvNode, KvNodeConfig, ServiceError, WaitForEdge};
+pub use service::{
+    DEFAULT_SPLIT_SIZE, KeyError, KvNode, KvNodeConfig, LeaderEviction, ServiceError, WaitForEdge,
+};
 
 // Inside the crate every item keeps its flat root path (`crate::KvRequest`,
 // `crate::prewrite`): the modules above group the public docs by reader, not the layering.

@@ -799,3 +799,66 @@ fn a_merge_left_without_its_driver_is_resumed_by_the_new_leader() {
     t.put(b"\x10b", b"after the merge").expect("put");
     t.commit().expect("a write to the merged range commits");
 }
+
+/// How many groups (data regions and the meta group) `node` leads.
+fn groups_led(c: &LocalCluster, node: u64) -> usize {
+    let n = c.node(node).expect("node");
+    let regions = c
+        .regions()
+        .iter()
+        .filter(|r| n.is_region_leader(r.id))
+        .count();
+    regions + usize::from(n.is_meta_leader())
+}
+
+#[test]
+fn evicting_leaders_before_a_stop_moves_every_group_with_its_in_memory_locks() {
+    let (_d, c) = cluster(4);
+    let cl = client(&c);
+    let mut t1 = cl.begin(TxnMode::Pessimistic).expect("begin");
+    t1.put(b"\x10k1", b"v1").expect("lock");
+    assert_eq!(memory_locks_of(&c, b"\x10k1"), 1, "lock is in memory");
+    let from = c.leader_of(b"\x10k1").expect("leader");
+    let led = groups_led(&c, from);
+    let out = c
+        .node(from)
+        .expect("node")
+        .evict_leaders(Duration::from_secs(20));
+    assert_eq!((out.led, out.moved), (led, led), "{out:?}");
+    assert!(out.locks_moved >= 1 && out.refused_by.is_empty(), "{out:?}");
+    assert_eq!(groups_led(&c, from), 0, "{out:?}");
+    c.stop_node(from).expect("stop");
+    t1.commit()
+        .expect("T1 commits after its leader stopped: the lock moved before the stop");
+    assert_eq!(cl.get(b"\x10k1").expect("get"), Some(b"v1".to_vec()));
+    assert_eq!(lost(&c.counters()), 0, "no lock lost");
+}
+
+#[test]
+fn evicting_leaders_offers_nothing_more_to_a_peer_that_did_not_take_one() {
+    let (_d, c) = cluster(4);
+    let ids = c.node_ids().to_vec();
+    let down = ids[0];
+    c.stop_node(down).expect("stop");
+    c.wait_for_leaders(Duration::from_secs(20))
+        .expect("the two others lead every group");
+    // The survivor leading more groups evicts: at least three of the five.
+    let from = *ids[1..]
+        .iter()
+        .max_by_key(|n| groups_led(&c, **n))
+        .expect("survivor");
+    let led = groups_led(&c, from);
+    assert!(led >= 3, "{led}");
+    let out = c
+        .node(from)
+        .expect("node")
+        .evict_leaders(Duration::from_secs(20));
+    assert_eq!((out.led, out.moved), (led, led), "{out:?}");
+    // The stopped node cost one wait at most, not one per group.
+    assert!(
+        out.refused_by.len() <= 1 && out.refused_by.iter().all(|n| *n == down),
+        "{out:?}"
+    );
+    assert!(out.elapsed < Duration::from_secs(5), "{out:?}");
+    assert_eq!(groups_led(&c, from), 0, "{out:?}");
+}

@@ -77,8 +77,8 @@ pub enum LocalClusterError {
         /// The ids it has.
         known: Vec<NodeId>,
     },
-    /// Some node did not stop after SIGTERM and was killed.
-    #[error("nodes {nodes:?} ignored SIGTERM for {waited_ms} ms and were killed")]
+    /// Some node did not stop after SIGTERM or SIGINT and was killed.
+    #[error("nodes {nodes:?} did not stop within {waited_ms} ms of the signal and were killed")]
     Killed {
         /// The nodes.
         nodes: Vec<NodeId>,
@@ -261,19 +261,22 @@ pub fn restart_node(dir: &Path, id: NodeId, opts: &StartOptions) -> Result<u32, 
     Ok(child.id())
 }
 
-/// Sends SIGTERM to every running node of the cluster in `dir` and waits up to `timeout`
-/// for them to exit; a node still running then gets SIGKILL (and the stop reports it).
+/// Sends SIGINT (a clean stop without the leader handover: every node is stopping) to
+/// every running node of the cluster in `dir` and waits up to `timeout` for them to exit; a node still running then gets SIGKILL (and the stop reports it).
 /// Returns the nodes that were running.
 ///
 /// # Errors
 /// [`LocalClusterError::Manifest`], or [`LocalClusterError::Killed`].
 pub fn stop(dir: &Path, timeout: Duration) -> Result<Vec<NodeId>, LocalClusterError> {
     let manifest = ClusterManifest::load(dir)?;
-    stop_where(&manifest, timeout, |_| true)
+    // SIGINT: a clean stop without handing leaders over, since every node is stopping.
+    stop_where(&manifest, timeout, "INT", |_| true)
 }
 
-/// As [`stop`], for node `id` only (the others keep running). Returns `[id]` if it was
-/// running, `[]` if not.
+/// As [`stop`], for node `id` only (the others keep running), with SIGTERM: the node
+/// hands the regions it leads, with their in-memory locks, to the others before it stops
+/// (`surgedb node --evict-leaders-on-stop-secs`). Returns `[id]` if it was running, `[]`
+/// if not.
 ///
 /// # Errors
 /// As [`stop`], and [`LocalClusterError::NoSuchNode`].
@@ -290,12 +293,14 @@ pub fn stop_node(
             known: manifest.nodes.iter().map(|n| n.id).collect(),
         });
     }
-    stop_where(&manifest, timeout, |n| n.id == id)
+    // SIGTERM: a clean stop that hands the node's leaders to the others first.
+    stop_where(&manifest, timeout, "TERM", |n| n.id == id)
 }
 
 fn stop_where(
     manifest: &ClusterManifest,
     timeout: Duration,
+    how: &str,
     chosen: impl Fn(&ManifestNode) -> bool,
 ) -> Result<Vec<NodeId>, LocalClusterError> {
     let running: Vec<&ManifestNode> = manifest
@@ -304,7 +309,7 @@ fn stop_where(
         .filter(|n| chosen(n) && is_alive(n.pid) && is_node_process(n.pid, &n.data))
         .collect();
     for n in &running {
-        signal(n.pid, "TERM");
+        signal(n.pid, how);
     }
     let start = Instant::now();
     while start.elapsed() < timeout && running.iter().any(|n| is_alive(n.pid)) {

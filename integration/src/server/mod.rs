@@ -19,8 +19,9 @@ pub use gc_worker::GcConfig;
 pub use kv_server::{KvServer, ServerConfig};
 pub use mysql_front::MysqlFront;
 pub use node_process::{
-    BINLOG_SUBDIR, INITIAL_REGIONS, MYSQL_MAX_CONNECTIONS, NodeConfig, NodeError, NodeProcess,
-    SHUTDOWN_WAIT, STREAM_SUBDIR,
+    BINLOG_SUBDIR, DEFAULT_EVICT_LEADERS_ON_STOP, INITIAL_REGIONS, MYSQL_MAX_CONNECTIONS,
+    NodeConfig, NodeError, NodeProcess, SHUTDOWN_WAIT, STOP_WITH_HANDOVER, STOP_WITHOUT_HANDOVER,
+    STREAM_SUBDIR,
 };
 pub use peer_spec::{PeerSpecError, parse_peers, raft_addr_of, resolve};
 pub use txn_session::MAX_OPEN_TXNS;

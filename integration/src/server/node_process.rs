@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use surge_raft_lite::{Node as RaftNode, NodeId, NodeOptions, TcpTransport, Wal, WalOptions};
@@ -38,6 +38,17 @@ pub const STREAM_SUBDIR: &str = "stream";
 /// How long [`NodeProcess::shutdown`] waits in all for the steps that can block: the
 /// connection threads to end, then the coordinator's background opening to give up.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// A value of [`NodeProcess::run_until`]'s `stop`: stop, handing this node's leaders over
+/// first ([`NodeConfig::evict_leaders_on_stop`]).
+pub const STOP_WITH_HANDOVER: usize = 1;
+
+/// A value of [`NodeProcess::run_until`]'s `stop`: stop without the leader handover.
+pub const STOP_WITHOUT_HANDOVER: usize = 2;
+
+/// [`NodeConfig::evict_leaders_on_stop`]'s default: enough for every group of a node to
+/// move to a live peer (a few milliseconds each) and for one dead peer's wait.
+pub const DEFAULT_EVICT_LEADERS_ON_STOP: Duration = Duration::from_secs(5);
 
 /// How to run one node.
 ///
@@ -93,6 +104,12 @@ pub struct NodeConfig {
     /// A region led here splits once its data passes this many bytes (TiKV's
     /// `region-split-size`, 96 MiB by default as there); `None`: never by size.
     pub split_size: Option<u64>,
+    /// At a clean stop ([`NodeProcess::shutdown`]), first hand every group this node
+    /// leads to another node, spending at most this long ([`KvNode::evict_leaders`]): the
+    /// regions then need no election, and their in-memory pessimistic locks go with them.
+    /// `None`: stop without it (the regions elect new leaders after an election timeout,
+    /// and their in-memory locks are lost, as at a crash). Default 5 s.
+    pub evict_leaders_on_stop: Option<Duration>,
 }
 
 impl Default for NodeConfig {
@@ -119,6 +136,7 @@ impl Default for NodeConfig {
             gc: None,
             binlog_expire: None,
             split_size: Some(surge_txn::DEFAULT_SPLIT_SIZE),
+            evict_leaders_on_stop: Some(DEFAULT_EVICT_LEADERS_ON_STOP),
         }
     }
 }
@@ -211,6 +229,13 @@ impl NodeConfig {
     #[must_use]
     pub fn with_binlog_expire(mut self, keep: Option<Duration>) -> Self {
         self.binlog_expire = keep;
+        self
+    }
+
+    /// Sets [`NodeConfig::evict_leaders_on_stop`].
+    #[must_use]
+    pub fn with_evict_leaders_on_stop(mut self, budget: Option<Duration>) -> Self {
+        self.evict_leaders_on_stop = budget;
         self
     }
 
@@ -332,6 +357,8 @@ pub struct NodeProcess {
     gc: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
     /// The binlog expiry thread and what stops it.
     binlog_expiry: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// [`NodeConfig::evict_leaders_on_stop`].
+    evict_leaders_on_stop: Option<Duration>,
     dir: DataDir,
 }
 
@@ -529,6 +556,7 @@ impl NodeProcess {
             mysql,
             gc,
             binlog_expiry,
+            evict_leaders_on_stop: config.evict_leaders_on_stop,
             dir,
         })
     }
@@ -564,10 +592,21 @@ impl NodeProcess {
     /// up serving nothing (its regions' leaders elsewhere, clients retrying it), while a
     /// process that ends can be restarted once the cause is fixed, and recovers from its
     /// WAL and engine as after a crash.
-    pub fn run_until(self, stop: &AtomicBool) -> Option<String> {
+    ///
+    ///
+    /// `stop` is 0 while the node runs, [`STOP_WITH_HANDOVER`] (SIGTERM in `surgedb node`)
+    /// or [`STOP_WITHOUT_HANDOVER`] (SIGINT, which `surgedb cluster stop` sends when it
+    /// stops every node: no node would stay to take the leaders, and offering them would
+    /// only delay the stop).
+    pub fn run_until(mut self, stop: &AtomicUsize) -> Option<String> {
         let failure = loop {
-            if stop.load(Ordering::SeqCst) {
-                break None;
+            match stop.load(Ordering::SeqCst) {
+                0 => {}
+                STOP_WITHOUT_HANDOVER => {
+                    self.evict_leaders_on_stop = None;
+                    break None;
+                }
+                _ => break None,
             }
             if let Some(reason) = self.node.raft_failure() {
                 break Some(reason);
@@ -581,7 +620,9 @@ impl NodeProcess {
     /// Stops cleanly, in this order: lock waits ended (every request parked on a lock is
     /// answered the retryable `RegionError::NodeStopping`, and one that would have to wait
     /// is answered so at once: a wait of the client's choosing, 60 s say, would otherwise
-    /// hold the next step for the whole budget); no new connections; connections closed
+    /// hold the next step for the whole budget); the groups this node leads handed to
+    /// other nodes, with their in-memory locks ([`NodeConfig::evict_leaders_on_stop`]);
+    /// no new connections; connections closed
     /// and their threads awaited (a request in flight finishes and, briefly, can still
     /// answer; sessions' open transactions are rolled back); the coordinator's binlog
     /// closed; the raft driver stopped after its last write (everything acknowledged was
@@ -598,7 +639,6 @@ impl NodeProcess {
     /// stops at once, those on other nodes may be stopping too: what such a rollback cannot
     /// reach is left to lock resolution (the locks' TTL), as after a crash.
     pub fn shutdown(self) {
-        let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
         let ended = self.node.stop_lock_waits();
         if ended > 0 {
             eprintln!(
@@ -606,6 +646,22 @@ impl NodeProcess {
                 self.node.id()
             );
         }
+        // While everything still serves: requests that reach a moved region are told its
+        // new leader, and sessions' rollbacks below reach it.
+        if let Some(budget) = self.evict_leaders_on_stop {
+            let out = self.node.evict_leaders(budget);
+            if out.led > 0 {
+                eprintln!(
+                    "surgedb node {}: stopping: {} of {} leaders moved to other nodes ({} in-memory locks with them) in {} ms",
+                    self.node.id(),
+                    out.moved,
+                    out.led,
+                    out.locks_moved,
+                    out.elapsed.as_millis()
+                );
+            }
+        }
+        let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
         // Not joined: a collection in progress may spend a request's backoff (20 s) on
         // regions that are stopping. Until it ends it keeps the node (and so its disk
         // engine) and the coordinator alive; the steps below stop both, and a process

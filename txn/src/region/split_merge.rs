@@ -462,14 +462,16 @@ impl RegionPeer {
     /// `TransferringLeader` (new locks take the Raft path), its non-deleted locks are proposed
     /// (copied again under their keys' latches, see [`RegionPeer::propose_locks`]), then a
     /// transfer command; the Raft transfer starts once that applied, so the transferee
-    /// has every lock. If leadership did not move within `transfer_timeout` the table returns
-    /// to `Normal`. Returns how many locks were proposed.
+    /// has every lock. If leadership did not move within `wait` the table returns to
+    /// `Normal` (the lease stays suspended for `transfer_timeout` either way: the
+    /// transferee may still campaign). Returns how many locks were proposed.
     pub(crate) fn transfer_leader(
         &self,
         raft: &RaftNode,
         to: NodeId,
         timeout: Duration,
         transfer_timeout: Duration,
+        wait: Duration,
     ) -> Result<usize, RegionError> {
         let region_id = self.id();
         if self.leader_term() == 0 {
@@ -504,7 +506,7 @@ impl RegionPeer {
             self.lease
                 .around_transfer(transfer_timeout, || raft.transfer_leader(region_id, to))
                 .map_err(|e| raft_error(region_id, e))?;
-            let deadline = Instant::now() + transfer_timeout;
+            let deadline = Instant::now() + wait.min(transfer_timeout);
             while self.leader_term() != 0 {
                 if Instant::now() >= deadline {
                     return Err(busy(

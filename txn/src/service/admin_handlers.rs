@@ -79,6 +79,7 @@ impl KvNode {
             to,
             self.config.proposal_timeout,
             self.config.transfer_timeout,
+            self.config.transfer_timeout,
         )?;
         Ok(KvResponse::RegionsChanged {
             regions: vec![peer.info()],

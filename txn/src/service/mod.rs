@@ -2,6 +2,7 @@
 //! [`KvService`] trait a node implements, and the [`KvNode`] that implements it.
 
 mod admin_handlers;
+mod evict;
 mod kv_service;
 mod merge_driver;
 mod meta_handlers;
@@ -13,6 +14,7 @@ mod request;
 mod response;
 mod split_checker;
 
+pub use evict::LeaderEviction;
 pub use kv_service::{KvService, NodeRouter, ServiceError};
 pub use node::{DEFAULT_SPLIT_SIZE, KvNode, KvNodeConfig};
 pub(crate) use region_handlers::ONE_PC_MAX_DRIFT_MS;

@@ -24,32 +24,62 @@ fn words(sql: &str) -> Vec<String> {
         .collect()
 }
 
-fn from_update_at(sql: &str) -> Option<usize> {
-    let lower = sql.to_ascii_lowercase();
-    if !lower.starts_with("select") {
+/// Whether `s` starts with the ASCII word `prefix`, ignoring case (no allocation: every
+/// statement of every session passes through [`form`]).
+fn starts_with_ci(s: &(impl AsRef<[u8]> + ?Sized), prefix: &str) -> bool {
+    s.as_ref()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+/// One of the forms above, recognized from the text.
+enum Form {
+    SetConfig,
+    ShowConfig,
+    /// `SHOW TABLE name REGIONS`.
+    ShowRegions,
+    /// `SELECT cols FROM UPDATE ...`, with the offset of that `FROM`.
+    FromUpdate(usize),
+}
+
+/// Which form `sql` is, if any. Statements that start with anything but `SET`, `SHOW` or
+/// `SELECT` (sysbench's `UPDATE`, `INSERT`, `DELETE`, `BEGIN`, `COMMIT`) are turned away
+/// by a prefix compare, and only `SET` / `SHOW` statements are split into words.
+fn form(sql: &str) -> Option<Form> {
+    let head = sql.trim_start();
+    if starts_with_ci(head, "select") {
+        return from_update_at(sql).map(Form::FromUpdate);
+    }
+    if !starts_with_ci(head, "set") && !starts_with_ci(head, "show") {
         return None;
     }
-    let mut from = 0;
-    while let Some(i) = lower[from..].find("from") {
-        let at = from + i;
-        let rest = lower[at + 4..].trim_start();
-        if rest.starts_with("update")
-            && rest[6..].starts_with(|c: char| c.is_whitespace() || c == '/')
-        {
-            return Some(at);
-        }
-        from = at + 4;
+    match words(sql).as_slice() {
+        [a, b, ..] if a == "set" && b == "config" => Some(Form::SetConfig),
+        [a, b, ..] if a == "show" && b == "config" => Some(Form::ShowConfig),
+        [a, b, _, d] if a == "show" && b == "table" && d == "regions" => Some(Form::ShowRegions),
+        _ => None,
     }
-    None
+}
+
+fn from_update_at(sql: &str) -> Option<usize> {
+    if !starts_with_ci(sql, "select") {
+        return None;
+    }
+    // Matched on bytes: an offset where ASCII "from" starts is a char boundary (no
+    // continuation byte is ASCII), and so is the end of an ASCII "update" after it.
+    let bytes = sql.as_bytes();
+    (0..bytes.len()).find(|&at| {
+        starts_with_ci(&bytes[at..], "from") && {
+            let rest = sql[at + 4..].trim_start();
+            starts_with_ci(rest, "update")
+                && rest[6..].starts_with(|c: char| c.is_whitespace() || c == '/')
+        }
+    })
 }
 
 /// Whether `sql` is one of the forms above.
 pub(crate) fn is_special(sql: &str) -> bool {
-    let w = words(sql);
-    matches!(w.as_slice(), [a, b, ..] if a == "set" && b == "config")
-        || matches!(w.as_slice(), [a, b, ..] if a == "show" && b == "config")
-        || matches!(w.as_slice(), [a, b, _, d] if a == "show" && b == "table" && d == "regions")
-        || from_update_at(sql).is_some()
+    form(sql).is_some()
 }
 
 fn text(s: impl Into<String>) -> Value {
@@ -256,18 +286,63 @@ fn select_from_update(s: &mut Session, sql: &str, at: usize) -> Result<Output, S
 /// # Errors
 /// As the form fails.
 pub(crate) fn try_run(s: &mut Session, sql: &str) -> Result<Option<Output>, SqlError> {
-    let w = words(sql);
-    match w.as_slice() {
-        [a, b, ..] if a == "set" && b == "config" => return set_config(s, sql).map(Some),
-        [a, b, ..] if a == "show" && b == "config" => return show_config(s, sql).map(Some),
-        [a, b, _, d] if a == "show" && b == "table" && d == "regions" => {
-            let name = sql.split_whitespace().nth(2).unwrap_or("");
-            return show_regions(s, name).map(Some);
-        }
-        _ => {}
-    }
-    match from_update_at(sql) {
-        Some(at) => select_from_update(s, sql, at).map(Some),
+    match form(sql) {
         None => Ok(None),
+        Some(Form::SetConfig) => set_config(s, sql).map(Some),
+        Some(Form::ShowConfig) => show_config(s, sql).map(Some),
+        Some(Form::ShowRegions) => {
+            let name = sql.split_whitespace().nth(2).unwrap_or("");
+            show_regions(s, name).map(Some)
+        }
+        Some(Form::FromUpdate(at)) => select_from_update(s, sql, at).map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_are_recognized_whatever_the_case_and_others_pass_through() {
+        let kind = |sql: &str| match form(sql) {
+            None => "none".to_string(),
+            Some(Form::SetConfig) => "set config".into(),
+            Some(Form::ShowConfig) => "show config".into(),
+            Some(Form::ShowRegions) => "regions".into(),
+            Some(Form::FromUpdate(at)) => format!("from update at {at}"),
+        };
+        let cases = [
+            (
+                "set config tikv pessimistic-txn.in-memory='true'",
+                "set config",
+            ),
+            ("  SET   Config surgedb lock_mode='sync'", "set config"),
+            ("show config like 'pessimistic%'", "show config"),
+            ("SHOW TABLE sbtest1 REGIONS", "regions"),
+            ("show table t regions extra", "none"),
+            (
+                "select id, data from update t set data=data+1 where id=1",
+                "from update at 16",
+            ),
+            ("SELECT data FROM/**/UPDATE t SET data=1", "none"),
+            (
+                "SELECT data FROM   Update/*+ commit_on_success */ t set data=1",
+                "from update at 12",
+            ),
+            ("select c from sbtest1 where id=1", "none"),
+            ("select 'é€' from updates", "none"),
+            (
+                "select 'é€', x from update t set x=1 where id=2",
+                "from update at 18",
+            ),
+            ("update t set data=data+1 where id=1", "none"),
+            ("SET autocommit=1", "none"),
+            ("showconfig", "none"),
+            ("", "none"),
+            ("sel", "none"),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(kind(sql), want, "{sql}");
+        }
     }
 }
