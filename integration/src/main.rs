@@ -234,10 +234,11 @@ struct NodeArgs {
     /// MariaDB's) keeps them all.
     #[arg(long, default_value_t = 0)]
     binlog_expire_logs_secs: u64,
-    /// At a clean stop (SIGTERM, `surgedb cluster stop`), first hand every region and the
-    /// meta group this node leads to another node, spending at most this many seconds:
-    /// the regions then need no election and keep their in-memory pessimistic locks (PD's
-    /// evict-leader before a TiKV restart). 0: stop without it (as at a crash).
+    /// At a clean stop by SIGTERM (`surgedb cluster stop --node N`, a service manager),
+    /// first hand every region and the meta group this node leads to another node, for
+    /// about this many seconds at most: the regions then need no election and keep their
+    /// in-memory pessimistic locks (PD's evict-leader before a TiKV restart). 0: stop
+    /// without it (as SIGINT does, which `cluster stop` of every node sends).
     #[arg(long, default_value_t = 5)]
     evict_leaders_on_stop_secs: u64,
     /// This node's binlog commits a transaction whose cache reaches this many bytes by

@@ -1,5 +1,5 @@
 //! A 3-process cluster started by `surgedb cluster start`: put/get through `--cluster-dir`,
-//! `--cluster`, a script, status; SIGTERM stops every node cleanly and a restart keeps
+//! `--cluster`, a script, status; `cluster stop` stops every node cleanly and a restart keeps
 //! every acknowledged write.
 
 mod common;
@@ -113,21 +113,6 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     let (ok, out, err) = surgedb(&["cluster", "stop", "--data", d, "--node", "2"]);
     assert!(ok && out.contains("stopped nodes [2]"), "{out}{err}");
     assert!(c.log(2).contains("surgedb node 2: stopped"), "{}", c.log(2));
-    // SIGTERM: whatever node 2 led went to the others before it stopped (it may have led
-    // nothing; `surge-txn`'s region_changes tests check the handover itself).
-    let log = c.log(2);
-    if let Some(line) = log
-        .lines()
-        .find(|l| l.contains(" leaders moved to other nodes"))
-    {
-        let counts: Vec<&str> = line
-            .split("stopping: ")
-            .nth(1)
-            .and_then(|rest| rest.split(" leaders").next())
-            .map(|n| n.split(" of ").collect())
-            .unwrap_or_default();
-        assert!(counts.len() == 2 && counts[0] == counts[1], "{line}");
-    }
     // stderr too: this read once failed in CI with node 2 down (stdout empty, 2026-12-06).
     let (ok, out, err) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
     assert!(ok && out == "90\n", "{out}{err}");

@@ -7,7 +7,8 @@
 //! - TiKV 6.0's lock-loss transcript: T1 and T2 both `begin; delete from t where id=1;`, T2
 //!   blocks, the row's leader node is killed with `kill -9`; with in-memory locks T2's delete
 //!   goes through and commits while T1's commit fails naming `PessimisticLockNotFound`, with
-//!   sync locks T1 commits;
+//!   sync locks T1 commits; with the leader stopped cleanly (`cluster stop --node`) instead,
+//!   its in-memory lock moves to the new leader and T1 commits;
 //! - a transaction older than the GC life time: its next read gets error 1105 naming the
 //!   life time;
 //! - sysbench's `oltp_write_only`, `oltp_read_write`, `oltp_point_select` and
@@ -300,9 +301,11 @@ fn lock_counters(c: &ProcCluster, via: u64) -> (u64, u64) {
 /// than half the client's 3 s lock TTL, which makes the lock durable.
 const HEARTBEAT_AFTER: Duration = Duration::from_millis(1300);
 
-/// TiKV 6.0's transcript: returns (T1's output, T2's output) after both committed or
-/// failed.
-fn lock_loss(lock_mode: &str) -> (String, String, String) {
+/// TiKV 6.0's transcript: returns (T1's output, T2's output, the rows left, the stopped
+/// leader's log) after both committed or failed. The leader is killed with `kill -9`, or
+/// with `clean_stop` stopped by `cluster stop --node` (SIGTERM: it hands its regions over
+/// first, the in-memory lock with them).
+fn lock_loss(lock_mode: &str, clean_stop: bool) -> (String, String, String, String) {
     let c = ProcCluster::start(3, lock_mode);
     sql_ok(
         &c,
@@ -370,8 +373,12 @@ fn lock_loss(lock_mode: &str) -> (String, String, String) {
         drop((t1, t2));
         std::thread::sleep(Duration::from_millis(500));
     };
-    c.kill9(leader);
-    if lock_mode == "in-memory" {
+    if clean_stop {
+        c.stop_node(leader);
+    } else {
+        c.kill9(leader);
+    }
+    if lock_mode == "in-memory" && !clean_stop {
         // The lock died with the leader: T2's delete goes through on the new leader.
         assert!(
             t2.wait_for("1 row affected", 1, Duration::from_secs(40)),
@@ -429,7 +436,7 @@ fn lock_loss(lock_mode: &str) -> (String, String, String) {
         );
     }
     let rows = sql_ok(&c, via, "select id from s000.t order by id;");
-    (t1.text(), t2.text(), rows)
+    (t1.text(), t2.text(), rows, c.log(leader))
 }
 
 #[test]
@@ -437,7 +444,7 @@ fn an_in_memory_lock_dies_with_its_leader_and_the_holders_commit_fails() {
     if !have_mariadb() {
         return;
     }
-    let (t1, _t2, rows) = lock_loss("in-memory");
+    let (t1, _t2, rows, _) = lock_loss("in-memory", false);
     assert!(
         t1.contains("ERROR 1213") && t1.contains("PessimisticLockNotFound"),
         "T1's commit must fail with 1213 naming PessimisticLockNotFound:\n{t1}"
@@ -450,7 +457,34 @@ fn a_sync_lock_survives_its_leaders_kill_and_the_holder_commits() {
     if !have_mariadb() {
         return;
     }
-    let (t1, _t2, rows) = lock_loss("sync");
+    let (t1, _t2, rows, _) = lock_loss("sync", false);
+    assert!(!t1.contains("ERROR"), "T1 must commit:\n{t1}");
+    assert_eq!(rows.trim(), "2");
+}
+
+/// The same transcript with the leader stopped cleanly (a rolling restart) instead of
+/// killed: it hands its regions to the others first, T1's in-memory lock with them, so T2
+/// keeps waiting, T1 commits and T2 then deletes nothing.
+#[test]
+fn an_in_memory_lock_moves_with_its_leaders_clean_stop_and_the_holder_commits() {
+    if !have_mariadb() {
+        return;
+    }
+    let (t1, _t2, rows, leader_log) = lock_loss("in-memory", true);
+    let moved = leader_log
+        .lines()
+        .find(|l| l.contains(" leaders moved to other nodes ("))
+        .unwrap_or_else(|| panic!("the stopped leader handed nothing over:\n{leader_log}"));
+    let locks: u64 = moved
+        .split(" leaders moved to other nodes (")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        locks >= 1,
+        "T1's in-memory lock moved with its region: {moved}"
+    );
     assert!(!t1.contains("ERROR"), "T1 must commit:\n{t1}");
     assert_eq!(rows.trim(), "2");
 }

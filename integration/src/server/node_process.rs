@@ -648,7 +648,9 @@ impl NodeProcess {
         }
         // While everything still serves: requests that reach a moved region are told its
         // new leader, and sessions' rollbacks below reach it.
-        if let Some(budget) = self.evict_leaders_on_stop {
+        // Not after the Raft driver failed: no group can move then.
+        let evict = self.evict_leaders_on_stop;
+        if let Some(budget) = evict.filter(|_| self.node.raft_failure().is_none()) {
             let out = self.node.evict_leaders(budget);
             if out.led > 0 {
                 eprintln!(

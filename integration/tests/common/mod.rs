@@ -1,5 +1,5 @@
 //! Helpers for the tests that run real `surgedb node` processes: a cluster started with
-//! `surgedb cluster start` in a temporary directory, stopped (SIGTERM, then SIGKILL) when
+//! `surgedb cluster start` in a temporary directory, stopped (SIGINT, then SIGKILL) when
 //! dropped, and faults applied to its processes with the `kill` command.
 #![allow(dead_code)] // Each test file uses a different part of the helpers.
 #![allow(clippy::unwrap_used)] // Test helpers: a failure here is the test failing.
@@ -174,7 +174,7 @@ pub fn kept_tempdir() -> tempfile::TempDir {
 
 impl Drop for ProcCluster {
     fn drop(&mut self) {
-        // A paused node would ignore SIGTERM until SIGKILL: let it run first.
+        // A paused node would ignore the stop signal until SIGKILL: let it run first.
         if let Ok(m) = ClusterManifest::load(&self.dir) {
             for n in &m.nodes {
                 signal(n.pid, "CONT");

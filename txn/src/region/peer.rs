@@ -82,7 +82,7 @@ struct Pending {
 /// - A command holds its key latches from before it reads until its write applies (or until
 ///   it knows the write will not apply), so two commands on one key never interleave.
 pub(crate) struct RegionPeer {
-    node_id: NodeId,
+    pub(super) node_id: NodeId,
     info: RwLock<RegionInfo>,
     engine: Arc<dyn Engine>,
     lock_table: SharedRegionLockTable<Lock>,

@@ -519,7 +519,11 @@ impl RegionPeer {
             Ok(proposed.count)
         })();
         if result.is_err() {
-            // Still leader: writable again (TiKV's reactivate tick).
+            // A wait shorter than Raft's own give-up (one election timeout) leaves the Raft
+            // transfer pending, and Raft refuses proposals until it ends: cancel it (a
+            // transfer to oneself), then make the table writable again (TiKV's reactivate
+            // tick). Already over: Raft says so, and nothing changes.
+            let _ = raft.transfer_leader(region_id, self.node_id);
             self.table().abort_transfer();
         }
         result

@@ -34,12 +34,14 @@ pub struct LeaderEviction {
 }
 
 impl KvNode {
-    /// Hands every group this node leads to another voter of the group, within `budget`
-    /// in all (module docs). Data regions go first, each with its in-memory locks, then
-    /// the meta group. A voter that does not take a group within a couple of seconds is
-    /// offered no other one, so a dead peer costs one wait, not one per group. Groups
-    /// still led when the budget runs out stay led: stopping the node then costs them an
-    /// election, as a crash would.
+    /// Hands every group this node leads to another voter of the group (module docs).
+    /// Data regions go first, each with its in-memory locks, then the meta group. No
+    /// handover starts once `budget` has passed, and each one's proposals and wait are cut
+    /// to what is left of it (and to 2 s), so the call returns within a few times the
+    /// budget at worst, and within it in the usual case. A voter that does not take a
+    /// group within its wait is offered no other one, so a dead peer costs one wait, not
+    /// one per group. Groups still led at the end stay led: stopping the node then costs
+    /// them an election, as a crash would.
     ///
     /// Call it before [`KvNode::shutdown`] while the node still serves; requests that
     /// reach a region after its transfer are answered `NotLeader` with the new leader.
@@ -65,6 +67,7 @@ impl KvNode {
                 if to == self.id() || out.refused_by.contains(&to) || wait.is_zero() {
                     continue;
                 }
+                let tried = Instant::now();
                 match self.hand_over(group, to, wait) {
                     Ok(locks) => {
                         out.moved += 1;
@@ -77,8 +80,13 @@ impl KvNode {
                         break;
                     }
                     Err(why) => {
-                        tracing::info!(node = self.id(), group, to, %why, "leader eviction: refused");
-                        out.refused_by.push(to);
+                        // Only a voter waited for in vain is skipped from now on; a quick
+                        // failure (an epoch change, a busy region) says nothing of it.
+                        let refused = tried.elapsed() >= wait;
+                        tracing::info!(node = self.id(), group, to, refused, %why, "leader eviction: not moved");
+                        if refused {
+                            out.refused_by.push(to);
+                        }
                     }
                 }
             }
@@ -95,11 +103,13 @@ impl KvNode {
             let raft = self.raft.read_recursive();
             let raft = raft.as_ref().ok_or("node stopped")?;
             let peer = self.peer(group).map_err(|e| e.to_string())?;
+            // The handover's proposals (its locks, the transfer command) get the same
+            // wait, so that one slow region cannot take much more than the budget.
             return peer
                 .transfer_leader(
                     raft,
                     to,
-                    self.config.proposal_timeout,
+                    wait.min(self.config.proposal_timeout),
                     self.config.transfer_timeout,
                     wait,
                 )
