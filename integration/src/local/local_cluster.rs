@@ -262,7 +262,8 @@ pub fn restart_node(dir: &Path, id: NodeId, opts: &StartOptions) -> Result<u32, 
 }
 
 /// Sends SIGINT (a clean stop without the leader handover: every node is stopping) to
-/// every running node of the cluster in `dir` and waits up to `timeout` for them to exit; a node still running then gets SIGKILL (and the stop reports it).
+/// every running node of the cluster in `dir` and waits up to `timeout` for them to exit;
+/// a node still running then gets SIGKILL (and the stop reports it).
 /// Returns the nodes that were running.
 ///
 /// # Errors

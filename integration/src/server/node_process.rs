@@ -105,7 +105,7 @@ pub struct NodeConfig {
     /// `region-split-size`, 96 MiB by default as there); `None`: never by size.
     pub split_size: Option<u64>,
     /// At a clean stop ([`NodeProcess::shutdown`]), first hand every group this node
-    /// leads to another node, spending at most this long ([`KvNode::evict_leaders`]): the
+    /// leads to another node, for about this long at most ([`KvNode::evict_leaders`]): the
     /// regions then need no election, and their in-memory pessimistic locks go with them.
     /// `None`: stop without it (the regions elect new leaders after an election timeout,
     /// and their in-memory locks are lost, as at a crash). Default 5 s.
@@ -593,7 +593,6 @@ impl NodeProcess {
     /// process that ends can be restarted once the cause is fixed, and recovers from its
     /// WAL and engine as after a crash.
     ///
-    ///
     /// `stop` is 0 while the node runs, [`STOP_WITH_HANDOVER`] (SIGTERM in `surgedb node`)
     /// or [`STOP_WITHOUT_HANDOVER`] (SIGINT, which `surgedb cluster stop` sends when it
     /// stops every node: no node would stay to take the leaders, and offering them would
@@ -646,11 +645,13 @@ impl NodeProcess {
                 self.node.id()
             );
         }
-        // While everything still serves: requests that reach a moved region are told its
-        // new leader, and sessions' rollbacks below reach it.
-        // Not after the Raft driver failed: no group can move then.
-        let evict = self.evict_leaders_on_stop;
-        if let Some(budget) = evict.filter(|_| self.node.raft_failure().is_none()) {
+        // While everything still serves (requests that reach a moved region are told its
+        // new leader, and sessions' rollbacks below reach it); not after the Raft driver
+        // failed, when no group can move.
+        if let Some(budget) = self
+            .evict_leaders_on_stop
+            .filter(|_| self.node.raft_failure().is_none())
+        {
             let out = self.node.evict_leaders(budget);
             if out.led > 0 {
                 eprintln!(

@@ -16,7 +16,7 @@ use super::command::{ENGINE_ERROR, EPOCH_CHANGED, RegionCommand, WriteCommand};
 use super::concurrency::{ConcurrencyManager, InFlightCommit, OnePcTxn};
 use super::counters::Counters;
 use super::host::RegionHost;
-use super::latches::{LatchGuard, Latches};
+use super::latches::{LATCH_SLOTS, LatchGuard, Latches};
 use super::pause_points::{PausePoints, region_pause_points};
 use super::region_error::RegionError;
 use super::region_info::{LockMode, RegionInfo};
@@ -161,7 +161,7 @@ impl RegionPeer {
             engine,
             lock_table: SharedRegionLockTable::new(budget),
             leader_term: AtomicU64::new(0),
-            latches: Latches::new(4096),
+            latches: Latches::new(LATCH_SLOTS),
             pending: Mutex::new(HashMap::new()),
             next_cmd: AtomicU64::new(1),
             concurrency: ConcurrencyManager::default(),

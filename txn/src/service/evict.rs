@@ -119,6 +119,11 @@ impl KvNode {
         let until = Instant::now() + wait;
         while self.is_meta_leader() {
             if Instant::now() >= until {
+                // As for a region: Raft refuses proposals while the transfer is pending,
+                // so cancel it (straight to Raft: the lease stays suspended as it is).
+                if let Some(raft) = self.raft.read_recursive().as_ref() {
+                    let _ = raft.transfer_leader(group, self.id());
+                }
                 return Err(format!("node {to} did not take the meta group"));
             }
             std::thread::sleep(Duration::from_millis(2));
