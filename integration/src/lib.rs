@@ -53,8 +53,8 @@ pub mod stream;
 pub mod wire;
 
 pub use client::{
-    Client, ClientError, ClientOptions, RemoteConfig, RemoteService, RemoteTxn, TcpRouter,
-    Unreached, Welcome, unreached_reason,
+    Client, ClientError, ClientOptions, LeaderMoves, MovedRegion, RemoteConfig, RemoteService,
+    RemoteTxn, TcpRouter, Unreached, Welcome, unreached_reason,
 };
 
 pub use surge_binlog as binlog;

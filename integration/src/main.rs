@@ -365,6 +365,21 @@ enum ClusterCommand {
         #[arg(long)]
         data: PathBuf,
     },
+    /// Hand the leadership of every data region (or one, with --region) to node --to, with
+    /// its in-memory pessimistic locks (TiKV's transfer-leader operator): to put the
+    /// leaders beside the node a benchmark's client connects to, or to empty a node before
+    /// maintenance. The meta group stays where it is.
+    MoveLeaders {
+        /// Cluster directory.
+        #[arg(long)]
+        data: PathBuf,
+        /// The node to lead.
+        #[arg(long)]
+        to: u64,
+        /// Only this region (an id from `cluster status`).
+        #[arg(long)]
+        region: Option<u64>,
+    },
 }
 
 /// Which cluster to talk to.
@@ -620,6 +635,12 @@ enum BenchCommand {
         /// binlog (`node --binlog-copy`), beside commit by rename.
         #[arg(long)]
         big_copy: bool,
+        /// `oltp`: before each SurgeDB slice, hand every region's leadership to this node
+        /// (`cluster move-leaders`): 1 (sysbench's node) measures reads and locks served
+        /// where the statement runs, 2 every one a network hop away. Default: where the
+        /// cluster put them (each slice reports it).
+        #[arg(long)]
+        oltp_leaders_on: Option<u64>,
         /// An argument for every node (repeatable), e.g.
         /// `--node-arg=--binlog-large-commit-threshold=8388608`.
         #[arg(long = "node-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -938,6 +959,33 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
         ClusterCommand::Status { data } => {
             cli::cluster_status(&data, out).map_err(|e| e.to_string())
         }
+        ClusterCommand::MoveLeaders { data, to, region } => {
+            let (_, client) =
+                cli::connect_dir(&data, ClientOptions::default()).map_err(|e| e.to_string())?;
+            let moves = client.move_leaders(to, region).map_err(|e| e.to_string())?;
+            for m in &moves.moved {
+                let _ = writeln!(
+                    out,
+                    "region {}: node {} -> node {to} ({} in-memory locks with it)",
+                    m.region_id, m.from, m.locks
+                );
+            }
+            for (r, why) in &moves.failed {
+                let _ = writeln!(out, "region {r}: not moved: {why}");
+            }
+            let _ = writeln!(
+                out,
+                "moved {} region(s) to node {to}; {} already there; {} not moved",
+                moves.moved.len(),
+                moves.already,
+                moves.failed.len()
+            );
+            if moves.failed.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{} region(s) not moved", moves.failed.len()))
+            }
+        }
     }
 }
 
@@ -1098,6 +1146,7 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             big_seconds,
             big_every,
             big_copy,
+            oltp_leaders_on,
             node_args,
             json,
             plot_dir,
@@ -1135,6 +1184,7 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             opts.big_seconds = big_seconds;
             opts.big_every = Duration::from_secs(big_every);
             opts.big_copy = big_copy;
+            opts.oltp_leaders_on = oltp_leaders_on;
             opts.node_args = node_args;
             if !json {
                 let _ = writeln!(out, "bench sysbench: scratch directory {}", dir.display());

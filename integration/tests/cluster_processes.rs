@@ -105,6 +105,42 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
         assert!(out.contains(&format!("node-{node}/binlog")), "{out}");
     }
 
+    // Every region's leadership to node 3 (whoever led it), then one region back to node
+    // 1, then an unknown region (refused).
+    let move_leaders = |to: &str, region: Option<&str>| {
+        let mut args = vec!["cluster", "move-leaders", "--data", d, "--to", to];
+        args.extend(region.map(|r| ["--region", r]).into_iter().flatten());
+        surgedb(&args)
+    };
+    let leads = |node: u64| {
+        let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
+        assert!(ok, "{err}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("node {node} at ")))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string();
+        line.split("leads ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("{line}"))
+    };
+    let (ok, out, err) = move_leaders("3", None);
+    assert!(ok && out.contains("; 0 not moved"), "{out}{err}");
+    assert_eq!(leads(3), 16);
+    let (ok, out, err) = move_leaders("1", Some("5"));
+    assert!(
+        ok && out.contains("region 5: node 3 -> node 1 ("),
+        "{out}{err}"
+    );
+    assert_eq!((leads(1), leads(3)), (1, 15));
+    let (ok, out, err) = move_leaders("1", Some("999"));
+    assert!(
+        !ok && out.contains("region 999: not moved: no node leads it"),
+        "{out}{err}"
+    );
+
     // Starting a running cluster starts nothing.
     let (ok, out, _) = surgedb(&["cluster", "start", "--nodes", "3", "--data", d]);
     assert!(ok && out.matches("already running").count() == 3, "{out}");

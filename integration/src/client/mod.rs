@@ -4,12 +4,14 @@
 
 mod cluster_client;
 mod deadline_read;
+mod move_leaders;
 mod remote_service;
 mod remote_txn;
 mod tcp_router;
 mod unreached;
 
 pub use cluster_client::{Client, ClientError, ClientOptions};
+pub use move_leaders::{LeaderMoves, MovedRegion};
 pub use remote_service::{RemoteConfig, RemoteService, Welcome};
 pub use remote_txn::RemoteTxn;
 pub use tcp_router::TcpRouter;

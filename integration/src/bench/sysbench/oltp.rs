@@ -3,6 +3,8 @@
 //! slice, with where the tables' region leaders were at the start of each SurgeDB slice
 //! (a read or lock served by another node's leader costs a network round trip more).
 
+use std::path::{Path, PathBuf};
+
 use serde::Serialize;
 
 use super::endpoint::Endpoint;
@@ -21,11 +23,14 @@ pub const WRITE_ONLY: &str = "oltp_write_only";
 /// The node whose MySQL port sysbench drives (`bench sysbench` uses node 1's).
 const SURGEDB_NODE: u64 = 1;
 
-/// The side-by-side's thread counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OltpThreads {
+/// The side-by-side's thread counts, and where its SurgeDB slices' leaders go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OltpPlan {
     pub(crate) point: usize,
     pub(crate) write: usize,
+    /// The cluster's directory and the node to hand every region's leadership to before
+    /// each SurgeDB slice; `None`: leave them where they are.
+    pub(crate) leaders_on: Option<(PathBuf, u64)>,
 }
 
 /// Where the `sbtest` tables' regions were led at the start of one SurgeDB slice (as
@@ -63,7 +68,7 @@ pub(crate) fn run_oltp(
     surgedb: &Endpoint,
     mariadb: Option<&Endpoint>,
     tables: Tables,
-    threads: OltpThreads,
+    plan: &OltpPlan,
     seconds: u64,
     rounds: usize,
     progress: &mut dyn Progress,
@@ -78,10 +83,13 @@ pub(crate) fn run_oltp(
     let mut leaders = Vec::new();
     for round in 1..=rounds {
         for (workload, t, tally) in [
-            (POINT_SELECT, threads.point, &mut point),
-            (WRITE_ONLY, threads.write, &mut write),
+            (POINT_SELECT, plan.point, &mut point),
+            (WRITE_ONLY, plan.write, &mut write),
         ] {
             progress.message(&format!("oltp: SurgeDB {workload}, {t} threads"));
+            if let Some((cluster, to)) = &plan.leaders_on {
+                move_leaders(cluster, *to)?;
+            }
             let (local, regions) = local_leaders(surgedb, SURGEDB_NODE, tables)?;
             tally.add(
                 "surgedb",
@@ -115,6 +123,28 @@ pub(crate) fn run_oltp(
         write_only: write.into_points(),
         leaders,
     })
+}
+
+/// Hands every region's leadership to node `to` of the cluster in `dir`, then waits a
+/// second so that node 1's region map, which the slice's `SHOW TABLE ... REGIONS` reads,
+/// has learned the new leaders.
+fn move_leaders(dir: &Path, to: u64) -> Result<(), SysbenchError> {
+    let setup = |detail: String| SysbenchError::Setup {
+        what: format!("the SurgeDB cluster's leaders on node {to}"),
+        detail,
+    };
+    let (_, client) = crate::cli::connect_dir(dir, crate::ClientOptions::default())
+        .map_err(|e| setup(e.to_string()))?;
+    let moves = client
+        .move_leaders(to, None)
+        .map_err(|e| setup(e.to_string()))?;
+    if let Some((region, why)) = moves.failed.first() {
+        return Err(setup(format!("region {region} not moved: {why}")));
+    }
+    if !moves.moved.is_empty() {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    Ok(())
 }
 
 /// How many of the regions holding the `sbtest` tables node `me` (the node behind

@@ -12,7 +12,7 @@ use super::error::SysbenchError;
 use super::hot_row::run_hot_row;
 use super::machine::Machine;
 use super::mariadb::PrivateMariadb;
-use super::oltp::{OltpReport, OltpThreads, run_oltp};
+use super::oltp::{OltpPlan, OltpReport, run_oltp};
 use super::tally::SysbenchPoint;
 use super::write_only::{LOCK_MODES, Tables, run_write_only};
 use crate::bench::Progress;
@@ -76,6 +76,11 @@ pub struct SysbenchOptions {
     /// 003 also runs on a second cluster whose nodes copy every transaction into the
     /// binlog (`surgedb node --binlog-copy`), beside the first one's commit by rename.
     pub big_copy: bool,
+    /// `Oltp`: before each SurgeDB slice, hand every region's leadership to this node
+    /// ([`crate::Client::move_leaders`]; node 1 is the one sysbench talks to, any other
+    /// puts every read and lock a network hop away). `None`, the default: leave the
+    /// leaders where the cluster put them (the slice reports where that was).
+    pub oltp_leaders_on: Option<u64>,
 }
 
 impl SysbenchOptions {
@@ -102,6 +107,7 @@ impl SysbenchOptions {
             big_every: Duration::from_secs(5),
             node_args: Vec::new(),
             big_copy: false,
+            oltp_leaders_on: None,
         }
     }
 
@@ -269,9 +275,10 @@ pub fn run_sysbench(
                     &surgedb,
                     m_ep,
                     tables,
-                    OltpThreads {
+                    &OltpPlan {
                         point: opts.point_threads,
                         write: opts.write_threads,
+                        leaders_on: opts.oltp_leaders_on.map(|to| (cluster_dir.clone(), to)),
                     },
                     opts.seconds,
                     opts.rounds,
