@@ -973,6 +973,9 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
             for (r, why) in &moves.failed {
                 let _ = writeln!(out, "region {r}: not moved: {why}");
             }
+            for (n, why) in &moves.unasked {
+                let _ = writeln!(out, "node {n}: not asked: {why}");
+            }
             let _ = writeln!(
                 out,
                 "moved {} region(s) to node {to}; {} already there; {} not moved",
@@ -980,10 +983,14 @@ fn cluster(command: ClusterCommand, out: &mut impl Write) -> Result<(), String> 
                 moves.already,
                 moves.failed.len()
             );
-            if moves.failed.is_empty() {
+            if moves.complete() {
                 Ok(())
             } else {
-                Err(format!("{} region(s) not moved", moves.failed.len()))
+                Err(format!(
+                    "{} region(s) not moved, {} node(s) not asked",
+                    moves.failed.len(),
+                    moves.unasked.len()
+                ))
             }
         }
     }

@@ -176,6 +176,13 @@ fn impossible_options_are_refused_before_anything_starts() {
     o.hot_threads = vec![0];
     let e = run_sysbench(&o, &mut NoProgress).expect_err("0 threads");
     assert!(e.to_string().contains("threads"), "{e}");
+    for (leaders_on, experiments) in [(4, vec![Experiment::Oltp]), (2, vec![Experiment::HotRow])] {
+        let mut o = short(dir.path());
+        o.experiments = experiments;
+        o.oltp_leaders_on = Some(leaders_on);
+        let e = run_sysbench(&o, &mut NoProgress).expect_err("leaders on");
+        assert!(e.to_string().contains("oltp-leaders-on"), "{e}");
+    }
     assert!(
         !dir.path().join("cluster").exists(),
         "no cluster was started"

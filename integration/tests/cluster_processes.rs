@@ -105,8 +105,9 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
         assert!(out.contains(&format!("node-{node}/binlog")), "{out}");
     }
 
-    // Every region's leadership to node 3 (whoever led it), then one region back to node
-    // 1, then an unknown region (refused).
+    // Every region's leadership to node 2 (whoever led it), then one region to node 1,
+    // then an unknown region (refused). Node 2 then leads 15 regions when it is stopped
+    // below, so its stop hands them over.
     let move_leaders = |to: &str, region: Option<&str>| {
         let mut args = vec!["cluster", "move-leaders", "--data", d, "--to", to];
         args.extend(region.map(|r| ["--region", r]).into_iter().flatten());
@@ -126,18 +127,26 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
             .and_then(|n| n.parse::<usize>().ok())
             .unwrap_or_else(|| panic!("{line}"))
     };
-    let (ok, out, err) = move_leaders("3", None);
+    let (ok, out, err) = move_leaders("2", None);
     assert!(ok && out.contains("; 0 not moved"), "{out}{err}");
-    assert_eq!(leads(3), 16);
+    assert_eq!(leads(2), 16);
     let (ok, out, err) = move_leaders("1", Some("5"));
     assert!(
-        ok && out.contains("region 5: node 3 -> node 1 ("),
+        ok && out.contains("region 5: node 2 -> node 1 ("),
         "{out}{err}"
     );
-    assert_eq!((leads(1), leads(3)), (1, 15));
+    assert_eq!((leads(1), leads(2)), (1, 15));
+    // Counted once each: the one to move, and those already there.
+    let (ok, out, err) = move_leaders("2", None);
+    assert!(
+        ok && out.contains("moved 1 region(s) to node 2; 15 already there"),
+        "{out}{err}"
+    );
+    let (ok, out, err) = move_leaders("1", Some("5"));
+    assert!(ok, "{out}{err}");
     let (ok, out, err) = move_leaders("1", Some("999"));
     assert!(
-        !ok && out.contains("region 999: not moved: no node leads it"),
+        !ok && out.contains("region 999: not moved: no node that answered has it"),
         "{out}{err}"
     );
 
@@ -149,6 +158,22 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     let (ok, out, err) = surgedb(&["cluster", "stop", "--data", d, "--node", "2"]);
     assert!(ok && out.contains("stopped nodes [2]"), "{out}{err}");
     assert!(c.log(2).contains("surgedb node 2: stopped"), "{}", c.log(2));
+    // SIGTERM: node 2 handed its 15 regions (and the meta group, if it led it) over first.
+    let log = c.log(2);
+    let line = log
+        .lines()
+        .find(|l| l.contains(" leaders moved to other nodes ("))
+        .unwrap_or_else(|| panic!("node 2 handed nothing over:\n{log}"));
+    let counts: Vec<usize> = line
+        .split("stopping: ")
+        .nth(1)
+        .and_then(|r| r.split(" leaders").next())
+        .map(|r| r.split(" of ").filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_default();
+    assert!(
+        counts.len() == 2 && counts[0] == counts[1] && counts[0] >= 15,
+        "{line}"
+    );
     // stderr too: this read once failed in CI with node 2 down (stdout empty, 2026-12-06).
     let (ok, out, err) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);
     assert!(ok && out == "90\n", "{out}{err}");

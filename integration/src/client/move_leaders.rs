@@ -2,10 +2,16 @@
 //! `operator add transfer-leader`), with their in-memory pessimistic locks, by the
 //! voluntary transfer each region's current leader runs.
 
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
 use surge_raft_lite::NodeId;
 use surge_txn::rpc::{KvRequest, KvResponse, NodeRouter};
 
 use super::cluster_client::{Client, ClientError};
+
+/// How long one region's new leader is waited for: an election's worth and more.
+const TAKE_OVER_WAIT: Duration = Duration::from_secs(10);
 
 /// One region [`Client::move_leaders`] handed over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,24 +27,36 @@ pub struct MovedRegion {
 /// What [`Client::move_leaders`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeaderMoves {
-    /// The regions handed over.
+    /// The regions handed over (the target leads each when the call returns).
     pub moved: Vec<MovedRegion>,
     /// Regions the target led already.
     pub already: usize,
-    /// Regions whose transfer failed, with why (the region stays with its leader).
+    /// Regions that did not move, with why (each stays with its leader, or elects one).
     pub failed: Vec<(u64, String)>,
+    /// Nodes whose status could not be had, with why: regions only they know of were
+    /// not looked at.
+    pub unasked: Vec<(NodeId, String)>,
+}
+
+impl LeaderMoves {
+    /// Whether every region looked at is led by the target and every node was asked.
+    pub fn complete(&self) -> bool {
+        self.failed.is_empty() && self.unasked.is_empty()
+    }
 }
 
 impl Client {
     /// Hands the leadership of every data region (or of `region` alone) to node `to`,
     /// each by a voluntary transfer run on its current leader, as TiKV's transfer-leader
     /// operator: the region's in-memory pessimistic locks are proposed first, so the new
-    /// leader has them. Regions are found in each node's status; a node that cannot be
-    /// asked is skipped (its regions elect on their own). The meta group stays where it is.
+    /// leader has them. The regions and their leaders are read from every node's status
+    /// first; each moved region is waited for until `to` leads it. The meta group stays
+    /// where it is.
     ///
     /// # Errors
-    /// [`ClientError::Service`] when node `to` is not a node of the cluster; a region that
-    /// did not move is reported in [`LeaderMoves::failed`], not as an error.
+    /// [`ClientError::Service`] when node `to` cannot be asked (not a node of the
+    /// cluster, or down). A region that did not move, or a node that could not be asked,
+    /// is reported in [`LeaderMoves`], not as an error.
     pub fn move_leaders(
         &self,
         to: NodeId,
@@ -46,44 +64,73 @@ impl Client {
     ) -> Result<LeaderMoves, ClientError> {
         self.node_status(to)?;
         let mut out = LeaderMoves::default();
+        // Region id -> its leader, if some node says it leads it.
+        let mut leaders: BTreeMap<u64, Option<NodeId>> = BTreeMap::new();
         for node in self.nodes() {
-            let Ok(report) = self.node_status(node) else {
-                continue;
-            };
-            for r in report.regions.iter().filter(|r| r.is_leader) {
-                let region_id = r.region.id;
-                if region.is_some_and(|only| only != region_id) {
-                    continue;
-                }
-                if node == to {
-                    out.already += 1;
-                    continue;
-                }
-                let req = KvRequest::TransferLeader { region_id, to };
-                match self.service(node).map(|s| s.call(req)) {
-                    Ok(Ok(KvResponse::RegionsChanged { locks, .. })) => {
-                        out.moved.push(MovedRegion {
-                            region_id,
-                            from: node,
-                            locks,
-                        });
+            match self.node_status(node) {
+                Ok(report) => {
+                    for r in &report.regions {
+                        let entry = leaders.entry(r.region.id).or_default();
+                        if r.is_leader {
+                            *entry = Some(node);
+                        }
                     }
-                    Ok(Ok(KvResponse::RegionError(e))) => {
-                        out.failed.push((region_id, e.to_string()))
-                    }
-                    Ok(Ok(other)) => out.failed.push((region_id, format!("{other:?}"))),
-                    Ok(Err(e)) | Err(e) => out.failed.push((region_id, e.to_string())),
                 }
+                Err(e) => out.unasked.push((node, e.to_string())),
             }
         }
-        if let Some(only) = region
-            && out.moved.is_empty()
-            && out.already == 0
-            && out.failed.is_empty()
-        {
-            let why = "no node leads it (not a region of the cluster, or an election is under way)";
-            out.failed.push((only, why.into()));
+        if let Some(only) = region {
+            leaders.retain(|id, _| *id == only);
+            if leaders.is_empty() {
+                let why = "no node that answered has it (not a region of the cluster?)";
+                out.failed.push((only, why.into()));
+            }
+        }
+        for (region_id, leader) in leaders {
+            match leader {
+                Some(from) if from == to => out.already += 1,
+                Some(from) => match self.hand_region(region_id, from, to) {
+                    Ok(locks) => out.moved.push(MovedRegion {
+                        region_id,
+                        from,
+                        locks,
+                    }),
+                    Err(why) => out.failed.push((region_id, why)),
+                },
+                None => out
+                    .failed
+                    .push((region_id, "no leader now (an election under way?)".into())),
+            }
         }
         Ok(out)
+    }
+
+    /// Asks `from` to hand `region_id` to `to`, then waits until `to` leads it; the
+    /// in-memory locks proposed.
+    fn hand_region(&self, region_id: u64, from: NodeId, to: NodeId) -> Result<usize, String> {
+        let req = KvRequest::TransferLeader { region_id, to };
+        let locks = match self.service(from).map_err(|e| e.to_string())?.call(req) {
+            Ok(KvResponse::RegionsChanged { locks, .. }) => locks,
+            Ok(KvResponse::RegionError(e)) => return Err(e.to_string()),
+            Ok(other) => return Err(format!("{other:?}")),
+            Err(e) => return Err(e.to_string()),
+        };
+        let start = Instant::now();
+        loop {
+            let leads = self.node_status(to).is_ok_and(|s| {
+                s.regions
+                    .iter()
+                    .any(|r| r.region.id == region_id && r.is_leader)
+            });
+            if leads {
+                return Ok(locks);
+            }
+            if start.elapsed() > TAKE_OVER_WAIT {
+                return Err(format!(
+                    "node {from} handed it over, but node {to} did not lead it within {TAKE_OVER_WAIT:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }

@@ -125,9 +125,9 @@ pub(crate) fn run_oltp(
     })
 }
 
-/// Hands every region's leadership to node `to` of the cluster in `dir`, then waits a
-/// second so that node 1's region map, which the slice's `SHOW TABLE ... REGIONS` reads,
-/// has learned the new leaders.
+/// Hands every region's leadership to node `to` of the cluster in `dir` (the call waits
+/// until `to` leads each), then a second more, so that the meta group's view, which the
+/// slice's `SHOW TABLE ... REGIONS` reports, has caught up.
 fn move_leaders(dir: &Path, to: u64) -> Result<(), SysbenchError> {
     let setup = |detail: String| SysbenchError::Setup {
         what: format!("the SurgeDB cluster's leaders on node {to}"),
@@ -140,6 +140,9 @@ fn move_leaders(dir: &Path, to: u64) -> Result<(), SysbenchError> {
         .map_err(|e| setup(e.to_string()))?;
     if let Some((region, why)) = moves.failed.first() {
         return Err(setup(format!("region {region} not moved: {why}")));
+    }
+    if let Some((node, why)) = moves.unasked.first() {
+        return Err(setup(format!("node {node} not asked: {why}")));
     }
     if !moves.moved.is_empty() {
         std::thread::sleep(std::time::Duration::from_secs(1));

@@ -150,6 +150,17 @@ impl SysbenchOptions {
         if self.tables == 0 || self.table_size == 0 {
             return bad("tables/table-size", "must be at least 1");
         }
+        if let Some(n) = self.oltp_leaders_on {
+            if !(1..=3).contains(&n) {
+                return bad(
+                    "oltp-leaders-on",
+                    "the bench's cluster has nodes 1, 2 and 3",
+                );
+            }
+            if !self.experiments.contains(&Experiment::Oltp) {
+                return bad("oltp-leaders-on", "only the oltp experiment places leaders");
+            }
+        }
         if self.big_mib.contains(&0) || self.big_seconds == 0 {
             return bad(
                 "big-mib/big-seconds",
