@@ -113,19 +113,10 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
         args.extend(region.map(|r| ["--region", r]).into_iter().flatten());
         surgedb(&args)
     };
+    let client = c.client();
     let leads = |node: u64| {
-        let (ok, out, err) = surgedb(&["cluster", "status", "--data", d]);
-        assert!(ok, "{err}");
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(&format!("node {node} at ")))
-            .unwrap_or_else(|| panic!("{out}"))
-            .to_string();
-        line.split("leads ")
-            .nth(1)
-            .and_then(|r| r.split(' ').next())
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or_else(|| panic!("{line}"))
+        let report = client.node_status(node).expect("status");
+        report.regions.iter().filter(|r| r.is_leader).count()
     };
     let (ok, out, err) = move_leaders("2", None);
     assert!(ok && out.contains("; 0 not moved"), "{out}{err}");
@@ -160,19 +151,10 @@ fn three_processes_serve_the_command_line_and_keep_writes_across_stop_and_start(
     assert!(c.log(2).contains("surgedb node 2: stopped"), "{}", c.log(2));
     // SIGTERM: node 2 handed its 15 regions (and the meta group, if it led it) over first.
     let log = c.log(2);
-    let line = log
-        .lines()
-        .find(|l| l.contains(" leaders moved to other nodes ("))
-        .unwrap_or_else(|| panic!("node 2 handed nothing over:\n{log}"));
-    let counts: Vec<usize> = line
-        .split("stopping: ")
-        .nth(1)
-        .and_then(|r| r.split(" leaders").next())
-        .map(|r| r.split(" of ").filter_map(|n| n.parse().ok()).collect())
-        .unwrap_or_default();
+    let handed = common::leaders_handed_over(&log);
     assert!(
-        counts.len() == 2 && counts[0] == counts[1] && counts[0] >= 15,
-        "{line}"
+        matches!(handed, Some((moved, led, _)) if moved == led && led >= 15),
+        "{handed:?}\n{log}"
     );
     // stderr too: this read once failed in CI with node 2 down (stdout empty, 2026-12-06).
     let (ok, out, err) = surgedb(&["kv", "get", "--cluster-dir", d, "acct/1"]);

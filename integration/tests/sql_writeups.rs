@@ -471,19 +471,10 @@ fn an_in_memory_lock_moves_with_its_leaders_clean_stop_and_the_holder_commits() 
         return;
     }
     let (t1, _t2, rows, leader_log) = lock_loss("in-memory", true);
-    let moved = leader_log
-        .lines()
-        .find(|l| l.contains(" leaders moved to other nodes ("))
-        .unwrap_or_else(|| panic!("the stopped leader handed nothing over:\n{leader_log}"));
-    let locks: u64 = moved
-        .split(" leaders moved to other nodes (")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let handed = common::leaders_handed_over(&leader_log);
     assert!(
-        locks >= 1,
-        "T1's in-memory lock moved with its region: {moved}"
+        matches!(handed, Some((_, _, locks)) if locks >= 1),
+        "T1's in-memory lock moved with its region: {handed:?}\n{leader_log}"
     );
     assert!(!t1.contains("ERROR"), "T1 must commit:\n{t1}");
     assert_eq!(rows.trim(), "2");

@@ -375,7 +375,9 @@ impl Client {
     /// Moves the leadership of data region `region_id` to node `to` over TCP with
     /// `KvRequest::TransferLeader` (the leader proposes its in-memory locks through Raft
     /// first, so none is lost), and waits until `to` leads it. Asking again is harmless, so
-    /// a request that fails (a leader change in between) is simply sent again.
+    /// a request that fails (a leader change in between) is simply sent again. Returns
+    /// how many in-memory locks the transfers that answered proposed (0 if `to` led it
+    /// already).
     ///
     /// # Errors
     /// [`ClientError::NotReady`] if `to` does not lead the region within `timeout`.
@@ -384,12 +386,13 @@ impl Client {
         region_id: u64,
         to: NodeId,
         timeout: Duration,
-    ) -> Result<(), ClientError> {
+    ) -> Result<usize, ClientError> {
         let start = Instant::now();
         let mut last = String::from("not asked yet");
+        let mut locks = 0;
         loop {
             if self.leader_of_region(region_id) == Some(to) {
-                return Ok(());
+                return Ok(locks);
             }
             if start.elapsed() > timeout {
                 return Err(ClientError::NotReady {
@@ -398,7 +401,10 @@ impl Client {
                 });
             }
             last = match self.call(KvRequest::TransferLeader { region_id, to }) {
-                Ok(KvResponse::RegionsChanged { .. }) => "transfer answered".into(),
+                Ok(KvResponse::RegionsChanged { locks: n, .. }) => {
+                    locks += n;
+                    "transfer answered".into()
+                }
                 Ok(other) => format!("{other:?}"),
                 Err(e) => e.to_string(),
             };

@@ -3,10 +3,10 @@
 //! voluntary transfer each region's current leader runs.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use surge_raft_lite::NodeId;
-use surge_txn::rpc::{KvRequest, KvResponse, NodeRouter};
+use surge_txn::rpc::NodeRouter;
 
 use super::cluster_client::{Client, ClientError};
 
@@ -47,11 +47,11 @@ impl LeaderMoves {
 
 impl Client {
     /// Hands the leadership of every data region (or of `region` alone) to node `to`,
-    /// each by a voluntary transfer run on its current leader, as TiKV's transfer-leader
-    /// operator: the region's in-memory pessimistic locks are proposed first, so the new
-    /// leader has them. The regions and their leaders are read from every node's status
-    /// first; each moved region is waited for until `to` leads it. The meta group stays
-    /// where it is.
+    /// each by [`Client::transfer_leader`] (a voluntary transfer run on its current leader,
+    /// as TiKV's transfer-leader operator: the region's in-memory pessimistic locks are
+    /// proposed first, so the new leader has them; it returns once `to` leads). The
+    /// regions and their leaders are read from every node's status first. The meta group
+    /// stays where it is.
     ///
     /// # Errors
     /// [`ClientError::Service`] when node `to` cannot be asked (not a node of the
@@ -89,13 +89,13 @@ impl Client {
         for (region_id, leader) in leaders {
             match leader {
                 Some(from) if from == to => out.already += 1,
-                Some(from) => match self.hand_region(region_id, from, to) {
+                Some(from) => match self.transfer_leader(region_id, to, TAKE_OVER_WAIT) {
                     Ok(locks) => out.moved.push(MovedRegion {
                         region_id,
                         from,
                         locks,
                     }),
-                    Err(why) => out.failed.push((region_id, why)),
+                    Err(e) => out.failed.push((region_id, e.to_string())),
                 },
                 None => out
                     .failed
@@ -103,34 +103,5 @@ impl Client {
             }
         }
         Ok(out)
-    }
-
-    /// Asks `from` to hand `region_id` to `to`, then waits until `to` leads it; the
-    /// in-memory locks proposed.
-    fn hand_region(&self, region_id: u64, from: NodeId, to: NodeId) -> Result<usize, String> {
-        let req = KvRequest::TransferLeader { region_id, to };
-        let locks = match self.service(from).map_err(|e| e.to_string())?.call(req) {
-            Ok(KvResponse::RegionsChanged { locks, .. }) => locks,
-            Ok(KvResponse::RegionError(e)) => return Err(e.to_string()),
-            Ok(other) => return Err(format!("{other:?}")),
-            Err(e) => return Err(e.to_string()),
-        };
-        let start = Instant::now();
-        loop {
-            let leads = self.node_status(to).is_ok_and(|s| {
-                s.regions
-                    .iter()
-                    .any(|r| r.region.id == region_id && r.is_leader)
-            });
-            if leads {
-                return Ok(locks);
-            }
-            if start.elapsed() > TAKE_OVER_WAIT {
-                return Err(format!(
-                    "node {from} handed it over, but node {to} did not lead it within {TAKE_OVER_WAIT:?}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }

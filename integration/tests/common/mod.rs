@@ -158,6 +158,20 @@ impl ProcCluster {
     }
 }
 
+/// What a node's log says its clean stop handed over (`surgedb node N: stopping: M of L
+/// leaders moved to other nodes (K in-memory locks with them) in T ms`): `(M, L, K)`, or
+/// `None` when it printed no such line (it led nothing, or stopped without the handover).
+pub fn leaders_handed_over(log: &str) -> Option<(usize, usize, usize)> {
+    let line = log
+        .lines()
+        .find(|l| l.contains(" leaders moved to other nodes ("))?;
+    let (_, rest) = line.split_once("stopping: ")?;
+    let (moved, rest) = rest.split_once(" of ")?;
+    let (led, rest) = rest.split_once(" leaders moved to other nodes (")?;
+    let locks = rest.split(' ').next()?;
+    Some((moved.parse().ok()?, led.parse().ok()?, locks.parse().ok()?))
+}
+
 /// A temporary directory, kept (and named on stderr) when `SURGE_KEEP_TEST_DIR` is set: a
 /// cluster's data, node logs and stream copies for a post-mortem of a failed run.
 pub fn kept_tempdir() -> tempfile::TempDir {
