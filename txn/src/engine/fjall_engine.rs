@@ -44,8 +44,11 @@ impl EngineIdentity {
 /// (range, state, applied index, size) in a fourth (`regions`).
 ///
 /// # Invariants
-/// - A region's batch and its record (with the batch's applied index) are one atomic fjall
-///   batch: after a crash, a region's data is exactly as of its recorded applied index.
+/// - A region's record (with its applied index) is written only at a checkpoint, in one
+///   atomic fjall batch with the region's locks as of that index (the lock column family
+///   lives in the view's memory between checkpoints; see [`FjallRegion`]): after a crash,
+///   the locks are exactly as of the recorded index and the write and default column
+///   families at or after it, and replaying the log after it (blind writes only) is exact.
 /// - Each batch reaches the operating system before [`crate::Engine::write`] returns (fjall's
 ///   journal is written per batch), so a killed process loses nothing written; a power
 ///   loss loses what [`FjallEngine::persist`] did not sync, which the Raft log (synced
@@ -165,6 +168,11 @@ impl FjallEngine {
         views.retain(|_, v| v.strong_count() > 0);
         views.insert(id, Arc::downgrade(&view));
         Ok(view)
+    }
+
+    /// The view of region `id` if one lives.
+    pub(super) fn live_view(&self, id: u64) -> Option<Arc<FjallRegion>> {
+        self.views.lock().get(&id).and_then(Weak::upgrade)
     }
 
     /// Registers a view made by a split (see [`FjallRegion`]'s `split_region`).

@@ -17,6 +17,7 @@ use super::region_record::RegionRecord;
 use super::snapshot_stream::SnapshotStreamReader;
 use super::traits::{Engine, EntriesView, Snapshot};
 use super::write_batch::{Modify, WriteBatch};
+use fjall_locks::{CHECKPOINT_EVERY, LockMap, Locks, locks_in, read_locks, split_locks};
 
 /// Keys deleted or inserted per fjall batch while a snapshot is applied (bounds memory).
 const APPLY_CHUNK: usize = 4096;
@@ -24,7 +25,8 @@ const APPLY_CHUNK: usize = 4096;
 /// A region's record as stored in the `regions` keyspace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Meta {
-    /// The Raft index of the last batch applied.
+    /// The Raft index of the last batch applied. Stored: the index of the last checkpoint
+    /// (see `fjall_locks.rs`), as of which the record and the locks are exact.
     applied_index: u64,
     /// Approximate bytes of keys and values in the range's write and default column
     /// families, by the rule of [`counted`] (the lock column family is not counted: its
@@ -50,10 +52,16 @@ fn counted(cf: Cf) -> bool {
 /// One region's view of the node's engine: its range of the shared keyspaces and its record.
 ///
 /// # Invariants
-/// - Every write of the view commits the record (with the batch's applied index) in the
-///   same fjall batch as the data.
-/// - Writes come from the region's apply (one thread at a time); `meta` mirrors the stored
-///   record after each successful commit.
+/// - The range's lock column family is held in memory (`locks`); the lock keyspace holds it
+///   as of the stored record's applied index, the last checkpoint (see `fjall_locks.rs`).
+///   Every write of the record is a checkpoint: the record and the locks' difference are
+///   one fjall batch.
+/// - Between two checkpoints only batches of blind puts and deletes are applied, so the
+///   replay of the log after the stored index is exact whatever part of them the write and
+///   default keyspaces already hold.
+/// - Writes come from the region's apply (one thread at a time); `meta` holds the applied
+///   index, size and record of now. A writer holds `meta` while it changes the data and
+///   the locks, and a snapshot takes both under it, so it sees one applied batch.
 /// - After a failed write the view refuses every write ([`EngineError::Stopped`]): the
 ///   failed batch is not in the engine, and a later one applied on top would leave a hole
 ///   that the log replay after a restart (from the record's index) could not see.
@@ -64,6 +72,8 @@ pub struct FjallRegion {
     /// Whether the record exists on disk (a new region's view has none until it writes).
     stored: Mutex<bool>,
     failed: Mutex<Option<EngineError>>,
+    /// The range's lock column family (taken after `meta` when both are held).
+    locks: Mutex<Locks>,
 }
 
 impl std::fmt::Debug for FjallRegion {
@@ -75,8 +85,14 @@ impl std::fmt::Debug for FjallRegion {
     }
 }
 
+/// A range of engine keys: start, and end (`None`: to the end of the key space).
+type Bounds = (Vec<u8>, Option<Vec<u8>>);
+
+/// A key and its value, shared.
+type Pair = (Arc<[u8]>, Arc<[u8]>);
+
 /// The range `[start, end)` of user keys as engine-key bounds.
-fn bounds(record: &RegionRecord) -> (Vec<u8>, Option<Vec<u8>>) {
+fn bounds(record: &RegionRecord) -> Bounds {
     let start = encode_key(&record.start);
     let end = (!record.end.is_empty()).then(|| encode_key(&record.end));
     (start, end)
@@ -130,12 +146,25 @@ impl FjallRegion {
                 false,
             ),
         };
+        let map = if stored {
+            let (start, end) = bounds(&meta.record);
+            read_locks(&engine, &start, end.as_deref()).map_err(|e| bad(e.to_string()))?
+        } else {
+            LockMap::new()
+        };
+        let locks = Locks {
+            stored: map.clone(),
+            map,
+            checkpoint: meta.applied_index,
+            applied: meta.applied_index,
+        };
         Ok(Arc::new(FjallRegion {
             engine,
             id,
             meta: Mutex::new(meta),
             stored: Mutex::new(stored),
             failed: Mutex::new(None),
+            locks: Mutex::new(locks),
         }))
     }
 
@@ -167,8 +196,9 @@ impl FjallRegion {
         e.clone()
     }
 
-    /// Commits `batch` plus the record `meta`, then mirrors `meta` in memory; on failure
-    /// the view stops (see the type's invariants).
+    /// Commits `batch` plus the record `meta` as a checkpoint of the locks held now over
+    /// the record's range, then mirrors `meta` in memory; on failure the view stops (see
+    /// the type's invariants).
     fn commit(
         &self,
         mut batch: fjall::OwnedWriteBatch,
@@ -176,24 +206,91 @@ impl FjallRegion {
         meta: Meta,
         what: &'static str,
     ) -> Result<(), EngineError> {
+        let map = self.locks.lock().map.clone();
+        let (start, end) = bounds(&meta.record);
+        let stored = self.lock_diff_read(&mut batch, &map, &start, end.as_deref())?;
+        self.commit_record(batch, held, meta, map, stored, what)
+    }
+
+    /// Commits `batch` (which holds the checkpoint's lock difference, after which the lock
+    /// keyspace's range holds `stored`) plus the record `meta`; then `meta` and `map` are
+    /// the view's, and `meta`'s index its checkpoint. On failure the view stops (see the
+    /// type's invariants).
+    fn commit_record(
+        &self,
+        mut batch: fjall::OwnedWriteBatch,
+        held: &mut Meta,
+        meta: Meta,
+        map: LockMap,
+        stored: LockMap,
+        what: &'static str,
+    ) -> Result<(), EngineError> {
         batch.insert(
             &self.engine.regions,
             Self::record_key(self.id),
             encode_meta(&meta),
         );
+        let index = meta.applied_index;
+        let mut locks = self.locks.lock();
         match batch.commit() {
             Ok(()) => {
+                *locks = Locks {
+                    map,
+                    stored,
+                    checkpoint: index,
+                    applied: index,
+                };
+                drop(locks);
                 *held = meta;
                 *self.stored.lock() = true;
                 Ok(())
             }
             Err(e) => {
-                let err = io(what, &e);
-                tracing::error!(region = self.id, index = meta.applied_index, error = %err, "engine write failed; region stopped");
-                self.fail(meta.applied_index, err.to_string());
-                Err(err)
+                drop(locks);
+                Err(self.write_failed(index, what, &e))
             }
         }
+    }
+
+    /// A failed fjall commit at `index`: logged, and the view stops.
+    fn write_failed(&self, index: u64, what: &'static str, e: &fjall::Error) -> EngineError {
+        let err = io(what, e);
+        tracing::error!(region = self.id, index, error = %err, "engine write failed; region stopped");
+        self.fail(index, err.to_string());
+        err
+    }
+
+    /// Writes a checkpoint taken at `meta`'s index with the locks `map` of then, unless a
+    /// later one is on disk already (a record change since), the view failed, or a snapshot
+    /// is being applied. The view's record and data in memory stay as they are.
+    fn write_checkpoint(&self, meta: &Meta, map: &LockMap) -> Result<(), EngineError> {
+        self.check_failed()?;
+        // `meta` serializes this with the writes and the record changes.
+        let held = self.meta.lock();
+        let stored = {
+            let locks = self.locks.lock();
+            if held.applying || locks.checkpoint >= meta.applied_index {
+                return Ok(());
+            }
+            locks.stored.clone()
+        };
+        let mut batch = self.engine.db.batch();
+        self.lock_diff_known(&mut batch, map, &stored);
+        batch.insert(
+            &self.engine.regions,
+            Self::record_key(self.id),
+            encode_meta(meta),
+        );
+        batch
+            .commit()
+            .map_err(|e| self.write_failed(meta.applied_index, "checkpoint", &e))?;
+        let mut locks = self.locks.lock();
+        locks.stored = map.clone();
+        locks.checkpoint = meta.applied_index;
+        drop(locks);
+        *self.stored.lock() = true;
+        drop(held);
+        Ok(())
     }
 
     /// The stored size of `key` in `ks` (key plus value), 0 when absent.
@@ -202,20 +299,20 @@ impl FjallRegion {
         Ok(v.map_or(0, |n| (key.len() as u64) + u64::from(n)))
     }
 
-    /// Every entry of the range in `snap`, per column family.
-    fn collect(
-        &self,
-        snap: &fjall::Snapshot,
-        start: &[u8],
-        end: Option<&[u8]>,
-    ) -> Result<[Vec<(fjall::Slice, fjall::Slice)>; 3], EngineError> {
-        let mut out: [Vec<(fjall::Slice, fjall::Slice)>; 3] = Default::default();
-        for (slot, cf) in out.iter_mut().zip(Cf::ALL) {
-            for guard in snap.range::<&[u8], _>(self.engine.cf(cf), range_of(start, end)) {
-                slot.push(guard.into_inner().map_err(|e| io("export", &e))?);
-            }
-        }
-        Ok(out)
+    /// A read view of now ([`FjallRegion::read_view`]) and the record's range, under
+    /// `meta` so that no record change falls between them.
+    fn view(&self) -> (fjall::Snapshot, LockMap, u64, Bounds) {
+        let held = self.meta.lock();
+        let range = bounds(&held.record);
+        let (snap, map, applied) = self.read_view();
+        drop(held);
+        (snap, map, applied, range)
+    }
+
+    /// A fjall snapshot and the locks of the same applied batch, with its index.
+    fn read_view(&self) -> (fjall::Snapshot, LockMap, u64) {
+        let locks = self.locks.lock();
+        (self.engine.db.snapshot(), locks.map.clone(), locks.applied)
     }
 
     /// Reports a read error: logged, and the view's writes stop (a read that missed data
@@ -230,14 +327,42 @@ impl FjallRegion {
     }
 }
 
-/// A consistent view of the whole engine (a fjall snapshot), read through one region.
+/// Every entry of `[start, end)` as of `snap` and `locks`, per column family.
+fn collect(
+    engine: &FjallEngine,
+    snap: &fjall::Snapshot,
+    locks: &LockMap,
+    start: &[u8],
+    end: Option<&[u8]>,
+) -> Result<[Vec<Pair>; 3], EngineError> {
+    let mut out: [Vec<Pair>; 3] = Default::default();
+    for (slot, cf) in out.iter_mut().zip(Cf::ALL) {
+        if cf == Cf::Lock {
+            slot.extend(locks_in(locks, start, end).map(|(k, v)| (k.clone(), v.clone())));
+            continue;
+        }
+        for guard in snap.range::<&[u8], _>(engine.cf(cf), range_of(start, end)) {
+            let (k, v) = guard.into_inner().map_err(|e| io("export", &e))?;
+            slot.push((Arc::from(&k[..]), Arc::from(&v[..])));
+        }
+    }
+    Ok(out)
+}
+
+/// A consistent view of the region: a fjall snapshot of the engine and the region's locks
+/// of the same applied batch.
 struct FjallSnapshot<'a> {
     view: &'a FjallRegion,
     snap: fjall::Snapshot,
+    locks: LockMap,
+    applied: u64,
 }
 
 impl Snapshot for FjallSnapshot<'_> {
     fn get(&self, cf: Cf, key: &[u8]) -> Option<Vec<u8>> {
+        if cf == Cf::Lock {
+            return self.locks.get(key).map(|v| v.to_vec());
+        }
         match self.snap.get(self.view.engine.cf(cf), key) {
             Ok(v) => v.map(|v| v.to_vec()),
             Err(e) => {
@@ -255,6 +380,14 @@ impl Snapshot for FjallSnapshot<'_> {
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) {
         if end.is_some_and(|end| end <= start) {
+            return;
+        }
+        if cf == Cf::Lock {
+            for (k, v) in locks_in(&self.locks, start, end) {
+                if !visit(k, v) {
+                    break;
+                }
+            }
             return;
         }
         for guard in self
@@ -276,25 +409,18 @@ impl Snapshot for FjallSnapshot<'_> {
     }
 
     fn applied_index(&self) -> u64 {
-        let key = FjallRegion::record_key(self.view.id);
-        match self.snap.get(&self.view.engine.regions, key) {
-            Ok(Some(bytes)) => postcard::from_bytes::<Meta>(&bytes)
-                .map(|m| m.applied_index)
-                .unwrap_or(0),
-            Ok(None) => 0,
-            Err(e) => {
-                self.view.read_failed(&e);
-                0
-            }
-        }
+        self.applied
     }
 }
 
 impl Engine for FjallRegion {
     fn snapshot(&self) -> Box<dyn Snapshot + '_> {
+        let (snap, locks, applied) = self.read_view();
         Box::new(FjallSnapshot {
             view: self,
-            snap: self.engine.db.snapshot(),
+            snap,
+            locks,
+            applied,
         })
     }
 
@@ -302,12 +428,28 @@ impl Engine for FjallRegion {
         self.check_failed()?;
         let mut held = self.meta.lock();
         let mut out = self.engine.db.batch();
+        // Copies (O(1)): a failed batch leaves the view's locks as they were.
+        let (mut locks, stored, checkpoint) = {
+            let l = self.locks.lock();
+            (l.map.clone(), l.stored.clone(), l.checkpoint)
+        };
         let mut size = held.size as i128;
         // What this batch wrote so far, so a key changed twice in it is counted once
         // (reads see the engine before the batch).
         let mut seen: std::collections::HashMap<(Cf, &[u8]), i128> =
             std::collections::HashMap::new();
         for modify in &batch.modifies {
+            if modify.cf() == Cf::Lock {
+                match modify {
+                    Modify::Put { key, value, .. } => {
+                        locks.insert(Arc::from(key.as_slice()), Arc::from(value.as_slice()));
+                    }
+                    Modify::Delete { key, .. } => {
+                        locks.remove(key.as_slice());
+                    }
+                }
+                continue;
+            }
             let ks = self.engine.cf(modify.cf());
             let slot = (modify.cf(), modify.key());
             let counts = counted(modify.cf());
@@ -339,13 +481,32 @@ impl Engine for FjallRegion {
                 }
             }
         }
-        let meta = Meta {
-            applied_index: batch.applied_index,
-            size: size.max(0) as u64,
-            ..held.clone()
-        };
+        let size = size.max(0) as u64;
         crash_point(points::BEFORE_BATCH);
-        self.commit(out, &mut held, meta, "write")?;
+        if batch.applied_index >= checkpoint.saturating_add(CHECKPOINT_EVERY) {
+            let meta = Meta {
+                applied_index: batch.applied_index,
+                size,
+                ..held.clone()
+            };
+            self.lock_diff_known(&mut out, &locks, &stored);
+            self.commit_record(out, &mut held, meta, locks.clone(), locks, "write")?;
+        } else {
+            // Only the data: the record (and its index) waits for the next checkpoint,
+            // and a batch of locks alone writes nothing to fjall.
+            let mut l = self.locks.lock();
+            if !out.is_empty()
+                && let Err(e) = out.commit()
+            {
+                drop(l);
+                return Err(self.write_failed(batch.applied_index, "write", &e));
+            }
+            l.map = locks;
+            l.applied = batch.applied_index;
+            drop(l);
+            held.applied_index = batch.applied_index;
+            held.size = size;
+        }
         crash_point(points::AFTER_BATCH);
         Ok(())
     }
@@ -355,14 +516,8 @@ impl Engine for FjallRegion {
     }
 
     fn export(&self) -> Vec<u8> {
-        let snap = self.engine.db.snapshot();
-        let applied = FjallSnapshot {
-            view: self,
-            snap: snap.clone(),
-        }
-        .applied_index();
-        let (start, end) = bounds(&self.meta.lock().record);
-        match self.collect(&snap, &start, end.as_deref()) {
+        let (snap, locks, applied, (start, end)) = self.view();
+        match collect(&self.engine, &snap, &locks, &start, end.as_deref()) {
             Ok([l, w, d]) => encode_pairs([&l, &w, &d], applied),
             Err(e) => {
                 tracing::error!(region = self.id, error = %e, "engine export failed");
@@ -375,27 +530,18 @@ impl Engine for FjallRegion {
     /// range from it: the Raft snapshot built for a follower behind the log's start. The
     /// log itself is compacted with a marker after [`Engine::persist`], not with this.
     fn export_view(&self) -> Box<dyn FnOnce() -> Vec<u8> + Send> {
-        let snap = self.engine.db.snapshot();
-        let applied = self.meta.lock().applied_index;
-        let (start, end) = bounds(&self.meta.lock().record);
+        let (snap, locks, applied, (start, end)) = self.view();
         let engine = self.engine.clone();
         let id = self.id;
-        Box::new(move || {
-            let mut out: [Vec<(fjall::Slice, fjall::Slice)>; 3] = Default::default();
-            for (slot, cf) in out.iter_mut().zip(Cf::ALL) {
-                for guard in snap.range::<&[u8], _>(engine.cf(cf), range_of(&start, end.as_deref()))
-                {
-                    match guard.into_inner() {
-                        Ok(kv) => slot.push(kv),
-                        Err(e) => {
-                            tracing::error!(region = id, error = %describe(&e), "engine export failed");
-                        }
-                    }
+        Box::new(
+            move || match collect(&engine, &snap, &locks, &start, end.as_deref()) {
+                Ok([l, w, d]) => encode_pairs([&l, &w, &d], applied),
+                Err(e) => {
+                    tracing::error!(region = id, error = %e, "engine export failed");
+                    encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
                 }
-            }
-            let [l, w, d] = out;
-            encode_pairs([&l, &w, &d], applied)
-        })
+            },
+        )
     }
 
     fn import(&self, data: &[u8], applied_index: u64) -> Result<(), EngineError> {
@@ -419,6 +565,9 @@ impl Engine for FjallRegion {
         meta.size -= meta.size / 2;
         if let Ok((user, _)) = decode_key(at) {
             meta.record.end = user;
+            // The locks at or above `at` are the other region's; its view reads them.
+            let (kept, _) = split_locks(&self.locks.lock().map, at, None);
+            self.locks.lock().map = kept;
         }
         let applied = meta.applied_index;
         if let Err(e) = self.commit(self.engine.db.batch(), &mut held, meta, "split_off") {
@@ -441,7 +590,16 @@ impl Engine for FjallRegion {
         let mut out = self.engine.db.batch();
         let mut size = held.size;
         let snap = self.engine.db.snapshot();
+        // The source's locks join the view's in memory (the record's change after the
+        // merge writes them); those this replica held in the range and the source lacks go.
+        let (mut locks, _) = split_locks(&self.locks.lock().map, start, end);
         for (cf, incoming) in body.by_cf_ref() {
+            if cf == Cf::Lock {
+                for (k, v) in incoming {
+                    locks.insert(Arc::from(k.as_slice()), Arc::from(v.as_slice()));
+                }
+                continue;
+            }
             let ks = self.engine.cf(cf);
             for guard in snap.range::<&[u8], _>(ks, range_of(start, end)) {
                 let key = guard.key().map_err(|e| {
@@ -456,6 +614,9 @@ impl Engine for FjallRegion {
         }
         drop(snap);
         for (cf, map) in body.by_cf() {
+            if cf == Cf::Lock {
+                continue;
+            }
             let ks = self.engine.cf(cf);
             for (k, v) in &map {
                 if counted(cf) {
@@ -468,7 +629,9 @@ impl Engine for FjallRegion {
             size,
             ..held.clone()
         };
-        self.commit(out, &mut held, meta, "ingest")
+        let (start, end) = bounds(&meta.record);
+        let stored = self.lock_diff_read(&mut out, &locks, &start, end.as_deref())?;
+        self.commit_record(out, &mut held, meta, locks, stored, "ingest")
     }
 
     /// Two passes over the range's write keys (count, then the middle one); a region is
@@ -506,7 +669,8 @@ impl Engine for FjallRegion {
 
     fn durable_region(&self) -> Option<(u64, RegionRecord)> {
         let meta = self.meta.lock();
-        (*self.stored.lock() && !meta.applying).then(|| (meta.applied_index, meta.record.clone()))
+        let checkpoint = self.locks.lock().checkpoint;
+        (*self.stored.lock() && !meta.applying).then(|| (checkpoint, meta.record.clone()))
     }
 
     fn set_region(&self, record: &RegionRecord, applied_index: u64) -> Result<(), EngineError> {
@@ -590,11 +754,46 @@ impl Engine for FjallRegion {
             Self::record_key(child_id),
             encode_meta(&child_meta),
         );
-        self.commit(out, &mut held, parent_meta, "split")?;
+        // Both records are checkpoints: the locks of the whole range before the split go
+        // to disk, and each view keeps those of its part.
+        let all = self.locks.lock().map.clone();
+        let (start, end) = bounds(&held.record);
+        self.lock_diff_read(&mut out, &all, &start, end.as_deref())?;
+        let (child_start, child_end) = bounds(child);
+        let (parent_locks, child_locks) = split_locks(&all, &child_start, child_end.as_deref());
+        self.commit_record(
+            out,
+            &mut held,
+            parent_meta,
+            parent_locks.clone(),
+            parent_locks,
+            "split",
+        )?;
         *child_view.meta.lock() = child_meta;
+        *child_view.locks.lock() = Locks {
+            map: child_locks.clone(),
+            stored: child_locks,
+            checkpoint: child_index,
+            applied: child_index,
+        };
         *child_view.stored.lock() = true;
         self.engine.register(child_id, &child_view);
         Ok(child_view)
+    }
+
+    /// The record and the locks of now, written by the closure as a checkpoint (skipped
+    /// when a later one is on disk by then).
+    fn checkpoint(&self) -> Box<dyn FnOnce() -> Result<(), EngineError> + Send> {
+        let held = self.meta.lock();
+        let map = self.locks.lock().map.clone();
+        let meta = held.clone();
+        drop(held);
+        let engine = self.engine.clone();
+        let id = self.id;
+        Box::new(move || match engine.live_view(id) {
+            Some(view) => view.write_checkpoint(&meta, &map),
+            None => Ok(()),
+        })
     }
 
     fn persist(&self) -> Result<(), EngineError> {
@@ -608,6 +807,9 @@ impl Engine for FjallRegion {
 #[path = "fjall_snapshot_apply.rs"]
 mod fjall_snapshot_apply;
 
+#[path = "fjall_locks.rs"]
+mod fjall_locks;
+
 #[cfg(test)]
 #[path = "fjall_region_test.rs"]
 mod fjall_region_test;
@@ -615,3 +817,7 @@ mod fjall_region_test;
 #[cfg(test)]
 #[path = "fjall_snapshot_stream_test.rs"]
 mod fjall_snapshot_stream_test;
+
+#[cfg(test)]
+#[path = "fjall_locks_test.rs"]
+mod fjall_locks_test;

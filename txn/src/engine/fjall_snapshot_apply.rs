@@ -4,6 +4,7 @@
 use fjall::Readable;
 use parking_lot::MutexGuard;
 
+use super::fjall_locks::{LockMap, locks_in, read_locks};
 use super::{APPLY_CHUNK, FjallRegion, Meta, bounds, range_of};
 use crate::engine::cf::Cf;
 use crate::engine::crash_points::{crash_point, engine_crash_points as points};
@@ -76,6 +77,8 @@ impl FjallRegion {
             record: record.clone(),
             ..held.clone()
         };
+        // The range's locks are the snapshot's from here on (read back at the end).
+        self.locks.lock().map = LockMap::new();
         self.commit(self.engine.db.batch(), &mut held, marked, "snapshot apply")?;
         self.delete_range(applied_index, record)?;
         crash_point(points::SNAPSHOT_APPLY_AFTER_DELETE);
@@ -136,6 +139,12 @@ impl FjallRegion {
             applying: false,
             record: record.clone(),
         };
+        // The snapshot's locks went to the lock keyspace with its other entries.
+        let (start, end) = bounds(record);
+        self.locks.lock().map =
+            read_locks(&self.engine, &start, end.as_deref()).inspect_err(|e| {
+                self.fail(applied_index, format!("snapshot apply: {e}"));
+            })?;
         self.commit(self.engine.db.batch(), held, done, "snapshot apply")
     }
 
@@ -158,11 +167,16 @@ impl FjallRegion {
     /// [`crate::Engine::entries_view`] for a fjall region: a fjall snapshot taken now (a
     /// sequence number), iterated range by range per column family when called.
     pub(super) fn stream_view(&self) -> EntriesView {
-        let snap = self.engine.db.snapshot();
-        let (start, end) = bounds(&self.meta.lock().record);
+        let (snap, locks, _, (start, end)) = self.view();
         let engine = self.engine.clone();
         Box::new(move |visit| {
             for cf in Cf::ALL {
+                if cf == Cf::Lock {
+                    for (key, value) in locks_in(&locks, &start, end.as_deref()) {
+                        visit(cf, key, value)?;
+                    }
+                    continue;
+                }
                 for guard in snap.range::<&[u8], _>(engine.cf(cf), range_of(&start, end.as_deref()))
                 {
                     let (key, value) = guard

@@ -154,14 +154,14 @@ fn a_streamed_snapshot_replaces_exactly_the_range() {
             key,
         } in NEIGHBOURS
         {
-            engine
-                .region(id, start, end)
-                .unwrap()
-                .write(&WriteBatch {
-                    modifies: vec![put(Cf::Lock, encode_key(key), b"receiver")],
-                    applied_index: 3,
-                })
-                .unwrap();
+            let view = engine.region(id, start, end).unwrap();
+            view.write(&WriteBatch {
+                modifies: vec![put(Cf::Lock, encode_key(key), b"receiver")],
+                applied_index: 3,
+            })
+            .unwrap();
+            // A checkpoint: the lock keyspace holds the neighbour's lock from here on.
+            view.set_region(&record(start, end, b""), 3).unwrap();
         }
         import(&dst, &bytes, 50).unwrap();
         assert_eq!(dst.durable_region(), Some((50, rec.clone())));
@@ -176,9 +176,16 @@ fn a_streamed_snapshot_replaces_exactly_the_range() {
         assert!(!want.is_empty());
         assert_eq!(in_range(&dst, cf, b"b", b"y"), want, "{cf}");
     }
-    for key in [b"a", b"z"] {
+    for Neighbour {
+        id,
+        start,
+        end,
+        key,
+    } in NEIGHBOURS
+    {
+        let neighbour = engine.region(id, start, end).unwrap();
         assert_eq!(
-            dst.snapshot().get(Cf::Lock, &encode_key(key)),
+            neighbour.snapshot().get(Cf::Lock, &encode_key(key)),
             Some(b"receiver".to_vec()),
             "the neighbours' data stays"
         );
@@ -202,6 +209,7 @@ fn a_cut_or_damaged_stream_leaves_the_region_incomplete_until_applied_again() {
             let engine = open(dir.path());
             let dst = engine.region(1, b"b", b"y").unwrap();
             fill(&dst, 10, 10, 5);
+            dst.set_region(&record(b"b", b"y", b""), 5).unwrap();
             assert!(dst.durable_region().is_some());
             let err = import(&dst, bad, 50).unwrap_err();
             assert!(

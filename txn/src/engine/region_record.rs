@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// A region's range and its state as the region layer encodes it (epoch, merge state), kept
-/// by a disk engine in the same atomic batch as the data each change applies with, so a
-/// restart finds the region exactly as of the engine's applied index.
+/// by a disk engine in the same atomic batch as the data each change applies with (a
+/// checkpoint of a `FjallRegion`), so a restart finds the region as of the engine's
+/// recorded index and replays the log after it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionRecord {
     /// First user key of the range.

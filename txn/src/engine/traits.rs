@@ -229,6 +229,19 @@ pub trait Engine: Send + Sync + 'static {
     /// The default never waits.
     fn throttle_writes(&self) {}
 
+    /// A closure that writes the engine's state of now (taken on the apply thread, between
+    /// two applied batches) so that a restart resumes from it: a disk engine that keeps
+    /// part of the region in memory between checkpoints (the locks of a `FjallRegion`)
+    /// writes that part and its applied index. Called before the log is compacted up to
+    /// now; the closure runs on another thread, and [`Engine::persist`] follows it. The
+    /// default has nothing to write.
+    ///
+    /// The closure's errors: [`EngineError`] when the engine cannot write (the log is
+    /// then not compacted).
+    fn checkpoint(&self) -> Box<dyn FnOnce() -> Result<(), EngineError> + Send> {
+        Box::new(|| Ok(()))
+    }
+
     /// Makes everything written so far survive a power loss (an fsync of the engine's
     /// journal). The default has nothing to persist.
     ///

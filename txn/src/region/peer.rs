@@ -928,7 +928,8 @@ impl RegionPeer {
 
     /// The marker that compacts a disk engine's log (see `StateMachine::compaction_marker`
     /// in `raft-lite`): the split seed's encoding (range, epoch and merge state, no data)
-    /// of now, returned by a closure that first makes the engine durable. Restored at a
+    /// of now, returned by a closure that first writes the engine's checkpoint of now
+    /// ([`Engine::checkpoint`]) and makes the engine durable. Restored at a
     /// restart like a split seed: the engine holds the marker's index or later.
     pub(crate) fn compaction_marker(
         &self,
@@ -936,7 +937,16 @@ impl RegionPeer {
         let marker = self.split_seed();
         let engine = self.engine.clone();
         let id = self.id();
+        // A replica merged away writes nothing more: its range is the target's.
+        let merged = matches!(*self.merge.lock(), MergeState::Merged { .. });
+        let checkpoint = (!merged).then(|| self.engine.checkpoint());
         Box::new(move || {
+            if let Some(checkpoint) = checkpoint {
+                checkpoint().map_err(|e| {
+                    tracing::error!(region = id, error = %e, "engine checkpoint failed; log not compacted");
+                    format!("region {id}: engine checkpoint failed: {e}")
+                })?;
+            }
             engine.persist().map_err(|e| {
                 tracing::error!(region = id, error = %e, "engine persist failed; log not compacted");
                 format!("region {id}: engine persist failed: {e}")

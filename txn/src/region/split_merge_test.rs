@@ -345,9 +345,10 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
     let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
         .expect("open the node's engine");
     let host = Arc::new(MergeHost::default());
+    let source_view = node.region(2, b"", b"\x80").expect("source view");
     let lagging = peer(
         region(2, b"", b"\x80", 1),
-        node.region(2, b"", b"\x80").expect("source view"),
+        source_view.clone(),
         host.clone(),
     );
     let _ = host.source.set(Arc::downgrade(&lagging));
@@ -363,8 +364,10 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
     let [first_prewrite, first_commit] = prewrite_and_commit(&leader, b"\x10k", 10, 12, 1);
     let [later_prewrite, later_commit] = prewrite_and_commit(&leader, b"\x10j", 20, 22, 3);
     assert!(lagging.apply(1, &first_prewrite).is_empty());
+    // A checkpoint puts the lagging replica's lock in the lock keyspace the views share.
+    source_view.checkpoint()().expect("checkpoint");
     assert!(
-        lock_and_record(&*target_view, b"\x10k", 10).0,
+        lock_and_record(&*source_view, b"\x10k", 10).0,
         "the lagging replica's lock"
     );
 
@@ -397,4 +400,22 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
         !lock_and_record(&*target_view, b"\x10j", 20).0,
         "the merged-away replica wrote a lock under the target's keys"
     );
+
+    // Nor is the lagging replica's lock left on disk: the target's record change after
+    // the merge was a checkpoint of the merged range's locks.
+    drop((lagging, target, target_view, source_view, node));
+    let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
+        .expect("reopen the node's engine");
+    let view = node.region(3, b"\x80", b"").expect("target view");
+    assert_eq!(
+        view.durable_region().map(|(_, r)| r.start),
+        Some(Vec::new()),
+        "the merged range recorded"
+    );
+    for (key, start_ts) in [(&b"\x10k"[..], 10), (b"\x10j", 20)] {
+        assert!(
+            !lock_and_record(&*view, key, start_ts).0,
+            "{key:?}: a lock beside its commit record after a reopen"
+        );
+    }
 }
