@@ -175,6 +175,12 @@ impl FjallEngine {
         self.views.lock().get(&id).and_then(Weak::upgrade)
     }
 
+    /// Whether the lock keyspace holds `key` (tests: what a checkpoint wrote).
+    #[cfg(test)]
+    pub(crate) fn lock_on_disk(&self, key: &[u8]) -> bool {
+        self.lock.get(key).ok().flatten().is_some()
+    }
+
     /// Registers a view made by a split (see [`FjallRegion`]'s `split_region`).
     pub(super) fn register(&self, id: u64, view: &Arc<FjallRegion>) {
         self.views.lock().insert(id, Arc::downgrade(view));

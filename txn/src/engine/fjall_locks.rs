@@ -14,11 +14,12 @@
 //! Why the log replay after a crash is still exact: the lock keyspace holds the range's
 //! locks exactly as of the record's index `C`, while the write and default keyspaces may
 //! hold batches applied after `C` (they were written, the record was not). Every entry
-//! applied between two checkpoints is a batch of blind puts and deletes (a record change is
-//! itself a checkpoint), and replaying blind writes `C+1..=N` in order over a state that
-//! already holds a prefix of them yields the state after `N`: each key ends with the last
-//! write to it. The Raft log keeps every entry after `C`, since it is compacted only up to a
-//! checkpoint's index.
+//! applied between two checkpoints is a batch of blind puts and deletes computed by the
+//! leader (a record change is itself a checkpoint, and so is the one apply that reads the
+//! engine to decide what it writes, a transfer's migrated locks), and replaying blind
+//! writes `C+1..=N` in order over a state that already holds some of them, in order,
+//! yields the state after `N`: each key ends with the last write to it. The Raft log keeps
+//! every entry after `C`, since it is compacted only up to a checkpoint's index.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -86,14 +87,22 @@ impl FjallRegion {
     /// changed one. The stored side is read (a record change: a merge, or a region that
     /// left the node, may have left entries there that no view of this node knows).
     /// Returns what the range holds once `batch` is committed.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when the range cannot be read; the view then stops (`index`:
+    /// the applied index of the change), since a record change written without it could
+    /// leave stale locks on disk.
     pub(super) fn lock_diff_read(
         &self,
         batch: &mut fjall::OwnedWriteBatch,
         map: &LockMap,
         start: &[u8],
         end: Option<&[u8]>,
+        index: u64,
     ) -> Result<LockMap, EngineError> {
-        let stored = read_locks(&self.engine, start, end)?;
+        let stored = read_locks(&self.engine, start, end).inspect_err(|e| {
+            self.fail(index, e.to_string());
+        })?;
         for (k, _) in &stored {
             if !map.contains_key(&**k) {
                 batch.remove(&self.engine.lock, k.to_vec());

@@ -60,8 +60,10 @@ fn counted(cf: Cf) -> bool {
 ///   replay of the log after the stored index is exact whatever part of them the write and
 ///   default keyspaces already hold.
 /// - Writes come from the region's apply (one thread at a time); `meta` holds the applied
-///   index, size and record of now. A writer holds `meta` while it changes the data and
-///   the locks, and a snapshot takes both under it, so it sees one applied batch.
+///   index, size and record of now, and is held by every write, checkpoint and record
+///   change. A writer also holds `locks` from its fjall commit until the map and the
+///   applied index are the batch's, and a snapshot takes the fjall snapshot and the map
+///   under `locks`, so it sees one applied batch.
 /// - After a failed write the view refuses every write ([`EngineError::Stopped`]): the
 ///   failed batch is not in the engine, and a later one applied on top would leave a hole
 ///   that the log replay after a restart (from the record's index) could not see.
@@ -146,12 +148,10 @@ impl FjallRegion {
                 false,
             ),
         };
-        let map = if stored {
-            let (start, end) = bounds(&meta.record);
-            read_locks(&engine, &start, end.as_deref()).map_err(|e| bad(e.to_string()))?
-        } else {
-            LockMap::new()
-        };
+        // A view without a record (a new region, or a split's child restored from its
+        // seed) starts, like its other column families, from what the range holds.
+        let (start, end) = bounds(&meta.record);
+        let map = read_locks(&engine, &start, end.as_deref()).map_err(|e| bad(e.to_string()))?;
         let locks = Locks {
             stored: map.clone(),
             map,
@@ -201,14 +201,27 @@ impl FjallRegion {
     /// the type's invariants).
     fn commit(
         &self,
-        mut batch: fjall::OwnedWriteBatch,
+        batch: fjall::OwnedWriteBatch,
         held: &mut Meta,
         meta: Meta,
         what: &'static str,
     ) -> Result<(), EngineError> {
         let map = self.locks.lock().map.clone();
+        self.commit_with(batch, held, meta, map, what)
+    }
+
+    /// As [`FjallRegion::commit`], with `map` as the view's locks from the commit on.
+    fn commit_with(
+        &self,
+        mut batch: fjall::OwnedWriteBatch,
+        held: &mut Meta,
+        meta: Meta,
+        map: LockMap,
+        what: &'static str,
+    ) -> Result<(), EngineError> {
         let (start, end) = bounds(&meta.record);
-        let stored = self.lock_diff_read(&mut batch, &map, &start, end.as_deref())?;
+        let stored =
+            self.lock_diff_read(&mut batch, &map, &start, end.as_deref(), meta.applied_index)?;
         self.commit_record(batch, held, meta, map, stored, what)
     }
 
@@ -261,16 +274,26 @@ impl FjallRegion {
     }
 
     /// Writes a checkpoint taken at `meta`'s index with the locks `map` of then, unless a
-    /// later one is on disk already (a record change since), the view failed, or a snapshot
-    /// is being applied. The view's record and data in memory stay as they are.
+    /// later one is on disk already (a record change since). The view's record and data in
+    /// memory stay as they are.
+    ///
+    /// # Errors
+    /// The view's failure; [`EngineError::Io`] when a snapshot is being applied (the log
+    /// must not be compacted then) or the write fails (the view then stops).
     fn write_checkpoint(&self, meta: &Meta, map: &LockMap) -> Result<(), EngineError> {
         self.check_failed()?;
         // `meta` serializes this with the writes and the record changes.
         let held = self.meta.lock();
         let stored = {
             let locks = self.locks.lock();
-            if held.applying || locks.checkpoint >= meta.applied_index {
+            if locks.checkpoint >= meta.applied_index {
                 return Ok(());
+            }
+            if held.applying || meta.applying {
+                return Err(EngineError::Io {
+                    what: "checkpoint",
+                    detail: format!("region {}: a snapshot is being applied", self.id),
+                });
             }
             locks.stored.clone()
         };
@@ -563,14 +586,24 @@ impl Engine for FjallRegion {
         let mut held = self.meta.lock();
         let mut meta = held.clone();
         meta.size -= meta.size / 2;
+        let all = self.locks.lock().map.clone();
+        let mut kept = all.clone();
+        let mut out = self.engine.db.batch();
         if let Ok((user, _)) = decode_key(at) {
             meta.record.end = user;
-            // The locks at or above `at` are the other region's; its view reads them.
-            let (kept, _) = split_locks(&self.locks.lock().map, at, None);
-            self.locks.lock().map = kept;
+            // The locks at or above `at` are the other region's: they go to the lock
+            // keyspace (as the replayed writes of the other column families went to
+            // theirs) for the other region's view to read, and leave this view.
+            let (start, end) = bounds(&held.record);
+            if let Err(e) =
+                self.lock_diff_read(&mut out, &all, &start, end.as_deref(), meta.applied_index)
+            {
+                tracing::error!(region = self.id, error = %e, "engine split_off failed");
+            }
+            kept = split_locks(&all, at, None).0;
         }
         let applied = meta.applied_index;
-        if let Err(e) = self.commit(self.engine.db.batch(), &mut held, meta, "split_off") {
+        if let Err(e) = self.commit_with(out, &mut held, meta, kept, "split_off") {
             tracing::error!(region = self.id, error = %e, "engine split_off failed");
         }
         encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
@@ -603,9 +636,11 @@ impl Engine for FjallRegion {
             let ks = self.engine.cf(cf);
             for guard in snap.range::<&[u8], _>(ks, range_of(start, end)) {
                 let key = guard.key().map_err(|e| {
-                    // A read that missed keys must not lead to a write (see `read_failed`).
-                    self.read_failed(&e);
-                    io("ingest", &e)
+                    // A read that missed keys must not lead to a write (see `read_failed`,
+                    // which takes `meta`, held here).
+                    let err = io("ingest", &e);
+                    self.fail(held.applied_index, err.to_string());
+                    err
                 })?;
                 if !incoming.contains_key(key.as_ref()) {
                     out.remove(ks, key.to_vec());
@@ -630,7 +665,8 @@ impl Engine for FjallRegion {
             ..held.clone()
         };
         let (start, end) = bounds(&meta.record);
-        let stored = self.lock_diff_read(&mut out, &locks, &start, end.as_deref())?;
+        let stored =
+            self.lock_diff_read(&mut out, &locks, &start, end.as_deref(), meta.applied_index)?;
         self.commit_record(out, &mut held, meta, locks, stored, "ingest")
     }
 
@@ -758,7 +794,7 @@ impl Engine for FjallRegion {
         // to disk, and each view keeps those of its part.
         let all = self.locks.lock().map.clone();
         let (start, end) = bounds(&held.record);
-        self.lock_diff_read(&mut out, &all, &start, end.as_deref())?;
+        self.lock_diff_read(&mut out, &all, &start, end.as_deref(), parent_index)?;
         let (child_start, child_end) = bounds(child);
         let (parent_locks, child_locks) = split_locks(&all, &child_start, child_end.as_deref());
         self.commit_record(
@@ -792,7 +828,10 @@ impl Engine for FjallRegion {
         let id = self.id;
         Box::new(move || match engine.live_view(id) {
             Some(view) => view.write_checkpoint(&meta, &map),
-            None => Ok(()),
+            None => Err(EngineError::Io {
+                what: "checkpoint",
+                detail: format!("region {id}: its view is gone"),
+            }),
         })
     }
 

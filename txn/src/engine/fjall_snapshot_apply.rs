@@ -78,8 +78,13 @@ impl FjallRegion {
             ..held.clone()
         };
         // The range's locks are the snapshot's from here on (read back at the end).
-        self.locks.lock().map = LockMap::new();
-        self.commit(self.engine.db.batch(), &mut held, marked, "snapshot apply")?;
+        self.commit_with(
+            self.engine.db.batch(),
+            &mut held,
+            marked,
+            LockMap::new(),
+            "snapshot apply",
+        )?;
         self.delete_range(applied_index, record)?;
         crash_point(points::SNAPSHOT_APPLY_AFTER_DELETE);
         let mut inserts = ChunkedInserts {
@@ -141,11 +146,10 @@ impl FjallRegion {
         };
         // The snapshot's locks went to the lock keyspace with its other entries.
         let (start, end) = bounds(record);
-        self.locks.lock().map =
-            read_locks(&self.engine, &start, end.as_deref()).inspect_err(|e| {
-                self.fail(applied_index, format!("snapshot apply: {e}"));
-            })?;
-        self.commit(self.engine.db.batch(), held, done, "snapshot apply")
+        let map = read_locks(&self.engine, &start, end.as_deref()).inspect_err(|e| {
+            self.fail(applied_index, format!("snapshot apply: {e}"));
+        })?;
+        self.commit_with(self.engine.db.batch(), held, done, map, "snapshot apply")
     }
 
     /// [`crate::Engine::import_stream`] for a fjall region: entries are inserted as the

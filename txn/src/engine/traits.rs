@@ -117,7 +117,9 @@ pub trait Engine: Send + Sync + 'static {
     /// The applied index the engine holds durably (survives a crash of the process) and
     /// the region record written with it; `None` when the engine keeps nothing across a
     /// restart, or holds no complete state of the region (never written, or a snapshot's
-    /// apply was cut short). A region replays its log after this index.
+    /// apply was cut short). A region replays its log after this index. A disk engine may
+    /// record it only now and then (a `FjallRegion`'s checkpoints) and hold some data of
+    /// later entries too; the replay must then be exact over them (blind writes).
     fn durable_region(&self) -> Option<(u64, RegionRecord)> {
         None
     }

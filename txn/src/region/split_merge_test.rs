@@ -367,8 +367,8 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
     // A checkpoint puts the lagging replica's lock in the lock keyspace the views share.
     source_view.checkpoint()().expect("checkpoint");
     assert!(
-        lock_and_record(&*source_view, b"\x10k", 10).0,
-        "the lagging replica's lock"
+        node.lock_on_disk(&encode_key(b"\x10k")),
+        "the lagging replica's lock on disk"
     );
 
     // PrepareMerge moved the source to version 2 on the leader; its export as of then.
@@ -400,6 +400,10 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
         !lock_and_record(&*target_view, b"\x10j", 20).0,
         "the merged-away replica wrote a lock under the target's keys"
     );
+    assert!(
+        !node.lock_on_disk(&encode_key(b"\x10k")),
+        "the lagging replica's lock left on disk"
+    );
 
     // Nor is the lagging replica's lock left on disk: the target's record change after
     // the merge was a checkpoint of the merged range's locks.
@@ -418,4 +422,37 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
             "{key:?}: a lock beside its commit record after a reopen"
         );
     }
+}
+
+/// A transfer's migrated locks are the one apply that reads the engine to decide what it
+/// writes (each lock only where the key holds nothing newer), so on a disk engine, whose
+/// restart replays the log over data that may be ahead of the recorded index, the entry is
+/// a checkpoint: the record moves to its index and the locks reach the lock keyspace.
+#[test]
+fn migrated_locks_on_a_disk_engine_are_a_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = FjallOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_memtable_bytes(1 << 20)
+        .with_worker_threads(1);
+    let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
+        .expect("open the node's engine");
+    let view = node.region(2, b"", b"").expect("view");
+    let replica = peer(
+        region(2, b"", b"", 1),
+        view.clone(),
+        Arc::new(MergeHost::default()),
+    );
+    replica.record_region(1);
+    let lock = crate::Lock::new(crate::LockType::Pessimistic, b"k".to_vec(), 10, 3000, 10);
+    let migrate = RegionCommand::MigrateLocks {
+        version: 1,
+        locks: vec![(b"k".to_vec(), lock)],
+    };
+    assert!(replica.apply(2, &migrate.encode()).is_empty());
+    assert_eq!(view.durable_region().map(|(index, _)| index), Some(2));
+    assert!(
+        node.lock_on_disk(&encode_key(b"k")),
+        "the migrated lock on disk"
+    );
 }
