@@ -226,3 +226,33 @@ proptest! {
         }
     }
 }
+
+/// A restart that replays a split whose child recovered on its own (`split_off`): the
+/// parent's replayed locks of the child's range go to the lock keyspace, where a view of
+/// the child's range finds them, and leave the parent.
+#[test]
+fn split_off_hands_the_upper_locks_to_the_lock_keyspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path());
+    let parent = engine.region(1, b"", b"").unwrap();
+    parent.set_region(&record(b"", b"", b""), 1).unwrap();
+    lock(&parent, b"b", b"lb", 2);
+    lock(&parent, b"g", b"lg", 3);
+    drop(parent.split_off(&encode_key(b"f")));
+    assert_eq!(
+        all(&*parent.snapshot(), Cf::Lock),
+        vec![(encode_key(b"b"), b"lb".to_vec())]
+    );
+    assert_eq!(
+        parent.durable_region().map(|(i, r)| (i, r.end)),
+        Some((3, b"f".to_vec()))
+    );
+    for key in [b"b", b"g"] {
+        assert!(engine.lock_on_disk(&encode_key(key)), "{key:?} on disk");
+    }
+    let child = engine.region(2, b"f", b"").unwrap();
+    assert_eq!(
+        all(&*child.snapshot(), Cf::Lock),
+        vec![(encode_key(b"g"), b"lg".to_vec())]
+    );
+}

@@ -586,24 +586,26 @@ impl Engine for FjallRegion {
         let mut held = self.meta.lock();
         let mut meta = held.clone();
         meta.size -= meta.size / 2;
-        let all = self.locks.lock().map.clone();
-        let mut kept = all.clone();
-        let mut out = self.engine.db.batch();
-        if let Ok((user, _)) = decode_key(at) {
-            meta.record.end = user;
-            // The locks at or above `at` are the other region's: they go to the lock
-            // keyspace (as the replayed writes of the other column families went to
-            // theirs) for the other region's view to read, and leave this view.
-            let (start, end) = bounds(&held.record);
-            if let Err(e) =
-                self.lock_diff_read(&mut out, &all, &start, end.as_deref(), meta.applied_index)
-            {
-                tracing::error!(region = self.id, error = %e, "engine split_off failed");
-            }
-            kept = split_locks(&all, at, None).0;
-        }
         let applied = meta.applied_index;
-        if let Err(e) = self.commit_with(out, &mut held, meta, kept, "split_off") {
+        let result = match decode_key(at) {
+            Ok((user, _)) => {
+                meta.record.end = user;
+                // The locks at or above `at` are the other region's: they go to the lock
+                // keyspace (as the replayed writes of the other column families went to
+                // theirs) for the other region's view to read, and leave this view. One
+                // diff over the old range, so no key takes two changes in the batch.
+                let all = self.locks.lock().map.clone();
+                let (start, end) = bounds(&held.record);
+                let mut out = self.engine.db.batch();
+                self.lock_diff_read(&mut out, &all, &start, end.as_deref(), applied)
+                    .and_then(|_| {
+                        let kept = split_locks(&all, at, None).0;
+                        self.commit_record(out, &mut held, meta, kept.clone(), kept, "split_off")
+                    })
+            }
+            Err(_) => self.commit(self.engine.db.batch(), &mut held, meta, "split_off"),
+        };
+        if let Err(e) = result {
             tracing::error!(region = self.id, error = %e, "engine split_off failed");
         }
         encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
