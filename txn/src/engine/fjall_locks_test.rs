@@ -228,12 +228,17 @@ proptest! {
 }
 
 /// A restart that replays a split whose child recovered on its own (`split_off`): the
-/// parent's replayed locks of the child's range go to the lock keyspace, where a view of
-/// the child's range finds them, and leave the parent.
+/// parent gives up the upper locks without writing into the child's range, which the
+/// child's view owns (here: a lock it checkpointed that the parent never knew of stays).
 #[test]
-fn split_off_hands_the_upper_locks_to_the_lock_keyspace() {
+fn split_off_leaves_the_childs_range_to_the_child() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path());
+    let child = engine.region(2, b"f", b"").unwrap();
+    child.set_region(&record(b"f", b"", b""), 1).unwrap();
+    lock(&child, b"h", b"child's", 2);
+    child.checkpoint()().unwrap();
+    // The parent, replaying from before the split, still covers the whole range.
     let parent = engine.region(1, b"", b"").unwrap();
     parent.set_region(&record(b"", b"", b""), 1).unwrap();
     lock(&parent, b"b", b"lb", 2);
@@ -247,12 +252,17 @@ fn split_off_hands_the_upper_locks_to_the_lock_keyspace() {
         parent.durable_region().map(|(i, r)| (i, r.end)),
         Some((3, b"f".to_vec()))
     );
-    for key in [b"b", b"g"] {
-        assert!(engine.lock_on_disk(&encode_key(key)), "{key:?} on disk");
-    }
-    let child = engine.region(2, b"f", b"").unwrap();
+    assert!(engine.lock_on_disk(&encode_key(b"b")));
+    assert!(
+        !engine.lock_on_disk(&encode_key(b"g")),
+        "written into the child's range"
+    );
+    assert!(
+        engine.lock_on_disk(&encode_key(b"h")),
+        "the child's lock deleted"
+    );
     assert_eq!(
         all(&*child.snapshot(), Cf::Lock),
-        vec![(encode_key(b"g"), b"lg".to_vec())]
+        vec![(encode_key(b"h"), b"child's".to_vec())]
     );
 }

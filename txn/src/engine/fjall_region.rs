@@ -222,7 +222,10 @@ impl FjallRegion {
         let (start, end) = bounds(&meta.record);
         let stored =
             self.lock_diff_read(&mut batch, &map, &start, end.as_deref(), meta.applied_index)?;
-        self.commit_record(batch, held, meta, map, stored, what)
+        // The view keeps the range's locks only: a later checkpoint diffs its map against
+        // `stored` and must not write keys of other ranges (a view opened over more than
+        // its region's range before the record said which).
+        self.commit_record(batch, held, meta, stored.clone(), stored, what)
     }
 
     /// Commits `batch` (which holds the checkpoint's lock difference, after which the lock
@@ -281,19 +284,20 @@ impl FjallRegion {
     /// The view's failure; [`EngineError::Io`] when a snapshot is being applied (the log
     /// must not be compacted then) or the write fails (the view then stops).
     fn write_checkpoint(&self, meta: &Meta, map: &LockMap) -> Result<(), EngineError> {
-        self.check_failed()?;
-        // `meta` serializes this with the writes and the record changes.
+        // `meta` serializes this with the writes and the record changes; the checks follow
+        // it, so a snapshot apply that failed or began meanwhile is seen.
         let held = self.meta.lock();
+        self.check_failed()?;
         let stored = {
             let locks = self.locks.lock();
-            if locks.checkpoint >= meta.applied_index {
-                return Ok(());
-            }
             if held.applying || meta.applying {
                 return Err(EngineError::Io {
                     what: "checkpoint",
                     detail: format!("region {}: a snapshot is being applied", self.id),
                 });
+            }
+            if locks.checkpoint >= meta.applied_index {
+                return Ok(());
             }
             locks.stored.clone()
         };
@@ -539,14 +543,7 @@ impl Engine for FjallRegion {
     }
 
     fn export(&self) -> Vec<u8> {
-        let (snap, locks, applied, (start, end)) = self.view();
-        match collect(&self.engine, &snap, &locks, &start, end.as_deref()) {
-            Ok([l, w, d]) => encode_pairs([&l, &w, &d], applied),
-            Err(e) => {
-                tracing::error!(region = self.id, error = %e, "engine export failed");
-                encode_pairs::<&[u8], &[u8]>([&[], &[], &[]], applied)
-            }
-        }
+        self.export_view()()
     }
 
     /// Takes a fjall snapshot now (cheap: a sequence number) and, when called, encodes the
@@ -590,18 +587,14 @@ impl Engine for FjallRegion {
         let result = match decode_key(at) {
             Ok((user, _)) => {
                 meta.record.end = user;
-                // The locks at or above `at` are the other region's: they go to the lock
-                // keyspace (as the replayed writes of the other column families went to
-                // theirs) for the other region's view to read, and leave this view. One
-                // diff over the old range, so no key takes two changes in the batch.
-                let all = self.locks.lock().map.clone();
-                let (start, end) = bounds(&held.record);
-                let mut out = self.engine.db.batch();
-                self.lock_diff_read(&mut out, &all, &start, end.as_deref(), applied)
-                    .and_then(|_| {
-                        let kept = split_locks(&all, at, None).0;
-                        self.commit_record(out, &mut held, meta, kept.clone(), kept, "split_off")
-                    })
+                // The locks at or above `at` are the hosted child's: its view holds them
+                // (from its own seed and log) and this view gives them up without writing
+                // there. The parent's replayed locks of that range are lost with them:
+                // this path runs only when the split's engine batch was lost after its sync
+                // failed, and writing them over the child's range could as well resurrect
+                // locks the child resolved since or delete ones it took.
+                let kept = split_locks(&self.locks.lock().map, at, None).0;
+                self.commit_with(self.engine.db.batch(), &mut held, meta, kept, "split_off")
             }
             Err(_) => self.commit(self.engine.db.batch(), &mut held, meta, "split_off"),
         };

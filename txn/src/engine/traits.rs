@@ -84,8 +84,9 @@ pub trait Engine: Send + Sync + 'static {
     /// Removes every entry whose engine key is at or after `at` (an encoded key, in every
     /// column family) and
     /// returns them as an export (for a region split: the new region's data). A disk
-    /// engine shared by the node's regions only narrows the region's range and returns an
-    /// empty export: the entries stay under their keys.
+    /// engine shared by the node's regions only narrows the region's range (a checkpoint of
+    /// the narrowed range) and returns an empty export: the entries stay under their keys,
+    /// and the locks above `at` in its memory go (the other region's view holds its own).
     fn split_off(&self, at: &[u8]) -> Vec<u8>;
 
     /// Makes the engine's entries with `start <= key < end` (engine keys, no end: to the
