@@ -64,9 +64,12 @@ fn a_full_disk_fails_the_write_and_keeps_every_acknowledged_batch() {
     std::fs::remove_file(&filler).expect("remove the filler");
     let engine = FjallEngine::open(dir.path(), &id, options()).expect("reopen");
     let view = engine.region(1, b"", b"").expect("view");
+    // The record is as of the last checkpoint, which the engine writes with the first
+    // batch at least 32 entries past the one before: the log replays the rest, whose data
+    // the engine may hold already (checked below).
     let (applied, _) = view.durable_region().expect("a durable state");
     assert!(
-        applied >= acked,
+        applied <= acked && acked - applied < 32,
         "reopened at {applied}, {acked} acknowledged"
     );
     let snap = view.snapshot();

@@ -312,6 +312,15 @@ fn prewrite_and_commit(
     [prewrite, commit]
 }
 
+/// A node's disk engine in `dir`, small (tests).
+fn disk_node(dir: &std::path::Path) -> Arc<FjallEngine> {
+    let options = FjallOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_memtable_bytes(1 << 20)
+        .with_worker_threads(1);
+    FjallEngine::open(dir, &EngineIdentity::new("c1", 1), options).expect("open the node's engine")
+}
+
 /// The lock and the record of the transaction `start_ts` on `key` in a region's engine.
 fn lock_and_record(engine: &dyn Engine, key: &[u8], start_ts: u64) -> (bool, TxnCommitRecord) {
     let snap = engine.snapshot();
@@ -338,12 +347,7 @@ fn lock_and_record(engine: &dyn Engine, key: &[u8], start_ts: u64) -> (bool, Txn
 #[test]
 fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = FjallOptions::default()
-        .with_cache_bytes(8 << 20)
-        .with_memtable_bytes(1 << 20)
-        .with_worker_threads(1);
-    let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
-        .expect("open the node's engine");
+    let node = disk_node(dir.path());
     let host = Arc::new(MergeHost::default());
     let source_view = node.region(2, b"", b"\x80").expect("source view");
     let lagging = peer(
@@ -408,8 +412,7 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
     // Nor is the lagging replica's lock left on disk: the target's record change after
     // the merge was a checkpoint of the merged range's locks.
     drop((lagging, target, target_view, source_view, node));
-    let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
-        .expect("reopen the node's engine");
+    let node = disk_node(dir.path());
     let view = node.region(3, b"\x80", b"").expect("target view");
     assert_eq!(
         view.durable_region().map(|(_, r)| r.start),
@@ -431,12 +434,7 @@ fn a_merge_on_a_shared_disk_engine_drops_what_a_lagging_source_replica_left() {
 #[test]
 fn migrated_locks_on_a_disk_engine_are_a_checkpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = FjallOptions::default()
-        .with_cache_bytes(8 << 20)
-        .with_memtable_bytes(1 << 20)
-        .with_worker_threads(1);
-    let node = FjallEngine::open(dir.path(), &EngineIdentity::new("c1", 1), options)
-        .expect("open the node's engine");
+    let node = disk_node(dir.path());
     let view = node.region(2, b"", b"").expect("view");
     let replica = peer(
         region(2, b"", b"", 1),
