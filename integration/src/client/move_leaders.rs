@@ -62,11 +62,15 @@ impl Client {
         to: NodeId,
         region: Option<u64>,
     ) -> Result<LeaderMoves, ClientError> {
-        self.node_status(to)?;
+        let nodes = self.nodes();
+        if !nodes.contains(&to) {
+            // Not a node of the cluster: its status call names why.
+            self.node_status(to)?;
+        }
         let mut out = LeaderMoves::default();
         // Region id -> its leader, if some node says it leads it.
         let mut leaders: BTreeMap<u64, Option<NodeId>> = BTreeMap::new();
-        for node in self.nodes() {
+        for node in nodes {
             match self.node_status(node) {
                 Ok(report) => {
                     for r in &report.regions {
@@ -76,6 +80,7 @@ impl Client {
                         }
                     }
                 }
+                Err(e) if node == to => return Err(e),
                 Err(e) => out.unasked.push((node, e.to_string())),
             }
         }

@@ -49,11 +49,23 @@ pub(super) struct Locks {
     /// The locks as of `applied`.
     pub(super) map: LockMap,
     /// The range's entries in the lock keyspace as of the last checkpoint.
-    pub(super) stored: LockMap,
+    pub(super) on_disk: LockMap,
     /// The applied index of the record on disk: the locks there are exactly as of it.
     pub(super) checkpoint: u64,
     /// The index of the last batch applied.
     pub(super) applied: u64,
+}
+
+impl Locks {
+    /// `map`, just written by a checkpoint at `index`.
+    pub(super) fn at(map: LockMap, index: u64) -> Locks {
+        Locks {
+            on_disk: map.clone(),
+            map,
+            checkpoint: index,
+            applied: index,
+        }
+    }
 }
 
 /// The lock keyspace's entries in `[start, end)` (a checkpoint).
@@ -119,14 +131,14 @@ impl FjallRegion {
     }
 
     /// As [`FjallRegion::lock_diff_read`] between two checkpoints, where the range holds
-    /// `stored` (the last checkpoint's map) and `map` holds only the range's keys.
+    /// `on_disk` (the last checkpoint's map) and `map` holds only the range's keys.
     pub(super) fn lock_diff_known(
         &self,
         batch: &mut fjall::OwnedWriteBatch,
         map: &LockMap,
-        stored: &LockMap,
+        on_disk: &LockMap,
     ) {
-        for item in stored.diff(map) {
+        for item in on_disk.diff(map) {
             match item {
                 imbl::ordmap::DiffItem::Add(k, v)
                 | imbl::ordmap::DiffItem::Update { new: (k, v), .. } => {

@@ -152,12 +152,7 @@ impl FjallRegion {
         // seed) starts, like its other column families, from what the range holds.
         let (start, end) = bounds(&meta.record);
         let map = read_locks(&engine, &start, end.as_deref()).map_err(|e| bad(e.to_string()))?;
-        let locks = Locks {
-            stored: map.clone(),
-            map,
-            checkpoint: meta.applied_index,
-            applied: meta.applied_index,
-        };
+        let locks = Locks::at(map, meta.applied_index);
         Ok(Arc::new(FjallRegion {
             engine,
             id,
@@ -220,16 +215,16 @@ impl FjallRegion {
         what: &'static str,
     ) -> Result<(), EngineError> {
         let (start, end) = bounds(&meta.record);
-        let stored =
+        let on_disk =
             self.lock_diff_read(&mut batch, &map, &start, end.as_deref(), meta.applied_index)?;
         // The view keeps the range's locks only: a later checkpoint diffs its map against
-        // `stored` and must not write keys of other ranges (a view opened over more than
+        // `on_disk` and must not write keys of other ranges (a view opened over more than
         // its region's range before the record said which).
-        self.commit_record(batch, held, meta, stored.clone(), stored, what)
+        self.commit_record(batch, held, meta, on_disk.clone(), on_disk, what)
     }
 
     /// Commits `batch` (which holds the checkpoint's lock difference, after which the lock
-    /// keyspace's range holds `stored`) plus the record `meta`; then `meta` and `map` are
+    /// keyspace's range holds `on_disk`) plus the record `meta`; then `meta` and `map` are
     /// the view's, and `meta`'s index its checkpoint. On failure the view stops (see the
     /// type's invariants).
     fn commit_record(
@@ -238,21 +233,17 @@ impl FjallRegion {
         held: &mut Meta,
         meta: Meta,
         map: LockMap,
-        stored: LockMap,
+        on_disk: LockMap,
         what: &'static str,
     ) -> Result<(), EngineError> {
-        batch.insert(
-            &self.engine.regions,
-            Self::record_key(self.id),
-            encode_meta(&meta),
-        );
+        self.put_record(&mut batch, self.id, &meta);
         let index = meta.applied_index;
         let mut locks = self.locks.lock();
         match batch.commit() {
             Ok(()) => {
                 *locks = Locks {
                     map,
-                    stored,
+                    on_disk,
                     checkpoint: index,
                     applied: index,
                 };
@@ -266,6 +257,15 @@ impl FjallRegion {
                 Err(self.write_failed(index, what, &e))
             }
         }
+    }
+
+    /// Adds region `id`'s record `meta` to `batch`.
+    fn put_record(&self, batch: &mut fjall::OwnedWriteBatch, id: u64, meta: &Meta) {
+        batch.insert(
+            &self.engine.regions,
+            Self::record_key(id),
+            encode_meta(meta),
+        );
     }
 
     /// A failed fjall commit at `index`: logged, and the view stops.
@@ -288,7 +288,7 @@ impl FjallRegion {
         // it, so a snapshot apply that failed or began meanwhile is seen.
         let held = self.meta.lock();
         self.check_failed()?;
-        let stored = {
+        let on_disk = {
             let locks = self.locks.lock();
             if held.applying || meta.applying {
                 return Err(EngineError::Io {
@@ -299,20 +299,16 @@ impl FjallRegion {
             if locks.checkpoint >= meta.applied_index {
                 return Ok(());
             }
-            locks.stored.clone()
+            locks.on_disk.clone()
         };
         let mut batch = self.engine.db.batch();
-        self.lock_diff_known(&mut batch, map, &stored);
-        batch.insert(
-            &self.engine.regions,
-            Self::record_key(self.id),
-            encode_meta(meta),
-        );
+        self.lock_diff_known(&mut batch, map, &on_disk);
+        self.put_record(&mut batch, self.id, meta);
         batch
             .commit()
             .map_err(|e| self.write_failed(meta.applied_index, "checkpoint", &e))?;
         let mut locks = self.locks.lock();
-        locks.stored = map.clone();
+        locks.on_disk = map.clone();
         locks.checkpoint = meta.applied_index;
         drop(locks);
         *self.stored.lock() = true;
@@ -456,9 +452,9 @@ impl Engine for FjallRegion {
         let mut held = self.meta.lock();
         let mut out = self.engine.db.batch();
         // Copies (O(1)): a failed batch leaves the view's locks as they were.
-        let (mut locks, stored, checkpoint) = {
+        let (mut locks, on_disk, checkpoint) = {
             let l = self.locks.lock();
-            (l.map.clone(), l.stored.clone(), l.checkpoint)
+            (l.map.clone(), l.on_disk.clone(), l.checkpoint)
         };
         let mut size = held.size as i128;
         // What this batch wrote so far, so a key changed twice in it is counted once
@@ -516,7 +512,7 @@ impl Engine for FjallRegion {
                 size,
                 ..held.clone()
             };
-            self.lock_diff_known(&mut out, &locks, &stored);
+            self.lock_diff_known(&mut out, &locks, &on_disk);
             self.commit_record(out, &mut held, meta, locks.clone(), locks, "write")?;
         } else {
             // Only the data: the record (and its index) waits for the next checkpoint,
@@ -660,9 +656,9 @@ impl Engine for FjallRegion {
             ..held.clone()
         };
         let (start, end) = bounds(&meta.record);
-        let stored =
+        let on_disk =
             self.lock_diff_read(&mut out, &locks, &start, end.as_deref(), meta.applied_index)?;
-        self.commit_record(out, &mut held, meta, locks, stored, "ingest")
+        self.commit_record(out, &mut held, meta, locks, on_disk, "ingest")
     }
 
     /// Two passes over the range's write keys (count, then the middle one); a region is
@@ -780,11 +776,7 @@ impl Engine for FjallRegion {
             record: parent.clone(),
         };
         let mut out = self.engine.db.batch();
-        out.insert(
-            &self.engine.regions,
-            Self::record_key(child_id),
-            encode_meta(&child_meta),
-        );
+        self.put_record(&mut out, child_id, &child_meta);
         // Both records are checkpoints: the locks of the whole range before the split go
         // to disk, and each view keeps those of its part.
         let all = self.locks.lock().map.clone();
@@ -801,12 +793,7 @@ impl Engine for FjallRegion {
             "split",
         )?;
         *child_view.meta.lock() = child_meta;
-        *child_view.locks.lock() = Locks {
-            map: child_locks.clone(),
-            stored: child_locks,
-            checkpoint: child_index,
-            applied: child_index,
-        };
+        *child_view.locks.lock() = Locks::at(child_locks, child_index);
         *child_view.stored.lock() = true;
         self.engine.register(child_id, &child_view);
         Ok(child_view)

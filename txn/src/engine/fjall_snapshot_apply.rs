@@ -149,7 +149,15 @@ impl FjallRegion {
         let map = read_locks(&self.engine, &start, end.as_deref()).inspect_err(|e| {
             self.fail(applied_index, format!("snapshot apply: {e}"));
         })?;
-        self.commit_with(self.engine.db.batch(), held, done, map, "snapshot apply")
+        // Read just now: the map is what the range holds, with nothing to diff.
+        self.commit_record(
+            self.engine.db.batch(),
+            held,
+            done,
+            map.clone(),
+            map,
+            "snapshot apply",
+        )
     }
 
     /// [`crate::Engine::import_stream`] for a fjall region: entries are inserted as the
