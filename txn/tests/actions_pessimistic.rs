@@ -41,58 +41,62 @@ fn test_pessimistic_lock() {
 
 #[test]
 fn test_pessimistic_lock_write_conflict() {
-    let mut env = Env::new();
-    must_put_committed(&mut env, b"k", b"v", 5, 20);
-    // (for_update_ts, conflicts)
-    let cases = [(15, true), (19, true), (20, false), (25, false)];
-    for (i, (for_update_ts, conflicts)) in cases.into_iter().enumerate() {
-        let start_ts = 10 + i as u64;
-        let got = try_acquire(&mut env, lock_req(b"k", b"k", for_update_ts), start_ts);
-        match got {
-            Err(MvccError::WriteConflict {
-                conflict_start_ts,
-                conflict_commit_ts,
-                ..
-            }) => {
-                assert!(conflicts, "for_update_ts {for_update_ts}");
-                assert_eq!((conflict_start_ts, conflict_commit_ts), (5, 20));
+    for (engine, new_env) in engines() {
+        let mut env = new_env();
+        must_put_committed(&mut env, b"k", b"v", 5, 20);
+        // (for_update_ts, conflicts)
+        let cases = [(15, true), (19, true), (20, false), (25, false)];
+        for (i, (for_update_ts, conflicts)) in cases.into_iter().enumerate() {
+            let start_ts = 10 + i as u64;
+            let got = try_acquire(&mut env, lock_req(b"k", b"k", for_update_ts), start_ts);
+            match got {
+                Err(MvccError::WriteConflict {
+                    conflict_start_ts,
+                    conflict_commit_ts,
+                    ..
+                }) => {
+                    assert!(conflicts, "{engine}: for_update_ts {for_update_ts}");
+                    assert_eq!((conflict_start_ts, conflict_commit_ts), (5, 20));
+                }
+                Ok(_) => {
+                    assert!(!conflicts, "{engine}: for_update_ts {for_update_ts}");
+                    env.run(start_ts, |txn, r| {
+                        pessimistic_rollback(txn, r, b"k", for_update_ts)
+                    })
+                    .unwrap();
+                }
+                Err(e) => panic!("{e}"),
             }
-            Ok(_) => {
-                assert!(!conflicts, "for_update_ts {for_update_ts}");
-                env.run(start_ts, |txn, r| {
-                    pessimistic_rollback(txn, r, b"k", for_update_ts)
-                })
-                .unwrap();
-            }
-            Err(e) => panic!("{e}"),
         }
     }
 }
 
 #[test]
 fn test_pessimistic_lock_rolled_back() {
-    // (protected rollback of txn 10, then a newer commit at 15) -> lock of txn 10 at 20
-    let cases = [
-        (true, false, true),
-        (false, false, true),
-        (true, true, true),
-        (false, true, false),
-    ];
-    for (protect, newer_commit, rolled_back) in cases {
-        let mut env = Env::new();
-        must_rollback(&mut env, b"k", 10, protect);
-        if newer_commit {
-            must_put_committed(&mut env, b"k", b"x", 12, 15);
+    for (engine, new_env) in engines() {
+        // (protected rollback of txn 10, then a newer commit at 15) -> lock of txn 10 at 20
+        let cases = [
+            (true, false, true),
+            (false, false, true),
+            (true, true, true),
+            (false, true, false),
+        ];
+        for (protect, newer_commit, rolled_back) in cases {
+            let mut env = new_env();
+            must_rollback(&mut env, b"k", 10, protect);
+            if newer_commit {
+                must_put_committed(&mut env, b"k", b"x", 12, 15);
+            }
+            let got = try_acquire(&mut env, lock_req(b"k", b"k", 20), 10);
+            assert_eq!(
+                matches!(
+                    got,
+                    Err(MvccError::PessimisticLockRolledBack { start_ts: 10, .. })
+                ),
+                rolled_back,
+                "{engine}: protect {protect} newer {newer_commit}: {got:?}"
+            );
         }
-        let got = try_acquire(&mut env, lock_req(b"k", b"k", 20), 10);
-        assert_eq!(
-            matches!(
-                got,
-                Err(MvccError::PessimisticLockRolledBack { start_ts: 10, .. })
-            ),
-            rolled_back,
-            "protect {protect} newer {newer_commit}: {got:?}"
-        );
     }
 }
 
@@ -201,8 +205,11 @@ fn test_amend_pessimistic_lock() {
         (Some((9, 10)), false, false),
         (None, true, false),
     ];
-    for (committed, own_rollback, amended) in cases {
-        let mut env = Env::new();
+    for ((committed, own_rollback, amended), (engine, new_env)) in cases
+        .into_iter()
+        .flat_map(|case| engines().map(|engine| (case, engine)))
+    {
+        let mut env = new_env();
         if let Some((s, c)) = committed {
             must_put_committed(&mut env, b"k", b"old", s, c);
         }
@@ -227,7 +234,7 @@ fn test_amend_pessimistic_lock() {
                     key: b"k".to_vec(),
                     reason: LockNotFoundReason::LockMissingAmendFail
                 }),
-                "{committed:?} {own_rollback}"
+                "{engine}: {committed:?} {own_rollback}"
             );
         }
     }
@@ -313,41 +320,46 @@ fn test_prewrite_pessimistic_lock_checks() {
 
 #[test]
 fn test_pessimistic_txn_unlocked_key_conflicts() {
-    // A key of a pessimistic txn prewritten without a pessimistic lock checks for records
-    // newer than for_update_ts, ignoring rollbacks.
-    let mut env = Env::new();
-    must_rollback(&mut env, b"r", 30, false);
-    try_prewrite(
-        &mut env,
-        &props(b"p", 10, 20),
-        put(b"r", b"v"),
-        PessimisticAction::SkipPessimisticCheck,
-    )
-    .unwrap();
-    must_put_committed(&mut env, b"c", b"x", 11, 25);
-    let err = try_prewrite(
-        &mut env,
-        &props(b"p", 10, 20),
-        put(b"c", b"v"),
-        PessimisticAction::SkipPessimisticCheck,
-    )
-    .unwrap_err();
-    assert!(matches!(
-        err,
-        MvccError::WriteConflict {
-            conflict_commit_ts: 25,
-            ..
-        }
-    ));
-    // Older than for_update_ts: fine.
-    must_put_committed(&mut env, b"d", b"x", 11, 15);
-    try_prewrite(
-        &mut env,
-        &props(b"p", 10, 20),
-        put(b"d", b"v"),
-        PessimisticAction::SkipPessimisticCheck,
-    )
-    .unwrap();
+    for (engine, new_env) in engines() {
+        // A key of a pessimistic txn prewritten without a pessimistic lock checks for records
+        // newer than for_update_ts, ignoring rollbacks.
+        let mut env = new_env();
+        must_rollback(&mut env, b"r", 30, false);
+        try_prewrite(
+            &mut env,
+            &props(b"p", 10, 20),
+            put(b"r", b"v"),
+            PessimisticAction::SkipPessimisticCheck,
+        )
+        .unwrap_or_else(|e| panic!("{engine}: {e}"));
+        must_put_committed(&mut env, b"c", b"x", 11, 25);
+        let err = try_prewrite(
+            &mut env,
+            &props(b"p", 10, 20),
+            put(b"c", b"v"),
+            PessimisticAction::SkipPessimisticCheck,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                MvccError::WriteConflict {
+                    conflict_commit_ts: 25,
+                    ..
+                }
+            ),
+            "{engine}: {err:?}"
+        );
+        // Older than for_update_ts: fine.
+        must_put_committed(&mut env, b"d", b"x", 11, 15);
+        try_prewrite(
+            &mut env,
+            &props(b"p", 10, 20),
+            put(b"d", b"v"),
+            PessimisticAction::SkipPessimisticCheck,
+        )
+        .unwrap_or_else(|e| panic!("{engine}: {e}"));
+    }
 }
 
 #[test]

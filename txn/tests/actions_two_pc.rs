@@ -7,7 +7,7 @@ mod actions_support;
 
 use actions_support::*;
 use surge_txn::{
-    Cf, Engine, Modify, MvccError, WriteBatch,
+    Cf, Modify, MvccError, WriteBatch,
     actions::{
         CommitKind, Mutation, PessimisticAction, TxnCommitRecord, TxnStatus, batch_get,
         check_txn_status, point_get, prewrite, resolve_lock, scan, scan_lock, txn_heartbeat,
@@ -84,29 +84,59 @@ fn test_commit_err() {
 
 #[test]
 fn test_prewrite_write_conflict() {
-    // Another txn committed at commit_ts -> optimistic txn 10 conflicts
-    let cases = [(9, false), (10, false), (11, true)];
-    for (commit_ts, conflicts) in cases {
-        let mut env = Env::new();
-        must_put_committed(&mut env, b"k", b"old", 8, commit_ts);
+    for (engine, new_env) in engines() {
+        // Another txn committed at commit_ts -> optimistic txn 10 conflicts
+        let cases = [(9, false), (10, false), (11, true)];
+        for (commit_ts, conflicts) in cases {
+            let mut env = new_env();
+            must_put_committed(&mut env, b"k", b"old", 8, commit_ts);
+            let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"v"), SKIP);
+            assert_eq!(
+                matches!(got, Err(MvccError::WriteConflict { .. })),
+                conflicts,
+                "{engine}, {commit_ts}: {got:?}"
+            );
+        }
+        // Its own rollback at start_ts: a late prewrite fails.
+        let mut env = new_env();
+        must_rollback(&mut env, b"k", 10, false);
         let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"v"), SKIP);
-        assert_eq!(
-            matches!(got, Err(MvccError::WriteConflict { .. })),
-            conflicts,
-            "{commit_ts}: {got:?}"
+        assert!(
+            matches!(
+                got,
+                Err(MvccError::WriteConflict {
+                    conflict_commit_ts: 10,
+                    ..
+                })
+            ),
+            "{engine}: {got:?}"
         );
     }
-    // Its own rollback at start_ts: a late prewrite fails.
-    let mut env = Env::new();
-    must_rollback(&mut env, b"k", 10, false);
-    let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"v"), SKIP);
-    assert!(matches!(
-        got,
-        Err(MvccError::WriteConflict {
-            conflict_commit_ts: 10,
-            ..
-        })
-    ));
+}
+
+/// After a restart of the disk engine, its newest-write index knows no key: its floor, read
+/// back from the last checkpoint, must still send a conflicting prewrite to the records.
+#[test]
+fn prewrite_conflicts_survive_a_restart_of_the_disk_engine() {
+    for keys in [1, 1 << 16] {
+        let mut env = Env::on_disk(keys);
+        must_put_committed(&mut env, b"k", b"old", 8, 20);
+        env.checkpoint();
+        env.reopen();
+        let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"v"), SKIP);
+        assert!(
+            matches!(
+                got,
+                Err(MvccError::WriteConflict {
+                    conflict_commit_ts: 20,
+                    ..
+                })
+            ),
+            "index of {keys} keys: {got:?}"
+        );
+        try_prewrite(&mut env, &props(b"k", 21, 0), put(b"k", b"v"), SKIP)
+            .unwrap_or_else(|e| panic!("index of {keys} keys: {e}"));
+    }
 }
 
 #[test]

@@ -110,7 +110,10 @@ pub fn acquire_pessimistic_lock(
         return read(reader);
     }
 
-    if let Some((commit_ts, write)) = reader.seek_write(key, u64::MAX)? {
+    // Each case below needs a record after `for_update_ts` or at or after `start_ts`; the
+    // engine's bound may rule them all out without a seek.
+    let may_have_newer = reader.newest_write_bound(key) >= start_ts.min(req.for_update_ts);
+    if may_have_newer && let Some((commit_ts, write)) = reader.seek_write(key, u64::MAX)? {
         if commit_ts > req.for_update_ts {
             return Err(MvccError::WriteConflict {
                 start_ts,

@@ -124,6 +124,9 @@ fn amend_pessimistic_lock(
     props: &TxnProps,
     key: &[u8],
 ) -> Result<(), MvccError> {
+    if reader.newest_write_bound(key) < props.start_ts {
+        return Ok(());
+    }
     match reader.seek_write(key, u64::MAX)? {
         Some((commit_ts, _)) if commit_ts >= props.start_ts => {
             Err(MvccError::PessimisticLockNotFound {
@@ -152,6 +155,16 @@ fn check_for_newer_version(
         key: key.to_vec(),
         primary: props.primary.clone(),
     };
+    // Every case below needs a record at or after `start_ts` or after `for_update_ts`
+    // (normally `for_update_ts >= start_ts`; the minimum does not rely on it).
+    let oldest_relevant = if props.is_pessimistic() {
+        props.start_ts.min(props.for_update_ts)
+    } else {
+        props.start_ts
+    };
+    if reader.newest_write_bound(key) < oldest_relevant {
+        return Ok(());
+    }
     let mut seek_ts = u64::MAX;
     while let Some((commit_ts, write)) = reader.seek_write(key, seek_ts)? {
         if commit_ts == props.start_ts

@@ -11,10 +11,18 @@ use super::cf::Cf;
 use super::error::EngineError;
 use super::fjall_options::FjallOptions;
 use super::fjall_region::FjallRegion;
+use super::key_codec::split_ts;
+use super::newest_writes::NewestWrites;
 
 /// The key of the identity record in the `regions` keyspace (region records are keyed by
 /// `b'r'` and the region id, so the two never meet).
 const IDENTITY_KEY: &[u8] = b"identity";
+
+/// The key of the newest commit timestamp noted by [`NewestWrites`] as of the last region
+/// checkpoint, 8 bytes big-endian: the index's floor after a restart. Every write record
+/// on disk is either at most it or after its region's last checkpoint, so replayed (and
+/// noted again) at the restart.
+const NEWEST_WRITE_KEY: &[u8] = b"newest-write";
 
 /// Whose engine directory this is: a node refuses a directory of another cluster or node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +72,9 @@ pub struct FjallEngine {
     views: Mutex<HashMap<u64, Weak<FjallRegion>>>,
     /// [`FjallOptions::max_write_buffer_bytes`].
     max_write_buffer: u64,
+    /// Per key, a bound of its newest write record (see `newest_writes.rs`); written by
+    /// every region's apply and snapshot apply before the records they write.
+    pub(super) newest_writes: NewestWrites,
 }
 
 impl std::fmt::Debug for FjallEngine {
@@ -112,7 +123,7 @@ impl FjallEngine {
             })
             .map_err(open_err)
         };
-        let engine = FjallEngine {
+        let mut engine = FjallEngine {
             lock: ks(Cf::Lock.as_str())?,
             write: ks(Cf::Write.as_str())?,
             default: ks(Cf::Default.as_str())?,
@@ -121,6 +132,7 @@ impl FjallEngine {
             path: path.clone(),
             views: Mutex::new(HashMap::new()),
             max_write_buffer: options.max_write_buffer_bytes,
+            newest_writes: NewestWrites::new(u64::MAX, options.newest_write_keys),
         };
         let ours = identity.encode();
         match engine.regions.get(IDENTITY_KEY).map_err(open_err)? {
@@ -138,7 +150,20 @@ impl FjallEngine {
                     .insert(IDENTITY_KEY, ours.as_bytes())
                     .map_err(open_err)?;
                 engine.db.persist(PersistMode::SyncAll).map_err(open_err)?;
+                // A new directory holds no write record.
+                engine.newest_writes = NewestWrites::new(0, options.newest_write_keys);
+                return Ok(Arc::new(engine));
             }
+        }
+        // A directory written before the key existed leaves the floor unknown (`u64::MAX`:
+        // every conflict check seeks, as before).
+        if let Some(found) = engine.regions.get(NEWEST_WRITE_KEY).map_err(open_err)? {
+            let bytes: [u8; 8] = found.as_ref().try_into().map_err(|_| EngineError::Open {
+                path: format!("{} (newest write timestamp)", path.display()),
+                detail: format!("{} bytes where 8 were expected", found.len()),
+            })?;
+            engine.newest_writes =
+                NewestWrites::new(u64::from_be_bytes(bytes), options.newest_write_keys);
         }
         Ok(Arc::new(engine))
     }
@@ -243,6 +268,33 @@ impl FjallEngine {
     /// Bytes the engine takes on disk (tables and journals).
     pub fn disk_bytes(&self) -> u64 {
         self.db.disk_space().unwrap_or(0)
+    }
+
+    /// Notes write column family keys (with their timestamps) in [`NewestWrites`] before
+    /// they are written; a key that does not decode raises its floor for good.
+    pub(super) fn note_writes<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) {
+        let mut bad = false;
+        self.newest_writes
+            .note(keys.into_iter().filter_map(|key| match split_ts(key) {
+                Ok(pair) => Some(pair),
+                Err(_) => {
+                    bad = true;
+                    None
+                }
+            }));
+        if bad {
+            self.newest_writes.raise_floor(u64::MAX);
+        }
+    }
+
+    /// Adds the index's newest timestamp to `batch` (every region record's batch: see
+    /// [`NEWEST_WRITE_KEY`]).
+    pub(super) fn put_newest_write(&self, batch: &mut fjall::OwnedWriteBatch) {
+        batch.insert(
+            &self.regions,
+            NEWEST_WRITE_KEY,
+            self.newest_writes.newest().to_be_bytes(),
+        );
     }
 
     /// The keyspace of a column family.

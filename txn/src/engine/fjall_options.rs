@@ -16,7 +16,10 @@ pub struct FjallOptions {
     /// default). A reopen replays at most this much, so it bounds restart time.
     pub max_journal_bytes: u64,
     /// Bytes a column family's memtable holds before it is flushed to a table file
-    /// (default 16 MiB).
+    /// (default 4 MiB). Smaller memtables make each insert cheaper (a shallower skiplist,
+    /// more of it in the CPU caches): the write-only benchmark's disk engine did about 14%
+    /// more transactions per second with 4 MiB than with 16 MiB, and fewer with 64 MiB;
+    /// point reads that miss the memtable go to more, smaller level-0 tables.
     pub memtable_bytes: u64,
     /// Bytes of memtables (active and sealed, all column families) above which a region's
     /// write waits for flushes (default 128 MiB; at least twice `memtable_bytes`; a
@@ -28,6 +31,12 @@ pub struct FjallOptions {
     pub max_write_buffer_bytes: u64,
     /// Background flush and compaction threads (default 2: one per core).
     pub worker_threads: usize,
+    /// Keys whose newest write timestamp the engine remembers (default 65,536, a few MiB),
+    /// so that a prewrite's conflict check skips its seek in the write column family when
+    /// the key was last written before the transaction started. When more keys are
+    /// written the memory is emptied and one bound, the newest timestamp, covers them all;
+    /// 0 keeps only that bound.
+    pub newest_write_keys: usize,
 }
 
 impl Default for FjallOptions {
@@ -35,9 +44,10 @@ impl Default for FjallOptions {
         FjallOptions {
             cache_bytes: 1 << 30,
             max_journal_bytes: 64 << 20,
-            memtable_bytes: 16 << 20,
+            memtable_bytes: 4 << 20,
             max_write_buffer_bytes: 128 << 20,
             worker_threads: 2,
+            newest_write_keys: 1 << 16,
         }
     }
 }
@@ -78,6 +88,13 @@ impl FjallOptions {
     #[must_use]
     pub fn with_worker_threads(mut self, n: usize) -> Self {
         self.worker_threads = n;
+        self
+    }
+
+    /// Sets [`FjallOptions::newest_write_keys`].
+    #[must_use]
+    pub fn with_newest_write_keys(mut self, n: usize) -> Self {
+        self.newest_write_keys = n;
         self
     }
 
@@ -139,7 +156,9 @@ mod tests {
                 "memtable_bytes",
             ),
             (
-                FjallOptions::default().with_max_write_buffer_bytes(16 << 20),
+                FjallOptions::default()
+                    .with_memtable_bytes(16 << 20)
+                    .with_max_write_buffer_bytes(16 << 20),
                 "max_write_buffer_bytes",
             ),
         ];

@@ -266,6 +266,7 @@ impl FjallRegion {
             Self::record_key(id),
             encode_meta(meta),
         );
+        self.engine.put_newest_write(batch);
     }
 
     /// A failed fjall commit at `index`: logged, and the view stops.
@@ -434,6 +435,12 @@ impl Snapshot for FjallSnapshot<'_> {
     fn applied_index(&self) -> u64 {
         self.applied
     }
+
+    /// The node's [`NewestWrites`](super::newest_writes::NewestWrites) bound: noted before
+    /// each write is committed, so it covers this snapshot's records (and maybe later ones).
+    fn newest_write_bound(&self, encoded_key: &[u8]) -> u64 {
+        self.view.engine.newest_writes.bound(encoded_key)
+    }
 }
 
 impl Engine for FjallRegion {
@@ -505,6 +512,13 @@ impl Engine for FjallRegion {
             }
         }
         let size = size.max(0) as u64;
+        self.engine
+            .note_writes(batch.modifies.iter().filter_map(|m| match m {
+                Modify::Put {
+                    cf: Cf::Write, key, ..
+                } => Some(key.as_slice()),
+                _ => None,
+            }));
         crash_point(points::BEFORE_BATCH);
         if batch.applied_index >= checkpoint.saturating_add(CHECKPOINT_EVERY) {
             let meta = Meta {
@@ -644,6 +658,9 @@ impl Engine for FjallRegion {
                 continue;
             }
             let ks = self.engine.cf(cf);
+            if cf == Cf::Write {
+                self.engine.note_writes(map.keys().map(Vec::as_slice));
+            }
             for (k, v) in &map {
                 if counted(cf) {
                     size += (k.len() + v.len()) as u64;
@@ -842,3 +859,7 @@ mod fjall_snapshot_stream_test;
 #[cfg(test)]
 #[path = "fjall_locks_test.rs"]
 mod fjall_locks_test;
+
+#[cfg(test)]
+#[path = "fjall_newest_writes_test.rs"]
+mod fjall_newest_writes_test;

@@ -29,6 +29,9 @@ impl ChunkedInserts<'_> {
         if super::counted(cf) {
             self.size += (key.len() + value.len()) as u64;
         }
+        if cf == Cf::Write {
+            self.view.engine.note_writes([key]);
+        }
         self.batch.insert(self.view.engine.cf(cf), key, value);
         if self.batch.len() >= APPLY_CHUNK {
             let full = std::mem::replace(&mut self.batch, self.view.engine.db.batch());

@@ -8,6 +8,7 @@ mod fjall_options;
 mod fjall_region;
 mod key_codec;
 mod mem_engine;
+mod newest_writes;
 mod region_record;
 mod snapshot_stream;
 mod traits;

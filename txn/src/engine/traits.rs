@@ -37,6 +37,16 @@ pub trait Snapshot: Send {
 
     /// The Raft index of the last batch this view includes.
     fn applied_index(&self) -> u64;
+
+    /// An upper bound of the newest commit timestamp among the write records of
+    /// `encoded_key` (a user key encoded as in the write column family, without a
+    /// timestamp), never below the truth of this view; `u64::MAX` (the default) when the
+    /// engine keeps none. A conflict check skips its seek when the bound is older than the
+    /// transaction.
+    fn newest_write_bound(&self, encoded_key: &[u8]) -> u64 {
+        let _ = encoded_key;
+        u64::MAX
+    }
 }
 
 /// A region's data: three column families, atomic batches, consistent snapshots.

@@ -217,6 +217,13 @@ impl<'a> MvccReader<'a> {
         Ok(found)
     }
 
+    /// An upper bound of the commit timestamp of `key`'s newest write record, from the
+    /// engine's memory without a seek (`u64::MAX` when the engine keeps none): a record at
+    /// or after `ts` may exist only when it is at least `ts`.
+    pub fn newest_write_bound(&self, key: &[u8]) -> u64 {
+        self.snap.newest_write_bound(&encode_key(key))
+    }
+
     /// The write record of `key` at exactly `commit_ts`, if any: one point lookup, where
     /// [`MvccReader::seek_write`] opens a scan (a commit asks this of every key it commits,
     /// so a large transaction's commit pays it hundreds of thousands of times).

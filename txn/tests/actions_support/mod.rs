@@ -1,11 +1,14 @@
-//! Helpers for the action tests: run an action on a snapshot of a `MemEngine`, then apply
-//! what it wrote, as the region layer does (TiKV's `must_*` test helpers, in spirit).
+//! Helpers for the action tests: run an action on a snapshot of a `MemEngine` (or of a
+//! disk engine's region, `Env::on_disk`), then apply what it wrote, as the region layer
+//! does (TiKV's `must_*` test helpers, in spirit).
 #![allow(dead_code)] // each test binary uses a different subset
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+use std::sync::Arc;
+
 use surge_lock_table::{MemoryBudget, RegionLockTable};
 use surge_txn::{
-    Cf, Engine, MemEngine, MvccError,
+    Cf, Engine, EngineIdentity, FjallEngine, FjallOptions, MemEngine, MvccError, WriteBatch,
     actions::{
         CommitKind, Mutation, MvccReader, MvccTxn, PessimisticAction, PessimisticLockOutcome,
         PessimisticLockRequest, TxnCommitRecord, TxnProps, acquire_pessimistic_lock, commit,
@@ -16,9 +19,11 @@ use surge_txn::{
 
 /// A region's data, and optionally its in-memory pessimistic lock table.
 pub struct Env {
-    pub engine: MemEngine,
+    pub engine: Arc<dyn Engine>,
     pub mem: Option<RegionLockTable<Lock>>,
     _budget: MemoryBudget,
+    /// The disk engine's directory and options (`Env::on_disk`).
+    disk: Option<(tempfile::TempDir, FjallOptions)>,
 }
 
 const TERM: u64 = 1;
@@ -28,10 +33,41 @@ impl Env {
     /// Locks always go to the lock column family.
     pub fn new() -> Env {
         Env {
-            engine: MemEngine::new(),
+            engine: Arc::new(MemEngine::new()),
             mem: None,
             _budget: MemoryBudget::default(),
+            disk: None,
         }
+    }
+
+    /// As `Env::new`, on region 1 of a disk engine (in a temporary directory) whose
+    /// newest-write index remembers `keys` keys.
+    pub fn on_disk(keys: usize) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let options = FjallOptions::default()
+            .with_cache_bytes(8 << 20)
+            .with_memtable_bytes(1 << 20)
+            .with_worker_threads(1)
+            .with_newest_write_keys(keys);
+        let mut env = Env {
+            engine: Arc::new(MemEngine::new()),
+            mem: None,
+            _budget: MemoryBudget::default(),
+            disk: Some((dir, options)),
+        };
+        env.reopen();
+        env
+    }
+
+    /// Closes and opens the disk engine again (`Env::on_disk`), as a restart does; the
+    /// region's record is as of its last checkpoint (`Engine::checkpoint` first to keep
+    /// everything, as the Raft log replay would).
+    pub fn reopen(&mut self) {
+        let (dir, options) = self.disk.as_ref().expect("an Env::on_disk");
+        // The old view must be gone before the region opens again.
+        self.engine = Arc::new(MemEngine::new());
+        let engine = FjallEngine::open(dir.path(), &EngineIdentity::new("c", 1), *options).unwrap();
+        self.engine = engine.region(1, b"", b"").unwrap();
     }
 
     /// Pessimistic locks go to a memory table, as on a leader with in-memory locks.
@@ -40,9 +76,10 @@ impl Env {
         let mut table = RegionLockTable::new(&budget);
         table.become_leader(TERM, VERSION);
         Env {
-            engine: MemEngine::new(),
+            engine: Arc::new(MemEngine::new()),
             mem: Some(table),
             _budget: budget,
+            disk: None,
         }
     }
 
@@ -72,13 +109,29 @@ impl Env {
                 }
                 table.mark_deleted_batch(&writes.lock_cf_keys);
                 let keys = writes.lock_cf_keys.clone();
-                self.engine.write(&writes.into_batch()).unwrap();
+                self.engine
+                    .write(&Self::indexed(&*self.engine, writes.into_batch()))
+                    .unwrap();
                 table.remove_applied_batch(&keys, TERM, VERSION);
             } else {
-                self.engine.write(&writes.into_batch()).unwrap();
+                self.engine
+                    .write(&Self::indexed(&*self.engine, writes.into_batch()))
+                    .unwrap();
             }
         }
         result
+    }
+
+    /// `batch` at the index after `engine`'s last one, as the Raft log numbers them.
+    fn indexed(engine: &dyn Engine, mut batch: WriteBatch) -> WriteBatch {
+        batch.applied_index = engine.applied_index() + 1;
+        batch
+    }
+
+    /// Writes a checkpoint of the disk engine's region (the record and the newest-write
+    /// timestamp with it), as a Raft log compaction does.
+    pub fn checkpoint(&self) {
+        self.engine.checkpoint()().unwrap();
     }
 
     /// Runs a read-only function on a reader.
@@ -110,6 +163,17 @@ impl Env {
             .get(Cf::Default, &encode_key_with_ts(key, start_ts))
             .is_some()
     }
+}
+
+/// The engines a conflict test runs on: `MemEngine`; the disk engine, whose newest-write
+/// index lets a prewrite skip its seek; and the disk engine with an index of one key,
+/// emptied by nearly every write (its bound is then the newest timestamp of all).
+pub fn engines() -> [(&'static str, fn() -> Env); 3] {
+    [
+        ("memory", Env::new),
+        ("disk", || Env::on_disk(1 << 16)),
+        ("disk, index of 1 key", || Env::on_disk(1)),
+    ]
 }
 
 pub fn lock_req<'k>(
