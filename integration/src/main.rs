@@ -171,8 +171,8 @@ struct NodeArgs {
     /// a 24 GiB machine that also runs two others).
     #[arg(long, default_value_t = 1024)]
     engine_cache_mib: u64,
-    /// The disk engine's memtable size per column family, MiB (smaller: cheaper inserts
-    /// for small transactions; larger: faster bulk loads).
+    /// The disk engine's memtable size per column family, MiB (smaller memtables make
+    /// small transactions' inserts cheaper).
     #[arg(long, default_value_t = surge_txn::FjallOptions::default().memtable_bytes >> 20)]
     engine_memtable_mib: u64,
     /// Keys whose newest write timestamp the disk engine remembers, so a prewrite skips

@@ -320,45 +320,39 @@ fn test_prewrite_pessimistic_lock_checks() {
 
 #[test]
 fn test_pessimistic_txn_unlocked_key_conflicts() {
+    // Prewrites key `key` of the pessimistic txn 10 (for_update_ts 20) without a lock.
+    let prewrite_unlocked = |env: &mut Env, key: &[u8]| {
+        try_prewrite(
+            env,
+            &props(b"p", 10, 20),
+            put(key, b"v"),
+            PessimisticAction::SkipPessimisticCheck,
+        )
+    };
     for (engine, new_env) in engines() {
         // A key of a pessimistic txn prewritten without a pessimistic lock checks for records
         // newer than for_update_ts, ignoring rollbacks.
         let mut env = new_env();
         must_rollback(&mut env, b"r", 30, false);
-        try_prewrite(
-            &mut env,
-            &props(b"p", 10, 20),
-            put(b"r", b"v"),
-            PessimisticAction::SkipPessimisticCheck,
-        )
-        .unwrap_or_else(|e| panic!("{engine}: {e}"));
+        prewrite_unlocked(&mut env, b"r").unwrap_or_else(|e| panic!("{engine}: {e}"));
         must_put_committed(&mut env, b"c", b"x", 11, 25);
-        let err = try_prewrite(
-            &mut env,
-            &props(b"p", 10, 20),
-            put(b"c", b"v"),
-            PessimisticAction::SkipPessimisticCheck,
-        )
-        .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                MvccError::WriteConflict {
-                    conflict_commit_ts: 25,
-                    ..
-                }
-            ),
-            "{engine}: {err:?}"
-        );
+        // Its own rollback at start_ts conflicts even below for_update_ts (a check that
+        // looked only above for_update_ts would miss it).
+        must_rollback(&mut env, b"o", 10, true);
+        for (key, commit_ts) in [(b"c", 25), (b"o", 10)] {
+            let got = prewrite_unlocked(&mut env, key);
+            assert!(
+                matches!(
+                    got,
+                    Err(MvccError::WriteConflict { conflict_commit_ts, .. })
+                        if conflict_commit_ts == commit_ts
+                ),
+                "{engine}, {key:?}: {got:?}"
+            );
+        }
         // Older than for_update_ts: fine.
         must_put_committed(&mut env, b"d", b"x", 11, 15);
-        try_prewrite(
-            &mut env,
-            &props(b"p", 10, 20),
-            put(b"d", b"v"),
-            PessimisticAction::SkipPessimisticCheck,
-        )
-        .unwrap_or_else(|e| panic!("{engine}: {e}"));
+        prewrite_unlocked(&mut env, b"d").unwrap_or_else(|e| panic!("{engine}: {e}"));
     }
 }
 

@@ -123,6 +123,10 @@ fn prewrite_conflicts_survive_a_restart_of_the_disk_engine() {
         must_put_committed(&mut env, b"k", b"old", 8, 20);
         env.checkpoint();
         env.reopen();
+        // The floor read back is the checkpoint's newest timestamp (a missing one would be
+        // u64::MAX, which seeks every key and passes the rest of this test too).
+        assert_eq!(env.read(|r| r.newest_write_bound(b"k")), 20);
+        assert_eq!(env.read(|r| r.newest_write_bound(b"other")), 20);
         let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"v"), SKIP);
         assert!(
             matches!(
@@ -214,27 +218,29 @@ fn test_collapse_prev_rollback() {
 
 #[test]
 fn test_protected_rollback_stops_late_prewrite() {
-    // Cleanup before the prewrite arrives (the primary was judged dead).
-    let mut env = Env::new();
-    must_rollback(&mut env, b"p", 10, true);
-    assert!(must_written(&env, b"p", 10, 10, WriteType::Rollback).protected);
-    // Later transactions' unprotected rollbacks do not remove it.
-    must_rollback(&mut env, b"p", 11, false);
-    let got = try_prewrite(&mut env, &props(b"p", 10, 0), put(b"p", b"v"), SKIP);
-    assert!(
-        matches!(got, Err(MvccError::WriteConflict { .. })),
-        "{got:?}"
-    );
-    let got = try_acquire(&mut env, lock_req(b"p", b"p", 12), 10);
-    assert!(
-        matches!(got, Err(MvccError::PessimisticLockRolledBack { .. })),
-        "{got:?}"
-    );
-    // Rollback of a pessimistic primary lock is protected even unasked.
-    let mut env = Env::new();
-    must_acquire(&mut env, b"p", b"p", 20, 20);
-    must_rollback(&mut env, b"p", 20, false);
-    assert!(must_written(&env, b"p", 20, 20, WriteType::Rollback).protected);
+    for (engine, new_env) in engines() {
+        // Cleanup before the prewrite arrives (the primary was judged dead).
+        let mut env = new_env();
+        must_rollback(&mut env, b"p", 10, true);
+        assert!(must_written(&env, b"p", 10, 10, WriteType::Rollback).protected);
+        // Later transactions' unprotected rollbacks do not remove it.
+        must_rollback(&mut env, b"p", 11, false);
+        let got = try_prewrite(&mut env, &props(b"p", 10, 0), put(b"p", b"v"), SKIP);
+        assert!(
+            matches!(got, Err(MvccError::WriteConflict { .. })),
+            "{engine}: {got:?}"
+        );
+        let got = try_acquire(&mut env, lock_req(b"p", b"p", 12), 10);
+        assert!(
+            matches!(got, Err(MvccError::PessimisticLockRolledBack { .. })),
+            "{engine}: {got:?}"
+        );
+        // Rollback of a pessimistic primary lock is protected even unasked.
+        let mut env = new_env();
+        must_acquire(&mut env, b"p", b"p", 20, 20);
+        must_rollback(&mut env, b"p", 20, false);
+        assert!(must_written(&env, b"p", 20, 20, WriteType::Rollback).protected);
+    }
 }
 
 /// `write_at` is an exact lookup: the record at that commit_ts or nothing, where
@@ -262,36 +268,41 @@ fn write_at_finds_only_the_record_at_that_commit_ts() {
 
 #[test]
 fn test_overlapped_rollback() {
-    // Txn 5 commits at 10 on k; txn 10 is rolled back on k afterwards.
-    let mut env = Env::new();
-    must_put_committed(&mut env, b"k", b"v", 5, 10);
-    assert!(matches!(
-        commit_record(&env, b"k", 10),
-        TxnCommitRecord::None {
-            overlapped_write: Some(_)
-        }
-    ));
-    must_rollback(&mut env, b"k", 10, true);
-    let write = must_written(&env, b"k", 5, 10, WriteType::Put);
-    assert!(write.has_overlapped_rollback);
-    assert_eq!(
-        commit_record(&env, b"k", 10),
-        TxnCommitRecord::OverlappedRollback { commit_ts: 10 }
-    );
-    assert_eq!(must_get(&env, b"k", 10), Some(b"v".to_vec()));
-    let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"x"), SKIP);
-    assert!(matches!(got, Err(MvccError::WriteConflict { .. })));
+    for (engine, new_env) in engines() {
+        // Txn 5 commits at 10 on k; txn 10 is rolled back on k afterwards.
+        let mut env = new_env();
+        must_put_committed(&mut env, b"k", b"v", 5, 10);
+        assert!(matches!(
+            commit_record(&env, b"k", 10),
+            TxnCommitRecord::None {
+                overlapped_write: Some(_)
+            }
+        ));
+        must_rollback(&mut env, b"k", 10, true);
+        let write = must_written(&env, b"k", 5, 10, WriteType::Put);
+        assert!(write.has_overlapped_rollback);
+        assert_eq!(
+            commit_record(&env, b"k", 10),
+            TxnCommitRecord::OverlappedRollback { commit_ts: 10 }
+        );
+        assert_eq!(must_get(&env, b"k", 10), Some(b"v".to_vec()));
+        let got = try_prewrite(&mut env, &props(b"k", 10, 0), put(b"k", b"x"), SKIP);
+        assert!(
+            matches!(got, Err(MvccError::WriteConflict { .. })),
+            "{engine}: {got:?}"
+        );
 
-    // The other order: rollback of txn 10 first, then txn 5 commits at 10.
-    let mut env = Env::new();
-    must_prewrite_put(&mut env, b"k", b"v", b"k", 5);
-    must_rollback(&mut env, b"k", 10, true);
-    must_commit(&mut env, b"k", 5, 10);
-    assert!(must_written(&env, b"k", 5, 10, WriteType::Put).has_overlapped_rollback);
-    assert_eq!(
-        commit_record(&env, b"k", 10),
-        TxnCommitRecord::OverlappedRollback { commit_ts: 10 }
-    );
+        // The other order: rollback of txn 10 first, then txn 5 commits at 10.
+        let mut env = new_env();
+        must_prewrite_put(&mut env, b"k", b"v", b"k", 5);
+        must_rollback(&mut env, b"k", 10, true);
+        must_commit(&mut env, b"k", 5, 10);
+        assert!(must_written(&env, b"k", 5, 10, WriteType::Put).has_overlapped_rollback);
+        assert_eq!(
+            commit_record(&env, b"k", 10),
+            TxnCommitRecord::OverlappedRollback { commit_ts: 10 }
+        );
+    }
 }
 
 #[test]

@@ -21,7 +21,7 @@ const IDENTITY_KEY: &[u8] = b"identity";
 /// The key of the newest commit timestamp noted by [`NewestWrites`] as of the last region
 /// checkpoint, 8 bytes big-endian: the index's floor after a restart. Every write record
 /// on disk is either at most it or after its region's last checkpoint, so replayed (and
-/// noted again) at the restart.
+/// noted again) at the restart. The stored value only grows (`commit_checkpoint`).
 const NEWEST_WRITE_KEY: &[u8] = b"newest-write";
 
 /// Whose engine directory this is: a node refuses a directory of another cluster or node.
@@ -75,6 +75,8 @@ pub struct FjallEngine {
     /// Per key, a bound of its newest write record (see `newest_writes.rs`); written by
     /// every region's apply and snapshot apply before the records they write.
     pub(super) newest_writes: NewestWrites,
+    /// Held from reading the newest timestamp to committing it (`commit_checkpoint`).
+    floor_commit: Mutex<()>,
 }
 
 impl std::fmt::Debug for FjallEngine {
@@ -133,6 +135,7 @@ impl FjallEngine {
             views: Mutex::new(HashMap::new()),
             max_write_buffer: options.max_write_buffer_bytes,
             newest_writes: NewestWrites::new(u64::MAX, options.newest_write_keys),
+            floor_commit: Mutex::new(()),
         };
         let ours = identity.encode();
         match engine.regions.get(IDENTITY_KEY).map_err(open_err)? {
@@ -156,7 +159,9 @@ impl FjallEngine {
             }
         }
         // A directory written before the key existed leaves the floor unknown (`u64::MAX`:
-        // every conflict check seeks, as before).
+        // every conflict check seeks, as before). It stays so for that directory: its
+        // checkpoints write the unknown floor back (finding the newest record would take a
+        // read of the whole write keyspace).
         if let Some(found) = engine.regions.get(NEWEST_WRITE_KEY).map_err(open_err)? {
             let bytes: [u8; 8] = found.as_ref().try_into().map_err(|_| EngineError::Open {
                 path: format!("{} (newest write timestamp)", path.display()),
@@ -287,14 +292,25 @@ impl FjallEngine {
         }
     }
 
-    /// Adds the index's newest timestamp to `batch` (every region record's batch: see
-    /// [`NEWEST_WRITE_KEY`]).
-    pub(super) fn put_newest_write(&self, batch: &mut fjall::OwnedWriteBatch) {
+    /// Commits `batch`, which holds a region's record (a checkpoint), with the index's
+    /// newest timestamp (see [`NEWEST_WRITE_KEY`]).
+    ///
+    /// The timestamp is read and the batch committed under one lock, so the stored value
+    /// only grows: two checkpoints of different regions (the Raft thread's and a
+    /// compaction's, on another thread) could otherwise commit in the other order than
+    /// they read it, and a stale floor land after a newer one whose region no longer
+    /// replays the records above it.
+    pub(super) fn commit_checkpoint(
+        &self,
+        mut batch: fjall::OwnedWriteBatch,
+    ) -> Result<(), fjall::Error> {
+        let _ordered = self.floor_commit.lock();
         batch.insert(
             &self.regions,
             NEWEST_WRITE_KEY,
             self.newest_writes.newest().to_be_bytes(),
         );
+        batch.commit()
     }
 
     /// The keyspace of a column family.

@@ -19,7 +19,7 @@ pub struct FjallOptions {
     /// (default 4 MiB). Smaller memtables make each insert cheaper (a shallower skiplist,
     /// more of it in the CPU caches): the write-only benchmark's disk engine did 8.5%
     /// more transactions per second with 4 MiB than with 16 MiB (means of five and six
-    /// runs), and fewer with 64 MiB;
+    /// runs), and 64 MiB fewer than 16 MiB (one run each, older engine code);
     /// point reads that miss the memtable go to more, smaller level-0 tables.
     pub memtable_bytes: u64,
     /// Bytes of memtables (active and sealed, all column families) above which a region's

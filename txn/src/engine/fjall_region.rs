@@ -239,7 +239,7 @@ impl FjallRegion {
         self.put_record(&mut batch, self.id, &meta);
         let index = meta.applied_index;
         let mut locks = self.locks.lock();
-        match batch.commit() {
+        match self.engine.commit_checkpoint(batch) {
             Ok(()) => {
                 *locks = Locks {
                     map,
@@ -259,14 +259,14 @@ impl FjallRegion {
         }
     }
 
-    /// Adds region `id`'s record `meta` to `batch`.
+    /// Adds region `id`'s record `meta` to `batch` (committed by
+    /// `FjallEngine::commit_checkpoint`, which adds the newest-write timestamp).
     fn put_record(&self, batch: &mut fjall::OwnedWriteBatch, id: u64, meta: &Meta) {
         batch.insert(
             &self.engine.regions,
             Self::record_key(id),
             encode_meta(meta),
         );
-        self.engine.put_newest_write(batch);
     }
 
     /// A failed fjall commit at `index`: logged, and the view stops.
@@ -305,8 +305,8 @@ impl FjallRegion {
         let mut batch = self.engine.db.batch();
         self.lock_diff_known(&mut batch, map, &on_disk);
         self.put_record(&mut batch, self.id, meta);
-        batch
-            .commit()
+        self.engine
+            .commit_checkpoint(batch)
             .map_err(|e| self.write_failed(meta.applied_index, "checkpoint", &e))?;
         let mut locks = self.locks.lock();
         locks.on_disk = map.clone();

@@ -61,6 +61,9 @@ impl NewestWrites {
     /// Notes write records (encoded key without timestamp, commit timestamp); call before
     /// they become visible to readers.
     pub(crate) fn note<'a>(&self, writes: impl IntoIterator<Item = (&'a [u8], u64)>) {
+        // Emptied maps are freed after the lock is released: freeing 65,536 keys under it
+        // would hold up every reader's `bound` meanwhile.
+        let mut emptied = Vec::new();
         let mut inner = self.inner.lock();
         for (key, ts) in writes {
             inner.newest = inner.newest.max(ts);
@@ -69,7 +72,7 @@ impl NewestWrites {
                 continue;
             }
             if inner.entries.len() >= self.capacity {
-                inner.entries.clear();
+                emptied.push(std::mem::take(&mut inner.entries));
                 inner.floor = inner.newest;
                 continue;
             }
@@ -77,6 +80,8 @@ impl NewestWrites {
                 inner.entries.insert(key.into(), ts);
             }
         }
+        drop(inner);
+        drop(emptied);
     }
 
     /// Raises the floor to `ts` (records written without their keys being noted, or a key
