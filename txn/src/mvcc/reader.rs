@@ -218,8 +218,8 @@ impl<'a> MvccReader<'a> {
     }
 
     /// An upper bound of the commit timestamp of `key`'s newest write record, from the
-    /// engine's memory without a seek (`u64::MAX` when the engine keeps none): a record at
-    /// or after `ts` may exist only when it is at least `ts`.
+    /// engine's memory without a seek (`u64::MAX` when the engine keeps none): when it is
+    /// below `ts`, the key has no record at or after `ts`.
     pub fn newest_write_bound(&self, key: &[u8]) -> u64 {
         self.snap.newest_write_bound(&encode_key(key))
     }
