@@ -6,7 +6,7 @@
 # CLUSTER_DIR must not hold a cluster yet (default: a new temporary directory, left in place
 # for a look at the nodes' logs; remove it after). Needs a release build (cargo build
 # --release -p surgedb), the mariadb client, sysbench and python3.
-# Usage: integration/scripts/write_only_over_time.sh [CLUSTER_DIR [NODE_ARG...]]
+# Usage: [LEADERS_ON=N] integration/scripts/write_only_over_time.sh [CLUSTER_DIR [NODE_ARG...]]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${SURGEDB:-$ROOT/target/release/surgedb}
@@ -26,6 +26,11 @@ mariadb -h127.0.0.1 -P"$P" -uroot -e "create database if not exists sbtest"
 SB=(sysbench oltp_write_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P"
   --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000)
 "${SB[@]}" prepare >/dev/null
+# LEADERS_ON=N hands every data region's leadership to node N first (sysbench talks to
+# node 1: LEADERS_ON=1 keeps every request local), so runs compare like with like.
+if [ -n "${LEADERS_ON:-}" ]; then
+  "$B" cluster move-leaders --data "$D" --to "$LEADERS_ON" >/dev/null
+fi
 # The nodes' one-phase commits, summed (each node counts those of the regions it leads).
 one_pc() {
   "$B" cluster status --data "$D" | sed -n 's/.*one-phase commits \([0-9]*\).*/\1/p' |
