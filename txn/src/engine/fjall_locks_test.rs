@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::fjall_locks::CHECKPOINT_EVERY;
-use super::fjall_region_test::{all, open, put, record};
+use super::fjall_region_test::{all, apply, open, put, record};
 use super::*;
 use crate::MemEngine;
 use crate::engine::key_codec::encode_key_with_ts;
@@ -14,11 +14,7 @@ fn delete(cf: Cf, key: Vec<u8>) -> Modify {
 }
 
 fn lock(view: &FjallRegion, key: &[u8], value: &[u8], index: u64) {
-    view.write(&WriteBatch {
-        modifies: vec![put(Cf::Lock, encode_key(key), value)],
-        applied_index: index,
-    })
-    .unwrap();
+    apply(view, vec![put(Cf::Lock, encode_key(key), value)], index);
 }
 
 #[test]

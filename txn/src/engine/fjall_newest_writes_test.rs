@@ -2,7 +2,7 @@
 //! [`FjallRegion`]: noted by applies, snapshot applies and merges, its floor written with
 //! every checkpoint and read back by a reopen.
 
-use super::fjall_region_test::{open, put, record};
+use super::fjall_region_test::{apply, open, put, record};
 use super::*;
 use crate::MemEngine;
 use crate::engine::key_codec::encode_key_with_ts;
@@ -13,11 +13,11 @@ fn bound(view: &FjallRegion, key: &[u8]) -> u64 {
 }
 
 fn write(view: &FjallRegion, key: &[u8], ts: u64, index: u64) {
-    view.write(&WriteBatch {
-        modifies: vec![put(Cf::Write, encode_key_with_ts(key, ts), b"w")],
-        applied_index: index,
-    })
-    .unwrap();
+    apply(
+        view,
+        vec![put(Cf::Write, encode_key_with_ts(key, ts), b"w")],
+        index,
+    );
 }
 
 #[test]
@@ -83,26 +83,24 @@ fn a_snapshot_apply_and_a_merge_note_the_records_they_bring() {
     let left = engine.region(1, b"", b"m").unwrap();
     let right = engine.region(2, b"m", b"").unwrap();
     let leader = MemEngine::new();
-    leader
-        .write(&WriteBatch {
-            modifies: vec![
-                put(Cf::Write, encode_key_with_ts(b"a", 40), b"w"),
-                put(Cf::Write, encode_key_with_ts(b"b", 50), b"w"),
-            ],
-            applied_index: 9,
-        })
-        .unwrap();
+    apply(
+        &leader,
+        vec![
+            put(Cf::Write, encode_key_with_ts(b"a", 40), b"w"),
+            put(Cf::Write, encode_key_with_ts(b"b", 50), b"w"),
+        ],
+        9,
+    );
     left.import_region(&leader.export(), 9, &record(b"", b"m", b""))
         .unwrap();
     assert_eq!(bound(&left, b"a"), 40);
     assert_eq!(bound(&left, b"b"), 50);
     let source = MemEngine::new();
-    source
-        .write(&WriteBatch {
-            modifies: vec![put(Cf::Write, encode_key_with_ts(b"x", 60), b"w")],
-            applied_index: 3,
-        })
-        .unwrap();
+    apply(
+        &source,
+        vec![put(Cf::Write, encode_key_with_ts(b"x", 60), b"w")],
+        3,
+    );
     right
         .ingest(&source.export(), &encode_key(b"m"), None)
         .unwrap();

@@ -468,6 +468,8 @@ impl Engine for FjallRegion {
         // (reads see the engine before the batch).
         let mut seen: std::collections::HashMap<(Cf, &[u8]), i128> =
             std::collections::HashMap::new();
+        // The write records put, for the newest-write index (noted before the commit).
+        let mut records: Vec<&[u8]> = Vec::new();
         for modify in &batch.modifies {
             if modify.cf() == Cf::Lock {
                 match modify {
@@ -494,6 +496,9 @@ impl Engine for FjallRegion {
                         size += new - old;
                         seen.insert(slot, new);
                     }
+                    if modify.cf() == Cf::Write {
+                        records.push(key.as_slice());
+                    }
                     out.insert(ks, key.as_slice(), value.as_slice());
                 }
                 Modify::Delete { key, .. } => {
@@ -512,13 +517,7 @@ impl Engine for FjallRegion {
             }
         }
         let size = size.max(0) as u64;
-        self.engine
-            .note_writes(batch.modifies.iter().filter_map(|m| match m {
-                Modify::Put {
-                    cf: Cf::Write, key, ..
-                } => Some(key.as_slice()),
-                _ => None,
-            }));
+        self.engine.note_writes(records);
         crash_point(points::BEFORE_BATCH);
         if batch.applied_index >= checkpoint.saturating_add(CHECKPOINT_EVERY) {
             let meta = Meta {

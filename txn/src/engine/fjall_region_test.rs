@@ -39,6 +39,16 @@ pub(super) fn put(cf: Cf, key: Vec<u8>, value: &[u8]) -> Modify {
     }
 }
 
+/// Applies `modifies` to `engine` as one batch at `index`.
+pub(super) fn apply(engine: &dyn Engine, modifies: Vec<Modify>, index: u64) {
+    engine
+        .write(&WriteBatch {
+            modifies,
+            applied_index: index,
+        })
+        .unwrap();
+}
+
 pub(super) fn record(start: &[u8], end: &[u8], state: &[u8]) -> RegionRecord {
     RegionRecord {
         start: start.to_vec(),
@@ -387,15 +397,14 @@ fn ingest_replaces_the_range_with_the_export_and_keeps_the_rest() {
         })
         .unwrap();
     let leader = MemEngine::new();
-    leader
-        .write(&WriteBatch {
-            modifies: vec![
-                put(Cf::Write, encode_key_with_ts(b"a", 4), b"old record"),
-                put(Cf::Write, encode_key_with_ts(b"a", 6), b"commit"),
-            ],
-            applied_index: 9,
-        })
-        .unwrap();
+    apply(
+        &leader,
+        vec![
+            put(Cf::Write, encode_key_with_ts(b"a", 4), b"old record"),
+            put(Cf::Write, encode_key_with_ts(b"a", 6), b"commit"),
+        ],
+        9,
+    );
     target
         .ingest(&leader.export(), &encode_key(b""), Some(&encode_key(b"m")))
         .unwrap();
