@@ -2,7 +2,10 @@
 //! (16 regions, durable WALs) on each engine in turn, measuring write-only TPS at 32 clients
 //! (`surge_txn::workload`'s `oltp_write_only` event, optimistic), point-get and 100-key scan
 //! latencies (p50 / p99 over every operation), the time to split a region, and the time from
-//! a restart of the whole cluster to every region having a leader.
+//! a restart of the whole cluster to every region having a leader. Beside the TPS, the
+//! process's CPU time per committed transaction during the write phase (all three nodes and
+//! the clients): on two cores the nodes are CPU-bound, so this is the engines' cost per
+//! transaction with far less run-to-run noise than the TPS, which moves with the machine.
 //!
 //! `cargo run --release -p surge-txn --example engine_bench -- [--rows N] [--seconds N]
 //! [--rounds N] [--only disk|memory] [--memtable-mib N]`; the engines alternate in each round, so outside
@@ -69,6 +72,8 @@ fn read_key(id: u64) -> Vec<u8> {
 #[derive(Default)]
 struct Figures {
     tps: Vec<f64>,
+    /// CPU microseconds of this process per committed transaction in the write phase.
+    cpu_us: Vec<f64>,
     get: Vec<Duration>,
     scan: Vec<Duration>,
     split: Vec<Duration>,
@@ -82,6 +87,19 @@ fn pct(v: &mut [Duration], p: f64) -> f64 {
     v.sort();
     let i = ((v.len() as f64 * p) as usize).min(v.len() - 1);
     v[i].as_secs_f64() * 1e6
+}
+
+/// CPU seconds this process has used (`utime` + `stime` of `/proc/self/stat`, in Linux's
+/// `USER_HZ` of 100 ticks a second), or `None` where there is no such file.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name start at field 3 (state); utime and
+    // stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ').skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
 }
 
 fn config(dir: &std::path::Path, disk: bool, a: &Args) -> ClusterConfig {
@@ -118,6 +136,7 @@ fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
     let stop = AtomicBool::new(false);
     let done = AtomicU64::new(0);
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     std::thread::scope(|s| {
         for c in 0..32u64 {
             let (client, stop, done) = (&client, &stop, &done);
@@ -133,8 +152,13 @@ fn run(disk: bool, a: &Args, f: &mut Figures) -> Result<(), String> {
         std::thread::sleep(Duration::from_secs_f64(a.seconds));
         stop.store(true, Ordering::Relaxed);
     });
-    f.tps
-        .push(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64());
+    let txns = done.load(Ordering::Relaxed);
+    f.tps.push(txns as f64 / started.elapsed().as_secs_f64());
+    if let (Some(a), Some(b)) = (cpu_before, cpu_seconds())
+        && txns > 0
+    {
+        f.cpu_us.push((b - a) * 1e6 / txns as f64);
+    }
     // Point gets and 100-key scans, 4 readers each, every operation timed.
     eprintln!("phase: reads");
     for scan in [false, true] {
@@ -227,16 +251,17 @@ fn main() -> Result<(), String> {
         a.rounds
     );
     println!(
-        "| engine | write-only TPS (32 clients) | get p50 / p99 (µs) | 100-key scan p50 / p99 (µs) | split (ms) | restart to ready (ms) |"
+        "| engine | write-only TPS (32 clients) | CPU per txn (µs) | get p50 / p99 (µs) | 100-key scan p50 / p99 (µs) | split (ms) | restart to ready (ms) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for (name, f) in [("disk (fjall)", &mut disk), ("MemEngine", &mut mem)] {
-        let tps = f.tps.iter().sum::<f64>() / f.tps.len().max(1) as f64;
+        let tps = mean(&f.tps);
         let ms = |v: &[Duration]| {
             v.iter().map(|d| d.as_secs_f64() * 1e3).sum::<f64>() / v.len().max(1) as f64
         };
         println!(
-            "| {name} | {tps:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} | {:.0} |",
+            "| {name} | {tps:.0} | {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} | {:.0} |",
+            mean(&f.cpu_us),
             pct(&mut f.get, 0.5),
             pct(&mut f.get, 0.99),
             pct(&mut f.scan, 0.5),
@@ -245,5 +270,25 @@ fn main() -> Result<(), String> {
             ms(&f.restart),
         );
     }
+    if !disk.tps.is_empty() && !mem.tps.is_empty() {
+        let per_round = |d: &[f64], m: &[f64]| {
+            d.iter()
+                .zip(m)
+                .map(|(d, m)| format!("{:.2}", d / m))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!(
+            "disk / MemEngine: write-only TPS {:.2}x (rounds: {}); CPU per txn {:.2}x (rounds: {})",
+            mean(&disk.tps) / mean(&mem.tps),
+            per_round(&disk.tps, &mem.tps),
+            mean(&disk.cpu_us) / mean(&mem.cpu_us),
+            per_round(&disk.cpu_us, &mem.cpu_us),
+        );
+    }
     Ok(())
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
 }

@@ -85,6 +85,41 @@ fn every_checkpoint_every_entries_a_write_is_a_checkpoint() {
     );
 }
 
+/// Two checkpoint closures of the same view, run in the opposite order to the one they
+/// were taken in (the snapshot thread may run one late): the older one finds a newer
+/// checkpoint on disk and writes nothing, so neither the record nor the locks go back.
+#[test]
+fn a_checkpoint_taken_earlier_and_run_later_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let engine = open(dir.path());
+        let view = engine.region(1, b"", b"").unwrap();
+        view.set_region(&record(b"", b"", b"s"), 1).unwrap();
+        lock(&view, b"a", b"at 2", 2);
+        let older = view.checkpoint();
+        apply(
+            &*view,
+            vec![
+                delete(Cf::Lock, encode_key(b"a")),
+                put(Cf::Lock, encode_key(b"b"), b"at 3"),
+            ],
+            3,
+        );
+        let newer = view.checkpoint();
+        newer().unwrap();
+        older().unwrap();
+        assert_eq!(view.durable_region(), Some((3, record(b"", b"", b"s"))));
+    }
+    let engine = open(dir.path());
+    let view = engine.region(1, b"", b"").unwrap();
+    assert_eq!(view.durable_region(), Some((3, record(b"", b"", b"s"))));
+    assert_eq!(
+        all(&*view.snapshot(), Cf::Lock),
+        vec![(encode_key(b"b"), b"at 3".to_vec())],
+        "the locks of the newer checkpoint"
+    );
+}
+
 #[test]
 fn a_snapshot_keeps_the_locks_of_its_batch() {
     let dir = tempfile::tempdir().unwrap();

@@ -65,32 +65,60 @@ fn batches_and_records_survive_a_reopen() {
         let view = engine.region(7, b"", b"").unwrap();
         assert_eq!(view.durable_region(), None, "nothing written yet");
         view.set_region(&record(b"", b"", b"state"), 3).unwrap();
-        view.write(&WriteBatch {
-            modifies: vec![
+        // `a` locked and released in one batch, `b` locked and kept: a checkpoint
+        // writes `b`'s lock only.
+        apply(
+            &*view,
+            vec![
                 put(Cf::Lock, encode_key(b"a"), b"lock"),
                 put(Cf::Write, encode_key_with_ts(b"a", 5), b"w"),
                 Modify::Delete {
                     cf: Cf::Lock,
                     key: encode_key(b"a"),
                 },
+                put(Cf::Lock, encode_key(b"b"), b"kept"),
             ],
-            applied_index: 4,
-        })
-        .unwrap();
-        assert_eq!(view.applied_index(), 4);
-        assert_eq!(view.snapshot().applied_index(), 4);
+            4,
+        );
+        view.checkpoint()().unwrap();
+        // After the checkpoint: `c`'s lock and record stay in memory and the data
+        // keyspace only, for the log to replay.
+        apply(
+            &*view,
+            vec![
+                put(Cf::Lock, encode_key(b"c"), b"later"),
+                put(Cf::Write, encode_key_with_ts(b"c", 6), b"w"),
+            ],
+            5,
+        );
+        assert_eq!(view.applied_index(), 5);
+        assert_eq!(view.snapshot().applied_index(), 5);
+        assert_eq!(
+            view.snapshot().get(Cf::Lock, &encode_key(b"c")),
+            Some(b"later".to_vec())
+        );
     }
     let engine = open(dir.path());
     let view = engine.region(7, b"x", b"y").unwrap();
-    // The record is as of its last checkpoint (index 3: the batch at 4 wrote data only);
-    // the log replays 4 over data that may hold it already, which blind writes allow.
+    // The record is as of its last checkpoint (index 4); the log replays 5 over data that
+    // may hold part of it already, which blind writes allow.
     assert_eq!(
         view.durable_region(),
-        Some((3, record(b"", b"", b"state"))),
+        Some((4, record(b"", b"", b"state"))),
         "the stored record wins over the range given"
     );
     let snap = view.snapshot();
-    assert_eq!(snap.get(Cf::Lock, &encode_key(b"a")), None);
+    assert_eq!(snap.get(Cf::Lock, &encode_key(b"a")), None, "released");
+    assert_eq!(
+        snap.get(Cf::Lock, &encode_key(b"b")),
+        Some(b"kept".to_vec()),
+        "held at the checkpoint"
+    );
+    assert_eq!(
+        snap.get(Cf::Lock, &encode_key(b"c")),
+        None,
+        "taken after the checkpoint: the log's to replay"
+    );
     assert_eq!(
         snap.get(Cf::Write, &encode_key_with_ts(b"a", 5)),
         Some(b"w".to_vec())

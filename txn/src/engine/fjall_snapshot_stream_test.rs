@@ -248,6 +248,80 @@ fn a_cut_or_damaged_stream_leaves_the_region_incomplete_until_applied_again() {
     }
 }
 
+/// A checkpoint closure taken before a snapshot apply and run after it (the snapshot
+/// thread may run one late) must not write the region's old record and locks over the
+/// apply: after a failed apply it is refused, so the marker stays for the restart (and one
+/// taken while the marker is set is refused too); after a complete one it finds the
+/// applied index newer than its own and writes nothing.
+#[test]
+fn a_checkpoint_taken_before_a_snapshot_apply_never_writes_over_it() {
+    let a = tempfile::tempdir().unwrap();
+    let (_src_engine, src) = source(a.path(), 6000);
+    let rec = record(b"b", b"y", b"state");
+    let good = stream(&src, &rec);
+    let cut = &good[..good.len() * 4 / 5];
+    // A region at index 6 with a lock of its own in memory, and a checkpoint taken then.
+    let region_at_6 = |engine: &Arc<FjallEngine>| {
+        let dst = engine.region(1, b"b", b"y").unwrap();
+        dst.set_region(&record(b"b", b"y", b""), 5).unwrap();
+        dst.write(&WriteBatch {
+            modifies: vec![put(Cf::Lock, encode_key(b"c"), b"old")],
+            applied_index: 6,
+        })
+        .unwrap();
+        let late = dst.checkpoint();
+        (dst, late)
+    };
+    let same_as_source = |dst: &FjallRegion| {
+        for cf in Cf::ALL {
+            assert_eq!(
+                in_range(dst, cf, b"b", b"y"),
+                in_range(&src, cf, b"b", b"y"),
+                "{cf}"
+            );
+        }
+    };
+
+    let failed = tempfile::tempdir().unwrap();
+    {
+        let engine = open(failed.path());
+        let (dst, late) = region_at_6(&engine);
+        import(&dst, cut, 50).unwrap_err();
+        assert!(late().is_err(), "a checkpoint over a partial apply");
+        assert_eq!(dst.durable_region(), None, "the marker stays");
+    }
+    {
+        let engine = open(failed.path());
+        let dst = engine.region(1, b"b", b"y").unwrap();
+        assert_eq!(
+            dst.durable_region(),
+            None,
+            "the marker stays after a reopen"
+        );
+        let under_marker = dst.checkpoint();
+        import(&dst, &good, 50).unwrap();
+        assert!(under_marker().is_err(), "taken while the marker was set");
+        assert_eq!(dst.durable_region(), Some((50, rec.clone())));
+    }
+
+    let complete = tempfile::tempdir().unwrap();
+    {
+        let engine = open(complete.path());
+        let (dst, late) = region_at_6(&engine);
+        import(&dst, &good, 50).unwrap();
+        late().unwrap();
+        assert_eq!(dst.durable_region(), Some((50, rec.clone())));
+    }
+    let engine = open(complete.path());
+    let dst = engine.region(1, b"b", b"y").unwrap();
+    assert_eq!(
+        dst.durable_region(),
+        Some((50, rec)),
+        "not the record of index 6"
+    );
+    same_as_source(&dst);
+}
+
 #[test]
 fn the_view_is_the_range_when_taken_and_a_refusing_sink_stops_it() {
     let a = tempfile::tempdir().unwrap();
