@@ -139,3 +139,26 @@ fn unknown_command_gets_1047_and_the_connection_goes_on() {
     assert_eq!(raw.read().unwrap()[0], 0x00);
     server.shutdown();
 }
+
+/// A session that panics takes its connection down, not the server: the client sees the
+/// connection closed at once, its transaction is rolled back (the session drops while the
+/// thread unwinds), and its place under `max_connections` is free again, so a server with
+/// room for one connection still serves the next.
+#[test]
+fn a_panicking_session_frees_its_connection() {
+    let (server, backend) = start(MysqlConfig::default().with_max_connections(1));
+    for _ in 0..3 {
+        let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+        raw.query("begin");
+        let mut p = vec![0x03];
+        p.extend_from_slice(b"select test_panic()");
+        raw.command(&p);
+        assert!(raw.closed(), "still open after the panic");
+        eventually("the connection's place freed", || server.connections() == 0);
+    }
+    eventually("every rollback", || {
+        backend.shared.rollbacks_on_drop.load(Ordering::SeqCst) == 3
+    });
+    still_serving(&server);
+    server.shutdown();
+}

@@ -148,3 +148,61 @@ fn long_data_then_execution_without_types() {
     assert_eq!(code, 1243, "{msg}");
     server.shutdown();
 }
+
+/// One COM_STMT_SEND_LONG_DATA of `data` for parameter `param` of statement `id`.
+fn long_data(raw: &mut Raw, id: u32, param: u16, data: &[u8]) {
+    let mut p = vec![0x18];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.extend_from_slice(&param.to_le_bytes());
+    p.extend_from_slice(data);
+    raw.command(&p);
+}
+
+/// Long data is bounded by `max_allowed_packet` per parameter in all, not per packet: every
+/// piece fits, their sum does not, so the data is dropped and the execution fails with
+/// MariaDB's 1105 (a client could otherwise grow the server without bound). The statement
+/// and the connection go on.
+#[test]
+fn long_data_past_max_allowed_packet_fails_the_execution() {
+    let (server, _backend) = start(MysqlConfig::default().with_max_allowed_packet(1024));
+    let mut raw = Raw::login(server.local_addr(), "root", "", client_caps());
+    let (id, _, _) = prepare(&mut raw, "select ?, ?");
+    raw.command(&execute(id, true, 1, Some(b"a")));
+    assert_eq!(read_echo_row(&mut raw), (1, Some(b"a".to_vec())));
+    // Exactly the limit in all is fine.
+    long_data(&mut raw, id, 1, &[b'x'; 1000]);
+    long_data(&mut raw, id, 1, &[b'y'; 24]);
+    let mut p = vec![0x17];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0]);
+    p.extend_from_slice(&2i64.to_le_bytes());
+    raw.command(&p);
+    let (n, s) = read_echo_row_long(&mut raw);
+    assert_eq!((n, s.len()), (2, 1024));
+    // One byte more is not.
+    for _ in 0..3 {
+        long_data(&mut raw, id, 1, &[b'z'; 1000]);
+    }
+    raw.command(&p);
+    let (code, msg) = err(&raw.read().unwrap());
+    assert_eq!(code, 1105, "{msg}");
+    assert!(msg.contains("max_allowed_packet"), "{msg}");
+    // The failure used the data up: the statement runs again with types as bound.
+    raw.command(&execute(id, false, 3, Some(b"c")));
+    assert_eq!(read_echo_row(&mut raw), (3, Some(b"c".to_vec())));
+    server.shutdown();
+}
+
+/// [`read_echo_row`] for a string too long for a one-byte length (a two-byte lenenc).
+fn read_echo_row_long(raw: &mut Raw) -> (i64, Vec<u8>) {
+    assert_eq!(raw.read().unwrap(), [2]);
+    raw.read().unwrap();
+    raw.read().unwrap();
+    assert_eq!(raw.read().unwrap()[0], 0xFE);
+    let row = raw.read().unwrap();
+    assert_eq!(raw.read().unwrap()[0], 0xFE);
+    let n = i64::from_le_bytes(row[2..10].try_into().unwrap());
+    assert_eq!(row[10], 0xFC, "a two-byte length");
+    let len = usize::from(u16::from_le_bytes([row[11], row[12]]));
+    (n, row[13..13 + len].to_vec())
+}

@@ -82,6 +82,10 @@ pub(crate) struct Prepared {
     pub(crate) bound: Option<Vec<ParamType>>,
     /// Values sent by COM_STMT_SEND_LONG_DATA since the last execution, per parameter.
     pub(crate) long_data: Vec<Option<Vec<u8>>>,
+    /// A parameter whose long data passed `max_allowed_packet` since the last execution:
+    /// its data was dropped, and the next execution fails (as MariaDB's
+    /// `Item_param::set_longdata`), so a client cannot grow the server without bound.
+    pub(crate) long_data_too_long: bool,
 }
 
 /// A connection past authentication.

@@ -57,6 +57,11 @@ impl<S: Read + Write> PacketStream<S> {
         self.max_in = max.max(1);
     }
 
+    /// The limit on incoming packets (`max_allowed_packet` once the client is in).
+    pub(crate) fn max_packet(&self) -> usize {
+        self.max_in
+    }
+
     /// The socket, taken back.
     pub(crate) fn into_inner(self) -> S {
         self.stream

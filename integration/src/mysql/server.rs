@@ -161,6 +161,27 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
+/// A connection's entry in `conns`, removed when its thread ends, also by a panic (else a
+/// panicked connection would keep its socket open and its place under
+/// `max_connections` for good).
+struct Registered {
+    shared: Arc<Shared>,
+    id: u32,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let clone = lock(&self.shared.conns).remove(&self.id);
+        // After a normal end `serve` closed the connection gently already; after a panic
+        // the client is told at once.
+        if let Some(s) = clone
+            && std::thread::panicking()
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
 /// Starts a thread for a new connection, or refuses it with 1040 when there are too many.
 fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     // Accepted sockets may inherit the listener's non-blocking mode on some platforms.
@@ -192,6 +213,10 @@ fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     let spawned = std::thread::Builder::new()
         .name(format!("mysql-conn-{id}"))
         .spawn(move || {
+            let _registered = Registered {
+                shared: Arc::clone(&thread_shared),
+                id,
+            };
             serve(
                 stream,
                 id,
@@ -199,7 +224,6 @@ fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
                 &thread_shared.config,
                 &thread_shared.sessions,
             );
-            lock(&thread_shared.conns).remove(&id);
         });
     match spawned {
         Ok(handle) => lock(&shared.threads).push(handle),

@@ -16,6 +16,10 @@ use super::ok_err_eof::{eof_packet, err_packet};
 use super::params::{decode_execute_head, decode_execute_params};
 use super::resultset::{Protocol, output_packets};
 
+/// MariaDB's message for an execution after too much long data (error 1105).
+const LONG_DATA_TOO_LONG: &str = "Parameter of prepared statement which is set through \
+                                  mysql_send_long_data() is longer than 'max_allowed_packet' bytes";
+
 impl<S: Read + Write> Connection<S> {
     /// COM_STMT_PREPARE.
     pub(crate) fn prepare(&mut self, body: &[u8]) {
@@ -71,6 +75,7 @@ impl<S: Read + Write> Connection<S> {
                 params: info.params,
                 bound: None,
                 long_data: vec![None; usize::from(info.params)],
+                long_data_too_long: false,
             },
         );
     }
@@ -83,6 +88,12 @@ impl<S: Read + Write> Connection<S> {
                 .queue(&unknown_statement(head.stmt_id, "mysqld_stmt_execute"));
             return Ok(());
         };
+        if std::mem::take(&mut stmt.long_data_too_long) {
+            stmt.long_data.iter_mut().for_each(|d| *d = None);
+            self.io
+                .queue(&err_packet(1105, "HY000", LONG_DATA_TOO_LONG));
+            return Ok(());
+        }
         let params = decode_execute_params(body, stmt.params, &mut stmt.bound, &stmt.long_data)?;
         stmt.long_data.iter_mut().for_each(|d| *d = None);
         match self.session.execute(head.stmt_id, &params) {
@@ -100,6 +111,8 @@ impl<S: Read + Write> Connection<S> {
 
     /// COM_STMT_SEND_LONG_DATA: statement id u32, parameter u16, data. No answer; data for
     /// an unknown statement or parameter is dropped (as MySQL does, the execution reports).
+    /// A parameter's data is bounded by `max_allowed_packet` in all: past it the data is
+    /// dropped and the next execution fails with 1105.
     pub(crate) fn send_long_data(&mut self, body: &[u8]) -> Result<(), PacketError> {
         if body.len() < 6 {
             return Err(PacketError::malformed(
@@ -109,13 +122,18 @@ impl<S: Read + Write> Connection<S> {
         }
         let id = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
         let param = usize::from(u16::from_le_bytes([body[4], body[5]]));
-        if let Some(slot) = self
-            .stmts
-            .get_mut(&id)
-            .and_then(|s| s.long_data.get_mut(param))
-        {
-            slot.get_or_insert_with(Vec::new)
-                .extend_from_slice(&body[6..]);
+        let max = self.io.max_packet();
+        let Some(stmt) = self.stmts.get_mut(&id) else {
+            return Ok(());
+        };
+        if let Some(slot) = stmt.long_data.get_mut(param) {
+            let data = slot.get_or_insert_with(Vec::new);
+            if data.len().saturating_add(body.len() - 6) > max {
+                *slot = None;
+                stmt.long_data_too_long = true;
+            } else {
+                data.extend_from_slice(&body[6..]);
+            }
         }
         Ok(())
     }
@@ -134,6 +152,7 @@ impl<S: Read + Write> Connection<S> {
         match self.stmts.get_mut(&id) {
             Some(s) => {
                 s.long_data.iter_mut().for_each(|d| *d = None);
+                s.long_data_too_long = false;
                 self.ok();
             }
             None => self.io.queue(&unknown_statement(id, "mysqld_stmt_reset")),

@@ -383,6 +383,8 @@ impl TestSession {
             rows: vec![vec![v]],
         };
         match lower.as_str() {
+            // A bug in a session, as the server must survive it.
+            "select test_panic()" => panic!("the test backend panics as asked"),
             "select @@version_comment limit 1" => {
                 return Ok(one_value(
                     "@@version_comment",

@@ -112,7 +112,13 @@ impl SessionView for Session {
     }
 }
 
-/// Numbers each `?` placeholder in visit (text) order: `?` becomes `?1`, `?2`, ...
+/// How many statements one session may hold prepared: MySQL's `max_prepared_stmt_count`
+/// default (there for the whole server, here per session), so a client cannot grow the
+/// server without bound.
+const MAX_PREPARED_STMT_COUNT: usize = 16_382;
+
+/// Numbers each `?` placeholder in visit (text) order: `?` becomes `?1`, `?2`, ...;
+/// breaks at the 65,536th (the protocol counts parameters in 16 bits).
 struct Numberer(u16);
 
 impl VisitorMut for Numberer {
@@ -124,8 +130,11 @@ impl VisitorMut for Numberer {
         }) = e
             && p == "?"
         {
-            self.0 += 1;
-            *p = format!("?{}", self.0);
+            let Some(n) = self.0.checked_add(1) else {
+                return std::ops::ControlFlow::Break(());
+            };
+            self.0 = n;
+            *p = format!("?{n}");
         }
         std::ops::ControlFlow::Continue(())
     }
@@ -190,26 +199,29 @@ pub(crate) fn parse_one(sql: &str) -> Result<Statement, SqlError> {
     }
 }
 
+/// The transaction mode a new (or reset) session starts in: the global `tidb_txn_mode`,
+/// pessimistic unless it says optimistic (TiDB's default).
+fn global_mode(shared: &Shared) -> TxnMode {
+    let global = shared
+        .globals
+        .lock()
+        .get("tidb_txn_mode")
+        .and_then(Value::to_text)
+        .unwrap_or_default();
+    if String::from_utf8_lossy(&global).eq_ignore_ascii_case("optimistic") {
+        TxnMode::Optimistic
+    } else {
+        TxnMode::Pessimistic
+    }
+}
+
 impl Session {
     /// Opens a session for `conn`.
     ///
     /// # Errors
     /// 1049 when `conn.database` does not exist.
     pub(crate) fn open(shared: Arc<Shared>, conn: &ConnectionInfo) -> Result<Session, SqlError> {
-        let mode = if String::from_utf8_lossy(
-            &shared
-                .globals
-                .lock()
-                .get("tidb_txn_mode")
-                .and_then(Value::to_text)
-                .unwrap_or_default(),
-        )
-        .eq_ignore_ascii_case("optimistic")
-        {
-            TxnMode::Optimistic
-        } else {
-            TxnMode::Pessimistic
-        };
+        let mode = global_mode(&shared);
         let mut s = Session {
             shared,
             conn: conn.clone(),
@@ -974,7 +986,13 @@ impl SqlSession for Session {
         } else {
             let mut stmt = parse_one(&text)?;
             let mut n = Numberer(0);
-            let _ = stmt.visit(&mut n);
+            if stmt.visit(&mut n).is_break() {
+                return Err(SqlError::new(
+                    1390,
+                    "HY000",
+                    "Prepared statement contains too many placeholders",
+                ));
+            }
             (Some(stmt), n.0)
         };
         let columns = match &stmt {
@@ -985,8 +1003,21 @@ impl SqlSession for Session {
             }
             None => Vec::new(),
         };
-        let id = self.next_stmt;
-        self.next_stmt = self.next_stmt.wrapping_add(1).max(1);
+        if self.prepared.len() >= MAX_PREPARED_STMT_COUNT {
+            return Err(SqlError::new(
+                1461,
+                "42000",
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: {MAX_PREPARED_STMT_COUNT})"
+                ),
+            ));
+        }
+        // Ids only go up; past u32::MAX they wrap, skipping 0 and any still open.
+        let mut id = self.next_stmt;
+        while self.prepared.contains_key(&id) {
+            id = id.wrapping_add(1).max(1);
+        }
+        self.next_stmt = id.wrapping_add(1).max(1);
         self.prepared.insert(id, Prepared { stmt, text, params });
         Ok(PreparedInfo {
             id,
@@ -1038,6 +1069,8 @@ impl SqlSession for Session {
         self.prepared.clear();
         self.vars.clear();
         self.user_vars.clear();
+        // A session variable's effect goes with it (`SET tidb_txn_mode` sets the mode).
+        self.mode = global_mode(&self.shared);
         self.autocommit = true;
         self.last_insert_id = 0;
         self.warnings.clear();

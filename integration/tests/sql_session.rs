@@ -1,0 +1,68 @@
+//! A session's reset and its limits against an in-process cluster: COM_RESET_CONNECTION
+//! (`SqlSession::reset`) puts the transaction mode back to the global one, a statement with
+//! more placeholders than the protocol can count is refused with 1390, and the number of
+//! statements a session holds prepared is bounded (1461).
+
+mod sql_support;
+
+use sql_support::{Db, ok};
+use surgedb::sql::SqlSession;
+
+/// A pool hands a connection on after a reset: a `SET tidb_txn_mode` of the last user must
+/// not leave the next one's DML without row locks.
+#[test]
+fn a_reset_session_runs_in_the_global_mode_again() {
+    let db = Db::start();
+    let mut a = db.session();
+    ok(
+        &mut a,
+        "create database d; use d; create table t (id int primary key, v int); \
+         insert into t values (1, 0)",
+    );
+    ok(&mut a, "set tidb_txn_mode = 'optimistic'");
+    a.reset();
+    ok(&mut a, "use d; begin; update t set v = 1 where id = 1");
+    // Pessimistic (the global default): `a`'s update holds the row's lock, so `b`'s waits
+    // out its lock wait timeout. Optimistic, it would have taken no lock.
+    let mut b = db.session();
+    ok(&mut b, "use d; set innodb_lock_wait_timeout = 1; begin");
+    let e = b
+        .query("update t set v = 2 where id = 1")
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.code, 1205, "{e:?}");
+    ok(&mut a, "commit");
+}
+
+#[test]
+fn more_than_65535_placeholders_are_refused() {
+    let db = Db::start();
+    let mut s = db.session();
+    let within = format!("select {}", vec!["?"; 65_535].join(","));
+    assert_eq!(s.prepare(&within).unwrap().params, 65_535);
+    let past = format!("select {}", vec!["?"; 65_536].join(","));
+    let e = s.prepare(&past).unwrap_err();
+    assert_eq!(e.code, 1390, "{e:?}");
+}
+
+#[test]
+fn a_session_holds_at_most_16382_prepared_statements() {
+    let db = Db::start();
+    let mut s = db.session();
+    let mut ids = std::collections::HashSet::new();
+    for _ in 0..16_382 {
+        assert!(
+            ids.insert(s.prepare("select 1").unwrap().id),
+            "an id reused"
+        );
+    }
+    let e = s.prepare("select 1").unwrap_err();
+    assert_eq!(e.code, 1461, "{e:?}");
+    assert!(e.message.contains("max_prepared_stmt_count"), "{e:?}");
+    // Closing one makes room again, under a new id.
+    let first = *ids.iter().min().unwrap();
+    s.close_statement(first);
+    let id = s.prepare("select 1").unwrap().id;
+    assert!(!ids.contains(&id) || id == first);
+}
