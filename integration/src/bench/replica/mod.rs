@@ -17,7 +17,9 @@
 //!    `probe_every` it updates one row through node 2 and times from the acknowledgement
 //!    to the new value being visible on the replica.
 //!
-//! Reported: the five TPS and their ratios, the lag's p50/p99, the cluster's commit rate
+//! Reported: the five TPS and their ratios, the three nodes' CPU time per committed
+//! transaction in each run (on a CPU-bound machine the stream's cost per transaction, and
+//! far steadier from run to run than the TPS), the lag's p50/p99, the cluster's commit rate
 //! against the rate the replica applied GTIDs during run 5, and how long the replica took
 //! to reach the stream's end once the load stopped.
 
@@ -103,6 +105,11 @@ pub struct ReplicaBenchReport {
     /// Every round's five TPS, in the order of the fields above (the TPS fields are their
     /// medians).
     pub rounds: Vec<[f64; 5]>,
+    /// Every round's five CPU costs: the three node processes' CPU time during the run
+    /// (user and system, from `/proc`) per transaction sysbench committed, in microseconds
+    /// (0 without `/proc`). On a CPU-bound machine this is what the stream costs the
+    /// cluster per transaction, and it moves far less from run to run than the TPS.
+    pub rounds_cpu_us: Vec<[f64; 5]>,
     /// Lag from a commit's acknowledgement to its row on the replica (every round's
     /// replica run).
     pub lag: Latency,
@@ -134,10 +141,13 @@ impl ReplicaBenchReport {
         ];
         let mut out = format!(
             "oltp_write_only, {} threads, node 1's MySQL port, {} round(s), medians:\n\
-             | run | TPS | vs no stream | each round |\n|---|---:|---:|---|\n",
+             | run | TPS | vs no stream | each round | nodes' CPU per txn (µs) | vs no stream | each round |\n\
+             |---|---:|---:|---|---:|---:|---|\n",
             self.threads,
             self.rounds.len()
         );
+        let cpu = |v: usize| median_of(self.rounds_cpu_us.iter().map(|row| row[v]).collect());
+        let cpu_base = cpu(0).max(f64::MIN_POSITIVE);
         for (v, tps) in medians.iter().enumerate() {
             let r = tps / base;
             let cost = if v == 0 {
@@ -150,10 +160,18 @@ impl ReplicaBenchReport {
                 .iter()
                 .map(|row| format!("{:.0}", row[v]))
                 .collect();
+            let each_cpu: Vec<String> = self
+                .rounds_cpu_us
+                .iter()
+                .map(|row| format!("{:.0}", row[v]))
+                .collect();
             out.push_str(&format!(
-                "| {} | {tps:.1} | {r:.2}x{cost} | {} |\n",
+                "| {} | {tps:.1} | {r:.2}x{cost} | {} | {:.0} | {:.2}x | {} |\n",
                 VARIANT_NAMES[v],
-                each.join(", ")
+                each.join(", "),
+                cpu(v),
+                cpu(v) / cpu_base,
+                each_cpu.join(", ")
             ));
         }
         out.push_str(&format!(
@@ -268,9 +286,49 @@ fn prepare(opts: &ReplicaBenchOptions, ep: &Endpoint) -> Result<(), SysbenchErro
 /// The five variants, in the order of the table.
 const VARIANTS: usize = 5;
 
+/// A sysbench run's TPS and what it cost the cluster's nodes.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    tps: f64,
+    /// The nodes' CPU microseconds per committed transaction (`None` without `/proc`).
+    cpu_us_per_txn: Option<f64>,
+}
+
+/// The three nodes' CPU seconds so far (`None` when a node's cannot be read).
+fn nodes_cpu(manifest: &ClusterManifest) -> Option<f64> {
+    manifest
+        .nodes
+        .iter()
+        .map(|n| crate::local::cpu_seconds(n.pid))
+        .sum()
+}
+
+/// Runs sysbench's `oltp_write_only` on `ep` and measures the nodes' CPU meanwhile.
+fn measured_run(
+    opts: &ReplicaBenchOptions,
+    manifest: &ClusterManifest,
+    ep: &Endpoint,
+) -> Result<Load, SysbenchError> {
+    let before = nodes_cpu(manifest);
+    let run = ep.sysbench("sbtest", &sysbench_args(opts, "run"))?;
+    Ok(load_of(run.tps, opts, before, nodes_cpu(manifest)))
+}
+
+/// `tps` over the run's seconds, with the nodes' CPU seconds before and after.
+fn load_of(tps: f64, opts: &ReplicaBenchOptions, before: Option<f64>, after: Option<f64>) -> Load {
+    let txns = tps * opts.seconds as f64;
+    Load {
+        tps,
+        cpu_us_per_txn: before
+            .zip(after)
+            .filter(|_| txns > 0.0)
+            .map(|(a, b)| (b - a) * 1e6 / txns),
+    }
+}
+
 /// What the replica run measured besides its TPS.
 struct ReplicaRun {
-    tps: f64,
+    load: Load,
     lags: Vec<u64>,
     lost: usize,
     commits_per_s: f64,
@@ -281,7 +339,7 @@ struct ReplicaRun {
 
 /// What the reader run measured besides its TPS.
 struct ReaderRun {
-    tps: f64,
+    load: Load,
     bytes: u64,
     cores: Option<f64>,
 }
@@ -302,11 +360,13 @@ pub fn run_replica_bench(
     reader::check_installed()?;
     let rounds = opts.rounds.max(1);
     let mut tps: Vec<[f64; VARIANTS]> = Vec::new();
+    let mut cpu_us: Vec<[f64; VARIANTS]> = Vec::new();
     let (mut lags, mut lost) = (Vec::new(), 0usize);
     let mut last_replica = None;
     let mut last_reader = None;
     for round in 0..rounds {
         let mut row = [0.0; VARIANTS];
+        let mut cpu_row = [0.0; VARIANTS];
         for k in 0..VARIANTS {
             let v = (round + k) % VARIANTS;
             let name = format!("{round}-{v}");
@@ -315,13 +375,13 @@ pub fn run_replica_bench(
                 round + 1,
                 VARIANT_NAMES[v]
             ));
-            row[v] = match v {
+            let run = match v {
                 0 => alone(opts, &name, &["--no-stream"])?,
                 1 => alone(opts, &name, &["--no-stream-follower"])?,
                 2 => alone(opts, &name, &[])?,
                 3 => {
                     let r = reader_run(opts, &name)?;
-                    let t = r.tps;
+                    let t = r.load;
                     last_reader = Some(r);
                     t
                 }
@@ -329,14 +389,17 @@ pub fn run_replica_bench(
                     let mut r = replica_run(opts, &name)?;
                     lags.append(&mut r.lags);
                     lost += r.lost;
-                    let t = r.tps;
+                    let t = r.load;
                     last_replica = Some(r);
                     t
                 }
             };
+            row[v] = run.tps;
+            cpu_row[v] = run.cpu_us_per_txn.unwrap_or(0.0);
             progress.step();
         }
         tps.push(row);
+        cpu_us.push(cpu_row);
     }
     let median = |v: usize| median_of(tps.iter().map(|row| row[v]).collect());
     let (replica, reader) = match (last_replica, last_reader) {
@@ -353,6 +416,7 @@ pub fn run_replica_bench(
         reader_cores: reader.cores,
         tps_replica: median(4),
         rounds: tps,
+        rounds_cpu_us: cpu_us,
         probes: lags.len(),
         probes_lost: lost,
         lag: Latency::of(lags),
@@ -382,12 +446,12 @@ const VARIANT_NAMES: [&str; VARIANTS] = [
     "stream + MariaDB replica",
 ];
 
-/// One run on a fresh cluster `name` started with `args`: its TPS.
-fn alone(opts: &ReplicaBenchOptions, name: &str, args: &[&str]) -> Result<f64, SysbenchError> {
+/// One run on a fresh cluster `name` started with `args`: its TPS and CPU cost.
+fn alone(opts: &ReplicaBenchOptions, name: &str, args: &[&str]) -> Result<Load, SysbenchError> {
     let (_g, manifest) = start_cluster(opts, name, args)?;
     let ep = endpoint(&manifest, 1)?;
     prepare(opts, &ep)?;
-    Ok(ep.sysbench("sbtest", &sysbench_args(opts, "run"))?.tps)
+    measured_run(opts, &manifest, &ep)
 }
 
 /// One run on a fresh cluster `name` while `mariadb-binlog` reads node 1's stream.
@@ -412,13 +476,13 @@ fn reader_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReaderRun, Sysbe
     let bytes_before = reader.bytes();
     let cpu_before = crate::local::cpu_seconds(reader.pid());
     let t0 = Instant::now();
-    let tps = ep.sysbench("sbtest", &sysbench_args(opts, "run"))?.tps;
+    let load = measured_run(opts, &manifest, &ep)?;
     let cores = cpu_before
         .zip(crate::local::cpu_seconds(reader.pid()))
         .map(|(a, b)| (b - a) / t0.elapsed().as_secs_f64().max(f64::MIN_POSITIVE));
     let bytes = reader.bytes().saturating_sub(bytes_before);
     reader.stop()?;
-    Ok(ReaderRun { tps, bytes, cores })
+    Ok(ReaderRun { load, bytes, cores })
 }
 
 /// One run on a fresh cluster `name` with a MariaDB replica attached and the lag probed.
@@ -436,6 +500,7 @@ fn replica_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReplicaRun, Sys
     let stop = Arc::new(AtomicBool::new(false));
     let gtid_before = probe.replica_seq()?;
     let cpu_before = crate::local::cpu_seconds(replica.pid);
+    let nodes_before = nodes_cpu(&manifest);
     let t0 = Instant::now();
     let stop2 = stop.clone();
     let every = opts.probe_every;
@@ -444,6 +509,7 @@ fn replica_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReplicaRun, Sys
         (probe, samples)
     });
     let run = ep.sysbench("sbtest", &sysbench_args(opts, "run"));
+    let nodes_after = nodes_cpu(&manifest);
     stop.store(true, Ordering::SeqCst);
     let elapsed = t0.elapsed().as_secs_f64();
     let replica_cores = cpu_before
@@ -459,7 +525,7 @@ fn replica_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReplicaRun, Sys
     probe.wait_replica_at(&probe_ep, Duration::from_secs(600))?;
     let catch_up_ms = stopped.elapsed().as_millis() as u64;
     Ok(ReplicaRun {
-        tps: run.tps,
+        load: load_of(run.tps, opts, nodes_before, nodes_after),
         lost: samples.iter().filter(|s| s.is_none()).count(),
         lags: samples.iter().flatten().copied().collect(),
         commits_per_s: run.tps + samples.len() as f64 / elapsed.max(f64::MIN_POSITIVE),
@@ -497,6 +563,10 @@ mod tests {
                 [800.0, 760.0, 720.0, 700.0, 640.0],
                 [700.0, 900.0, 650.0, 690.0, 600.0],
             ],
+            rounds_cpu_us: vec![
+                [1000.0, 1050.0, 1100.0, 1150.0, 1200.0],
+                [1000.0, 1050.0, 1100.0, 1150.0, 1300.0],
+            ],
             lag: Latency::of(vec![50_000, 60_000]),
             probes: 2,
             probes_lost: 0,
@@ -508,11 +578,13 @@ mod tests {
         let text = report.text();
         assert!(text.contains("2 round(s)"), "{text}");
         assert!(
-            text.contains("| stream + MariaDB replica | 640.0 | 0.80x (+20.0% cost) | 640, 600 |"),
+            text.contains(
+                "| stream + MariaDB replica | 640.0 | 0.80x (+20.0% cost) | 640, 600 | 1250 | 1.25x | 1200, 1300 |"
+            ),
             "{text}"
         );
         assert!(
-            text.contains("| no stream (`--no-stream`) | 800.0 | 1.00x | 800, 700 |"),
+            text.contains("| no stream (`--no-stream`) | 800.0 | 1.00x | 800, 700 | 1000 | 1.00x | 1000, 1000 |"),
             "{text}"
         );
         assert!(
