@@ -20,12 +20,15 @@
 //! CREATE/DROP DATABASE, USE, CREATE TABLE (PRIMARY KEY, UNIQUE, KEY, AUTO_INCREMENT,
 //! DEFAULT, NOT NULL; table options ignored), CREATE INDEX (backfilled), DROP TABLE,
 //! TRUNCATE, SHOW CREATE TABLE; INSERT (multi-row, DEFAULT, IGNORE, ON DUPLICATE KEY
-//! UPDATE, ... SELECT), REPLACE; SELECT on one table (point get, key or index range, or scan;
-//! aggregates, GROUP BY, HAVING, DISTINCT, ORDER BY, LIMIT, FOR UPDATE); UPDATE and DELETE
+//! UPDATE with the `AS new` row alias, ... SELECT), REPLACE; SELECT on one table (point get,
+//! key or index range, or scan; aggregates, GROUP BY with positions, HAVING, DISTINCT,
+//! ORDER BY, LIMIT, FOR UPDATE, and FOR SHARE / LOCK IN SHARE MODE taking FOR UPDATE's
+//! exclusive lock) and scalar subqueries that are not correlated; UPDATE and DELETE
 //! (ORDER BY, LIMIT); BEGIN, COMMIT, ROLLBACK, autocommit; SET and SHOW as clients need
 //! them; prepared statements. TiDB's `set config` / `show config` and `SHOW TABLE t
 //! REGIONS`; AliSQL's inventory hints and `SELECT ... FROM UPDATE`. What is not supported
-//! (joins, subqueries, ALTER TABLE, ...) is error 1235 naming it.
+//! (joins, correlated subqueries, window functions, WITH ROLLUP, NOWAIT and SKIP LOCKED,
+//! ALTER TABLE, ...) is error 1235 naming it.
 //!
 //! # Transactions and errors
 //!

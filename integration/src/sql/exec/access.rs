@@ -13,7 +13,7 @@ use crate::sql::codec::{encode_datum, index_prefix, row_key, row_prefix};
 use crate::sql::expr::{Env, compare, eval};
 use crate::sql::output::SqlError;
 use crate::sql::txn_error::from_txn;
-use crate::sql::types::to_integer;
+use crate::sql::types::{SqlType, to_double, to_integer};
 use crate::sql::value::Value;
 
 /// Rows per scan request.
@@ -171,10 +171,83 @@ fn conditions(table: &TableDef, selection: &Expr, env: &Env<'_>) -> Vec<Cond> {
     conds
 }
 
-/// `v` as an exact i64, if it is one.
-fn exact_int(v: &Value) -> Option<i64> {
+/// Doubles hold every integer below this exactly (2^53).
+const EXACT_DOUBLE_INTS: f64 = 9_007_199_254_740_992.0;
+
+/// Whether an integer column compares with `v` exactly: a double or a string is compared
+/// as a double, and past 2^53 several integers are equal to the same double.
+fn compares_exactly_with_ints(v: &Value) -> bool {
+    match v {
+        Value::Double(_) | Value::Bytes(_) => {
+            to_double(v).is_some_and(|f| f.abs() < EXACT_DOUBLE_INTS)
+        }
+        _ => true,
+    }
+}
+
+/// `v` as an exact i64, if it is one and no other integer compares equal to it.
+pub(crate) fn exact_int(v: &Value) -> Option<i64> {
+    if !compares_exactly_with_ints(v) {
+        return None;
+    }
     let n = i64::try_from(to_integer(v)?).ok()?;
     (compare(v, &Value::Int(n)) == Some(Ordering::Equal)).then_some(n)
+}
+
+/// `v` as a key of a column of type `ty`, and whether that key equals `v`; `None` when
+/// the column's key order is not how WHERE compares its values with `v` (a string column
+/// against a number compares numbers; a DECIMAL against a double or a string, doubles), or
+/// `v` does not convert.
+fn key_of(ty: SqlType, v: &Value) -> Option<(Value, bool)> {
+    let comparable = match ty {
+        SqlType::Int { .. } => compares_exactly_with_ints(v),
+        SqlType::Decimal { .. } => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_)),
+        SqlType::Float | SqlType::Double => matches!(
+            v,
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) | Value::Bytes(_)
+        ),
+        SqlType::Date | SqlType::DateTime | SqlType::Timestamp => {
+            matches!(
+                v,
+                Value::Date { .. } | Value::DateTime { .. } | Value::Bytes(_)
+            )
+        }
+        SqlType::Char(_)
+        | SqlType::VarChar(_)
+        | SqlType::Text
+        | SqlType::Binary(_)
+        | SqlType::VarBinary(_)
+        | SqlType::Blob => matches!(v, Value::Bytes(_)),
+    };
+    if !comparable {
+        return None;
+    }
+    let key = ty.coerce(v.clone(), "").ok()?;
+    let exact = compare(v, &key) == Some(Ordering::Equal);
+    Some((key, exact))
+}
+
+/// A range bound on a column of type `ty` as an index bound that keeps every row the
+/// bound admits (the WHERE clause filters the rest); `None`: that side stays open.
+///
+/// A bound the column cannot hold exactly becomes inclusive at its conversion when no value
+/// of the type lies strictly between the two: integers and decimals round to the nearest
+/// value of their scale, FLOAT to the nearest f32, DATE drops the time (rounding down). A
+/// CHAR bound loses its trailing spaces, with values such as `'ab\t'` in between: open.
+fn index_bound(ty: SqlType, b: &Bound) -> Bound {
+    let (v, inclusive) = b.as_ref()?;
+    match key_of(ty, v)? {
+        (key, true) => Some((key, *inclusive)),
+        (key, false)
+            if matches!(
+                ty,
+                SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Float | SqlType::Date
+            ) =>
+        {
+            Some((key, true))
+        }
+        _ => None,
+    }
 }
 
 /// The access path for `selection` on `table`.
@@ -185,14 +258,18 @@ pub(crate) fn plan(table: &TableDef, selection: Option<&Expr>, env: &Env<'_>) ->
     let conds = conditions(table, selection, env);
     if let Some(h) = table.handle_column {
         let c = &conds[h];
-        if let Some(v) = &c.eq {
+        if let Some(v) = c.eq.as_ref().filter(|v| compares_exactly_with_ints(v)) {
             return match exact_int(v) {
                 Some(n) => Access::Handles(vec![n]),
                 // No integer equals it: no row matches, but let the filter say so.
                 None => Access::Handles(Vec::new()),
             };
         }
-        if let Some(list) = &c.list {
+        if let Some(list) = c
+            .list
+            .as_ref()
+            .filter(|l| l.iter().all(compares_exactly_with_ints))
+        {
             return Access::Handles(list.iter().filter_map(exact_int).collect());
         }
         if c.lo.is_some() || c.hi.is_some() {
@@ -211,21 +288,21 @@ pub(crate) fn plan(table: &TableDef, selection: Option<&Expr>, env: &Env<'_>) ->
     for (pos, index) in table.indexes.iter().enumerate() {
         let mut eq = Vec::new();
         for &col in &index.columns {
-            let ty = table.columns[col].ty;
-            match conds[col].eq.clone().map(|v| ty.coerce(v, "")) {
-                Some(Ok(v)) => eq.push(v),
-                _ => break,
+            // A key that is not exactly the value still finds every row equal to it: none.
+            match conds[col]
+                .eq
+                .as_ref()
+                .and_then(|v| key_of(table.columns[col].ty, v))
+            {
+                Some((key, _)) => eq.push(key),
+                None => break,
             }
         }
         let mut range = (None, None);
         if let Some(&next) = index.columns.get(eq.len()) {
             let ty = table.columns[next].ty;
             let c = &conds[next];
-            let co = |b: &Bound| {
-                b.clone()
-                    .and_then(|(v, inc)| ty.coerce(v, "").ok().map(|v| (v, inc)))
-            };
-            range = (co(&c.lo), co(&c.hi));
+            range = (index_bound(ty, &c.lo), index_bound(ty, &c.hi));
         }
         let has_range = range.0.is_some() || range.1.is_some();
         if eq.is_empty() && !has_range {
@@ -534,5 +611,23 @@ mod tests {
         assert!(matches!(plan_of("k = 3"), Access::Index { index: 0, .. }));
         assert_eq!(plan_of("k + 1 = 3"), Access::Full);
         assert_eq!(plan_of("id = 5 or id = 6"), Access::Full);
+        // A bound the column cannot hold becomes inclusive at the value it converts to.
+        let k_range = |lo: Bound, hi: Bound| Access::Index {
+            index: 0,
+            eq: Vec::new(),
+            range: (lo, hi),
+        };
+        assert_eq!(
+            plan_of("k > 2.5 and k < 4.4"),
+            k_range(Some((Value::Int(3), true)), Some((Value::Int(4), true)))
+        );
+        assert_eq!(
+            plan_of("k > 2 and k <= 4.0"),
+            k_range(Some((Value::Int(2), false)), Some((Value::Int(4), true)))
+        );
+        assert_eq!(plan_of("id = 2.5"), Access::Handles(Vec::new()));
+        // Past 2^53 several integers equal one double: no key stands for it.
+        assert_eq!(plan_of("id = 9007199254740996e0"), Access::Full);
+        assert_eq!(plan_of("k >= 9007199254740996e0"), Access::Full);
     }
 }

@@ -7,14 +7,16 @@
 //! the ordinary locked path.
 //!
 //! Only statements whose effect stays within the row's key qualify: no index column and no
-//! primary key assigned, WHERE exactly `pk = constant`, no ORDER BY, no open transaction.
-//! The others run the ordinary way with the hints' meaning kept.
+//! primary key assigned, WHERE exactly `pk = constant` with a constant an integer equals,
+//! no ORDER BY, no LIMIT below 1, no open transaction. The others run the ordinary way
+//! with the hints' meaning kept.
 
 use std::sync::Arc;
 
 use sqlparser::ast::{BinaryOperator, Expr, TableFactor, Update};
 use surge_txn::{BinlogRow, BinlogTable, HotHints, HotReject, RowUpdate, SqlRowChange, TxnError};
 
+use super::access::exact_int;
 use super::binlog::binlog_value;
 use super::hints::Hints;
 use super::rows::decode;
@@ -25,7 +27,6 @@ use crate::sql::codec::{encode_row, row_key};
 use crate::sql::expr::{Env, SessionView, eval};
 use crate::sql::output::{Output, SqlError};
 use crate::sql::txn_error::from_txn;
-use crate::sql::types::to_integer;
 use crate::sql::value::Value;
 
 /// What the SET clause may ask of its session, copied (the update may run on the group
@@ -167,7 +168,9 @@ fn point(t: &TableDef, selection: Option<&Expr>, s: &Session) -> Option<i64> {
         return None;
     }
     let v = eval(value, &s.env()).ok()?;
-    i64::try_from(to_integer(&v)?).ok()
+    // Only the one integer equal to the value: `id = 2.5` matches no row (the ordinary path
+    // says so), not the row 3 it rounds to.
+    exact_int(&v)
 }
 
 /// A hot update's answer and the row it wrote (for SELECT ... FROM UPDATE).
@@ -201,6 +204,17 @@ pub(crate) fn try_hot_update(
         || u.returning.is_some()
     {
         return Ok(None);
+    }
+    // The group update changes its one row: a LIMIT is that only when it is at least 1.
+    if let Some(limit) = &u.limit {
+        let at_least_one = match eval(limit, &s.env()) {
+            Ok(Value::Int(n)) => n >= 1,
+            Ok(Value::UInt(n)) => n >= 1,
+            _ => false,
+        };
+        if !at_least_one {
+            return Ok(None);
+        }
     }
     if !u.table.joins.is_empty() {
         return Ok(None);

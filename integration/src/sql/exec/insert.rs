@@ -1,7 +1,12 @@
 //! INSERT (multi-row, column lists, DEFAULT, AUTO_INCREMENT, IGNORE, ON DUPLICATE KEY
 //! UPDATE) and REPLACE.
 
-use sqlparser::ast::{Expr, Insert, OnInsert, SetExpr, TableObject};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    Insert, InsertAliases, ObjectName, OnInsert, SetExpr, TableObject, visit_expressions_mut,
+};
 use surge_txn::Transaction;
 
 use super::binlog::RowLog;
@@ -221,7 +226,17 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
             .collect::<Result<_, _>>()?
     };
     let on_dup = match &ins.on {
-        Some(OnInsert::DuplicateKeyUpdate(a)) => Some(a.clone()),
+        Some(OnInsert::DuplicateKeyUpdate(a)) => Some(
+            a.iter()
+                .map(|a| {
+                    let mut a = a.clone();
+                    if let Some(alias) = &ins.insert_alias {
+                        inserted_row_refs(&mut a.value, alias, &columns, &t)?;
+                    }
+                    Ok(a)
+                })
+                .collect::<Result<Vec<_>, SqlError>>()?,
+        ),
         Some(other) => return Err(SqlError::unsupported(format!("INSERT ... {other}"))),
         None => None,
     };
@@ -315,12 +330,6 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                         t.name
                     )));
                 };
-                let env = Env {
-                    table: Some(t),
-                    row: &old,
-                    inserted: Some(&row),
-                    ..s.env()
-                };
                 let mut new = old.clone();
                 for a in assignments {
                     let col = a.target.to_string();
@@ -337,7 +346,22 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
                             format!("Unknown column '{col}' in 'field list'"),
                         )
                     })?;
-                    new[pos] = t.columns[pos].ty.coerce(eval(&a.value, &env)?, &col)?;
+                    // Later assignments see earlier ones, as in MySQL's UPDATE.
+                    let env = Env {
+                        table: Some(t),
+                        row: &new,
+                        inserted: Some(&row),
+                        ..s.env()
+                    };
+                    let v = t.columns[pos].ty.coerce(eval(&a.value, &env)?, &col)?;
+                    if v == Value::Null && !t.columns[pos].nullable {
+                        return Err(SqlError::new(
+                            1048,
+                            "23000",
+                            format!("Column '{}' cannot be null", t.columns[pos].name),
+                        ));
+                    }
+                    new[pos] = v;
                 }
                 if new != old {
                     let new_handle = handle_for_update(t, h, &new)?;
@@ -391,6 +415,108 @@ pub(crate) fn insert(s: &mut Session, ins: &Insert) -> Result<Output, SqlError> 
         last_insert_id: first_id,
         warnings: 0,
         info,
+    })
+}
+
+/// Rewrites the references to MySQL 8's row alias in an ON DUPLICATE KEY UPDATE value
+/// (`INSERT ... VALUES (...) AS new [(c1, ...)]`) as `VALUES(col)`, the row the INSERT
+/// tried: `new.col`, and with column aliases `new.c1` or a bare `c1` for the column
+/// given in that place. Anything else still names the existing row.
+///
+/// # Errors
+/// 1054 for an alias column that is not there; 1136 when the column aliases do not match
+/// the inserted columns; 1235 for a bare column alias that is also the table's column.
+fn inserted_row_refs(
+    e: &mut Expr,
+    alias: &InsertAliases,
+    columns: &[usize],
+    t: &TableDef,
+) -> Result<(), SqlError> {
+    let row = alias
+        .row_alias
+        .0
+        .last()
+        .map(|p| p.to_string().trim_matches('`').to_owned())
+        .unwrap_or_default();
+    // sqlparser gives `AS new` an empty column list.
+    let col_aliases = alias.col_aliases.as_ref().filter(|c| !c.is_empty());
+    if let Some(cols) = col_aliases
+        && cols.len() != columns.len()
+    {
+        return Err(SqlError::new(
+            1136,
+            "21S01",
+            "Column count doesn't match value count at row 1",
+        ));
+    }
+    // The table column a name of the inserted row stands for.
+    let column_of = |name: &str| -> Option<usize> {
+        match col_aliases {
+            Some(cols) => cols
+                .iter()
+                .position(|c| c.value.eq_ignore_ascii_case(name))
+                .map(|i| columns[i]),
+            None => t.column(name),
+        }
+    };
+    let unknown = |name: String| {
+        SqlError::new(
+            1054,
+            "42S22",
+            format!("Unknown column '{name}' in 'field list'"),
+        )
+    };
+    let flow = visit_expressions_mut(e, |x| {
+        let target = match x {
+            Expr::CompoundIdentifier(p)
+                if p.len() == 2 && p[0].value.eq_ignore_ascii_case(&row) =>
+            {
+                match column_of(&p[1].value) {
+                    Some(c) => c,
+                    None => return ControlFlow::Break(unknown(format!("{}.{}", p[0], p[1]))),
+                }
+            }
+            Expr::Identifier(id) if col_aliases.is_some() && !id.value.starts_with('@') => {
+                match column_of(&id.value) {
+                    // A name both of the table and of the inserted row: refused, not guessed.
+                    Some(_) if t.column(&id.value).is_some() => {
+                        return ControlFlow::Break(SqlError::unsupported(format!(
+                            "a column alias `{}` that also names a column of {}",
+                            id.value, t.name
+                        )));
+                    }
+                    Some(c) => c,
+                    None => return ControlFlow::Continue(()),
+                }
+            }
+            _ => return ControlFlow::Continue(()),
+        };
+        *x = values_of(&t.columns[target].name);
+        ControlFlow::Continue(())
+    });
+    match flow {
+        ControlFlow::Break(err) => Err(err),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// `VALUES(col)`.
+fn values_of(column: &str) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new("VALUES")]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                Expr::Identifier(Ident::new(column)),
+            ))],
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
     })
 }
 

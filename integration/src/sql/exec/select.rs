@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use sqlparser::ast::{
-    Distinct, Expr, GroupByExpr, LimitClause, Query, Select, SelectItem, SetExpr, TableFactor,
-    Value as Lit,
+    Distinct, Expr, GroupByExpr, LimitClause, NonBlock, Query, Select, SelectItem, SetExpr,
+    TableFactor, Value as Lit,
 };
 
 use super::access::{RowLocks, for_each_row, plan};
@@ -16,7 +16,7 @@ use crate::sql::catalog::TableDef;
 use crate::sql::codec::encode_datum;
 use crate::sql::column::{ColumnKind, ColumnMeta};
 use crate::sql::expr::{
-    Accumulator, Env, check_columns, collect_aggregates, compare, eval, truthy,
+    Accumulator, Env, check_columns, collect_aggregates, compare, eval, truthy, window_functions,
 };
 use crate::sql::output::{Output, SqlError};
 use crate::sql::value::Value;
@@ -207,27 +207,172 @@ fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], desc: &[bool]) {
     });
 }
 
+/// `(inner) ORDER BY ... LIMIT ...` as one query. An inner LIMIT applies before an outer
+/// ORDER BY or LIMIT, and an outer ORDER BY replaces an inner one: those are refused rather
+/// than merged into a different query.
+fn with_outer_clauses(outer: &Query, inner: &Query) -> Result<Query, SqlError> {
+    if (inner.order_by.is_some() && outer.order_by.is_some())
+        || (inner.limit_clause.is_some()
+            && (outer.order_by.is_some() || outer.limit_clause.is_some()))
+    {
+        return Err(SqlError::unsupported(
+            "ORDER BY or LIMIT both inside and outside a parenthesised query",
+        ));
+    }
+    let mut q = inner.clone();
+    if outer.order_by.is_some() {
+        q.order_by.clone_from(&outer.order_by);
+    }
+    if outer.limit_clause.is_some() {
+        q.limit_clause.clone_from(&outer.limit_clause);
+    }
+    q.locks.extend(outer.locks.iter().cloned());
+    Ok(q)
+}
+
+/// 1235 for the clauses of a query that sqlparser accepts (from other dialects, or MySQL
+/// features not implemented) and this layer would otherwise skip: each changes the answer.
+fn refuse_clauses(q: &Query) -> Result<(), SqlError> {
+    let clause = if q.with.is_some() {
+        Some("WITH")
+    } else if q.fetch.is_some() {
+        Some("FETCH")
+    } else if q.for_clause.is_some() {
+        Some("FOR XML / JSON / BROWSE")
+    } else if q.settings.is_some() {
+        Some("SETTINGS")
+    } else if q.format_clause.is_some() {
+        Some("FORMAT")
+    } else if !q.pipe_operators.is_empty() {
+        Some("pipe operators")
+    } else if let Some(nonblock) = q.locks.iter().find_map(|l| l.nonblock.as_ref()) {
+        Some(match nonblock {
+            NonBlock::Nowait => "NOWAIT",
+            NonBlock::SkipLocked => "SKIP LOCKED",
+        })
+    } else {
+        None
+    };
+    if let Some(c) = clause {
+        return Err(SqlError::unsupported(c));
+    }
+    let mut window = false;
+    let _ = sqlparser::ast::visit_expressions(q, |e| {
+        window = matches!(e, Expr::Function(f) if f.over.is_some());
+        if window {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    });
+    if window {
+        return Err(window_functions());
+    }
+    Ok(())
+}
+
+/// As [`refuse_clauses`], for one SELECT's own clauses.
+fn refuse_select_clauses(select: &Select) -> Result<(), SqlError> {
+    if !select.named_window.is_empty() {
+        return Err(window_functions());
+    }
+    let clause = if select.into.is_some() {
+        Some("SELECT ... INTO")
+    } else if select.top.is_some() {
+        Some("TOP")
+    } else if select.exclude.is_some() {
+        Some("SELECT * EXCLUDE")
+    } else if !select.lateral_views.is_empty() {
+        Some("LATERAL VIEW")
+    } else if select.prewhere.is_some() {
+        Some("PREWHERE")
+    } else if !select.connect_by.is_empty() {
+        Some("CONNECT BY")
+    } else if !select.cluster_by.is_empty() {
+        Some("CLUSTER BY")
+    } else if !select.distribute_by.is_empty() {
+        Some("DISTRIBUTE BY")
+    } else if !select.sort_by.is_empty() {
+        Some("SORT BY")
+    } else if select.qualify.is_some() {
+        Some("QUALIFY")
+    } else if select.value_table_mode.is_some() {
+        Some("SELECT AS VALUE / STRUCT")
+    } else {
+        None
+    };
+    match clause {
+        Some(c) => Err(SqlError::unsupported(c)),
+        None => Ok(()),
+    }
+}
+
+/// The select-list position (from 1) an ORDER BY or GROUP BY number names; `None` for any
+/// other expression (a decimal number is a constant).
+fn position(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Lit::Number(n, _) => n.parse::<usize>().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn unknown_position(n: usize, clause: &str) -> SqlError {
+    SqlError::new(1054, "42S22", format!("Unknown column '{n}' in '{clause}'"))
+}
+
+/// A GROUP BY expression as what it groups by. A position names that select-list
+/// expression; a name that is no column of the table but the alias of one names it too
+/// (MySQL looks a GROUP BY name up in the FROM tables first, then in the select list).
+fn group_key(g: &Expr, items: &[Item], table: Option<&TableDef>) -> Result<Expr, SqlError> {
+    if let Some(n) = position(g) {
+        return n
+            .checked_sub(1)
+            .and_then(|i| items.get(i))
+            .map(|it| it.expr.clone())
+            .ok_or_else(|| unknown_position(n, "group statement"));
+    }
+    if let Expr::Identifier(id) = g
+        && !id.value.starts_with('@')
+        && table.is_none_or(|t| t.column(&id.value).is_none())
+        && let Some(it) = items
+            .iter()
+            .find(|it| it.name.eq_ignore_ascii_case(&id.value))
+    {
+        return Ok(it.expr.clone());
+    }
+    Ok(g.clone())
+}
+
 /// Runs a query.
 ///
 /// # Errors
 /// Unknown tables or columns, unsupported forms, read failures.
 pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
-    if q.with.is_some() {
-        return Err(SqlError::unsupported("WITH"));
-    }
+    refuse_clauses(q)?;
     let select = match q.body.as_ref() {
         SetExpr::Select(sel) => sel.as_ref().clone(),
-        SetExpr::Query(inner) => return query(s, inner),
+        SetExpr::Query(inner) => return query(s, &with_outer_clauses(q, inner)?),
         other => return Err(SqlError::unsupported(format!("query {other}"))),
     };
-    if select.into.is_some() {
-        return Err(SqlError::unsupported("SELECT ... INTO"));
-    }
+    refuse_select_clauses(&select)?;
     let table = table_of(s, &select)?;
     let tdef = table.as_ref().map(|(t, _)| t.clone());
     let items = items(&select, tdef.as_deref())?;
     let group_by: Vec<Expr> = match &select.group_by {
-        GroupByExpr::Expressions(e, _) => e.clone(),
+        GroupByExpr::Expressions(_, modifiers) if !modifiers.is_empty() => {
+            let m: Vec<String> = modifiers.iter().map(ToString::to_string).collect();
+            return Err(SqlError::unsupported(format!(
+                "GROUP BY ... {}",
+                m.join(" ")
+            )));
+        }
+        GroupByExpr::Expressions(e, _) => e
+            .iter()
+            .map(|g| group_key(g, &items, tdef.as_deref()))
+            .collect::<Result<_, _>>()?,
         GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
     };
     let order: Vec<(Expr, bool)> = q
@@ -269,10 +414,10 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
     }
     let grouped = !aggs.is_empty() || !group_by.is_empty();
     let (limit, offset) = limit_of(s, q)?;
-    let for_update = q
-        .locks
-        .iter()
-        .any(|l| matches!(l.lock_type, sqlparser::ast::LockType::Update));
+    // FOR SHARE (and LOCK IN SHARE MODE) take FOR UPDATE's exclusive lock: stricter than a
+    // shared lock (two sharers wait for each other), never looser, so no write slips in
+    // under either. NOWAIT and SKIP LOCKED were refused above.
+    let for_update = !q.locks.is_empty();
     let distinct = matches!(select.distinct, Some(Distinct::Distinct));
     if matches!(select.distinct, Some(Distinct::On(_))) {
         return Err(SqlError::unsupported("DISTINCT ON"));
@@ -281,16 +426,20 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
     // Sort keys: an ORDER BY position or alias names an output column.
     let key_source = |e: &Expr| -> Option<usize> {
         match e {
-            Expr::Value(v) => match &v.value {
-                Lit::Number(n, _) => n.parse::<usize>().ok().and_then(|n| n.checked_sub(1)),
-                _ => None,
-            },
+            Expr::Value(_) => position(e).map(|n| n.wrapping_sub(1)),
             Expr::Identifier(id) => items
                 .iter()
                 .position(|it| it.name.eq_ignore_ascii_case(&id.value) && it.column.is_none()),
             _ => None,
         }
     };
+    for (o, _) in &order {
+        if let Some(n) = position(o)
+            && !(1..=items.len()).contains(&n)
+        {
+            return Err(unknown_position(n, "order clause"));
+        }
+    }
     let project = |env: &Env<'_>| -> Result<(Vec<Value>, Vec<Value>), SqlError> {
         let vals = items
             .iter()
@@ -299,17 +448,31 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
         let keys = order
             .iter()
             .map(|(e, _)| match key_source(e) {
-                Some(i) => vals.get(i).cloned().ok_or_else(|| {
-                    SqlError::new(
-                        1054,
-                        "42S22",
-                        format!("Unknown column '{}' in 'order clause'", i + 1),
-                    )
-                }),
+                Some(i) => vals
+                    .get(i)
+                    .cloned()
+                    .ok_or_else(|| unknown_position(i.wrapping_add(1), "order clause")),
                 None => eval(e, env),
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((vals, keys))
+    };
+    // HAVING sees the output columns by name; with GROUP BY it filters groups, without,
+    // rows.
+    let having = |env: &Env<'_>, vals: &[Value]| -> Result<bool, SqlError> {
+        let Some(h) = &select.having else {
+            return Ok(true);
+        };
+        let named: Vec<(String, Value)> = items
+            .iter()
+            .map(|i| i.name.clone())
+            .zip(vals.iter().cloned())
+            .collect();
+        let env = Env {
+            aliases: Some(&named),
+            ..*env
+        };
+        Ok(truthy(&eval(h, &env)?) == Some(true))
     };
 
     let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
@@ -342,7 +505,10 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
                 }
                 groups.push((Vec::new(), accs));
             } else {
-                out.push(project(&env)?);
+                let projected = project(&env)?;
+                if having(&env, &projected.0)? {
+                    out.push(projected);
+                }
             }
         }
         Some(t) => {
@@ -387,7 +553,10 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
                         }
                         return Ok(true);
                     }
-                    out.push(project(&env)?);
+                    let projected = project(&env)?;
+                    if having(&env, &projected.0)? {
+                        out.push(projected);
+                    }
                     Ok(stop_at.is_none_or(|n| (out.len() as u64) < n))
                 })?;
                 Ok((out, groups))
@@ -415,21 +584,9 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
                 ..s.env()
             };
             let projected = project(&env)?;
-            if let Some(h) = &select.having {
-                let named: Vec<(String, Value)> = items
-                    .iter()
-                    .map(|i| i.name.clone())
-                    .zip(projected.0.iter().cloned())
-                    .collect();
-                let env = Env {
-                    aliases: Some(&named),
-                    ..env
-                };
-                if truthy(&eval(h, &env)?) != Some(true) {
-                    continue;
-                }
+            if having(&env, &projected.0)? {
+                out.push(projected);
             }
-            out.push(projected);
         }
     }
     if distinct {

@@ -4,9 +4,10 @@
 //!   and `set config surgedb lock_mode='sync'|'pipelined'|'in-memory'`;
 //! - `show config [like '...']`;
 //! - `SHOW TABLE t REGIONS` (TiDB, <https://docs.pingcap.com/tidb/stable/sql-statement-show-table-regions>);
-//! - `SELECT cols FROM UPDATE ...` (PolarDB-X's returning form for hot-row updates).
+//! - `SELECT cols FROM UPDATE ...` (PolarDB-X's returning form for hot-row updates);
+//! - `SELECT ... LOCK IN SHARE MODE` (MySQL's older spelling of `FOR SHARE`).
 
-use sqlparser::ast::{SetExpr, Statement};
+use sqlparser::ast::{LockClause, LockType, SetExpr, Statement};
 use surge_txn::LockMode;
 
 use super::hints::Hints;
@@ -40,6 +41,8 @@ enum Form {
     ShowRegions,
     /// `SELECT cols FROM UPDATE ...`, with the offset of that `FROM`.
     FromUpdate(usize),
+    /// `SELECT ... LOCK IN SHARE MODE`, with the offset of that `LOCK`.
+    LockInShareMode(usize),
 }
 
 /// Which form `sql` is, if any. Statements that start with anything but `SET`, `SHOW` or
@@ -48,7 +51,9 @@ enum Form {
 fn form(sql: &str) -> Option<Form> {
     let head = sql.trim_start();
     if starts_with_ci(head, "select") {
-        return from_update_at(sql).map(Form::FromUpdate);
+        return from_update_at(sql)
+            .map(Form::FromUpdate)
+            .or_else(|| lock_in_share_mode_at(sql).map(Form::LockInShareMode));
     }
     if !starts_with_ci(head, "set") && !starts_with_ci(head, "show") {
         return None;
@@ -75,6 +80,23 @@ fn from_update_at(sql: &str) -> Option<usize> {
                 && rest[6..].starts_with(|c: char| c.is_whitespace() || c == '/')
         }
     })
+}
+
+/// Where a trailing `LOCK IN SHARE MODE` (any case and spacing, a `;` after it) starts.
+fn lock_in_share_mode_at(sql: &str) -> Option<usize> {
+    let mut end = sql.trim_end().trim_end_matches(';').len();
+    for word in ["mode", "share", "in", "lock"] {
+        let rest = sql[..end].trim_end();
+        let start = rest.len().checked_sub(word.len())?;
+        // `get` refuses an offset inside a character; a match is ASCII, so `start` is one.
+        if !rest.get(start..)?.eq_ignore_ascii_case(word)
+            || !sql[..start].ends_with(char::is_whitespace)
+        {
+            return None;
+        }
+        end = start;
+    }
+    Some(end)
 }
 
 /// Whether `sql` is one of the forms above.
@@ -281,6 +303,18 @@ fn select_from_update(s: &mut Session, sql: &str, at: usize) -> Result<Output, S
     super::modify::update_with_hints(s, &u, hints, Some(select)).map(|(out, _)| out)
 }
 
+fn select_lock_in_share_mode(s: &mut Session, sql: &str, at: usize) -> Result<Output, SqlError> {
+    let Statement::Query(mut q) = parse_one(&sql[..at])? else {
+        return Err(SqlError::parse("LOCK IN SHARE MODE needs a SELECT"));
+    };
+    q.locks.push(LockClause {
+        lock_type: LockType::Share,
+        of: None,
+        nonblock: None,
+    });
+    s.run(&Statement::Query(q))
+}
+
 /// Runs `sql` if it is one of the forms above.
 ///
 /// # Errors
@@ -295,6 +329,7 @@ pub(crate) fn try_run(s: &mut Session, sql: &str) -> Result<Option<Output>, SqlE
             show_regions(s, name).map(Some)
         }
         Some(Form::FromUpdate(at)) => select_from_update(s, sql, at).map(Some),
+        Some(Form::LockInShareMode(at)) => select_lock_in_share_mode(s, sql, at).map(Some),
     }
 }
 
@@ -310,6 +345,7 @@ mod tests {
             Some(Form::ShowConfig) => "show config".into(),
             Some(Form::ShowRegions) => "regions".into(),
             Some(Form::FromUpdate(at)) => format!("from update at {at}"),
+            Some(Form::LockInShareMode(at)) => format!("share mode at {at}"),
         };
         let cases = [
             (
@@ -336,6 +372,14 @@ mod tests {
                 "from update at 18",
             ),
             ("update t set data=data+1 where id=1", "none"),
+            (
+                "select v from t where id = 1 lock in share mode",
+                "share mode at 29",
+            ),
+            ("SELECT 1\tLOCK  IN\nSHARE Mode ; ", "share mode at 9"),
+            ("select 'lock in share mode'", "none"),
+            ("select 1 block in share mode", "none"),
+            ("select 'é' lock in share mode", "share mode at 12"),
             ("SET autocommit=1", "none"),
             ("showconfig", "none"),
             ("", "none"),

@@ -65,18 +65,21 @@ pub(crate) fn inline_scalar_subqueries(
     }
 }
 
-/// The names a column of `q`'s own FROM may be qualified with: each table's name (last
-/// part) and alias, lower case.
+/// The names a column of `q`'s own FROM may be qualified with, lower case: each table's
+/// alias, or its name (last part) when it has none. An aliased table is known only by its
+/// alias (as in MySQL), so its real name qualifies an outer table's column.
 fn own_qualifiers(q: &Query) -> Vec<String> {
     let mut names = Vec::new();
     if let SetExpr::Select(sel) = q.body.as_ref() {
         for twj in &sel.from {
             if let TableFactor::Table { name, alias, .. } = &twj.relation {
-                if let Some(last) = name.0.last() {
-                    names.push(last.to_string().trim_matches('`').to_lowercase());
-                }
-                if let Some(a) = alias {
-                    names.push(a.name.value.to_lowercase());
+                match alias {
+                    Some(a) => names.push(a.name.value.to_lowercase()),
+                    None => {
+                        if let Some(last) = name.0.last() {
+                            names.push(last.to_string().trim_matches('`').to_lowercase());
+                        }
+                    }
                 }
             }
         }

@@ -335,6 +335,9 @@ pub(crate) fn eval(e: &Expr, env: &Env<'_>) -> Result<Value, SqlError> {
             )))
         }
         Expr::Function(f) => {
+            if f.over.is_some() {
+                return Err(window_functions());
+            }
             let name = f.name.to_string().to_ascii_lowercase();
             if let Some(aggs) = env.aggs
                 && super::agg::AggKind::of(&name).is_some()
@@ -380,6 +383,12 @@ pub(crate) fn eval(e: &Expr, env: &Env<'_>) -> Result<Value, SqlError> {
         } => cast(eval(expr, env)?, data_type),
         other => Err(SqlError::unsupported(format!("expression {other}"))),
     }
+}
+
+/// 1235 for `f(...) OVER (...)`: evaluated as a plain function or aggregate it would be a
+/// wrong answer (one value for the whole result instead of one per row's window).
+pub(crate) fn window_functions() -> SqlError {
+    SqlError::unsupported("window functions")
 }
 
 /// `CAST(v AS ty)` for the target types MySQL's CAST takes.

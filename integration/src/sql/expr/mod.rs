@@ -6,5 +6,5 @@ mod eval;
 mod ops;
 
 pub(crate) use agg::{Accumulator, collect_aggregates};
-pub(crate) use eval::{Env, SessionView, check_columns, eval, literal, truthy};
+pub(crate) use eval::{Env, SessionView, check_columns, eval, literal, truthy, window_functions};
 pub(crate) use ops::{compare, like};
