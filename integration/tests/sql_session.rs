@@ -66,3 +66,37 @@ fn a_session_holds_at_most_16382_prepared_statements() {
     let id = s.prepare("select 1").unwrap().id;
     assert!(!ids.contains(&id) || id == first);
 }
+
+/// `LOCK IN SHARE MODE` (run as text by a form of its own, since the parser lacks it) keeps
+/// its `?` placeholders when prepared, and locks as `FOR SHARE` does.
+#[test]
+fn a_prepared_lock_in_share_mode_takes_parameters() {
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database d; use d; create table t (id int primary key, v int); \
+         insert into t values (1, 10), (2, 20)",
+    );
+    let p = s
+        .prepare("select v from t where id = ? lock in share mode")
+        .unwrap();
+    assert_eq!(p.params, 1);
+    ok(&mut s, "begin");
+    match s.execute(p.id, &[surgedb::sql::Value::Int(2)]).unwrap() {
+        surgedb::sql::Output::Rows { rows, .. } => {
+            assert_eq!(rows, vec![vec![surgedb::sql::Value::Int(20)]]);
+        }
+        o => panic!("{o:?}"),
+    }
+    // The row is locked until the transaction ends.
+    let mut b = db.session();
+    ok(&mut b, "use d; set innodb_lock_wait_timeout = 1; begin");
+    let e = b
+        .query("update t set v = 21 where id = 2")
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.code, 1205, "{e:?}");
+    ok(&mut s, "commit");
+}

@@ -981,6 +981,7 @@ impl SqlSession for Session {
         if text.is_empty() {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
         }
+        let text = special::lock_in_share_mode_as_for_share(&text).unwrap_or(text);
         let (stmt, params) = if special::is_special(&text) {
             (None, 0)
         } else {

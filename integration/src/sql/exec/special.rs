@@ -99,6 +99,15 @@ fn lock_in_share_mode_at(sql: &str) -> Option<usize> {
     Some(end)
 }
 
+/// `sql` with a trailing `LOCK IN SHARE MODE` spelled `FOR SHARE` (which the parser takes),
+/// for a statement prepared with `?` placeholders: the text forms above run unprepared.
+pub(crate) fn lock_in_share_mode_as_for_share(sql: &str) -> Option<String> {
+    if !starts_with_ci(sql.trim_start(), "select") || from_update_at(sql).is_some() {
+        return None;
+    }
+    lock_in_share_mode_at(sql).map(|at| format!("{} FOR SHARE", sql[..at].trim_end()))
+}
+
 /// Whether `sql` is one of the forms above.
 pub(crate) fn is_special(sql: &str) -> bool {
     form(sql).is_some()
