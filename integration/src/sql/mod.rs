@@ -23,11 +23,11 @@
 //! UPDATE with the `AS new` row alias, ... SELECT), REPLACE; SELECT on one table (point get,
 //! key or index range, or scan; aggregates, GROUP BY with positions, HAVING, DISTINCT,
 //! ORDER BY, LIMIT, FOR UPDATE, and FOR SHARE / LOCK IN SHARE MODE taking FOR UPDATE's
-//! exclusive lock) and scalar subqueries that are not correlated; UPDATE and DELETE
+//! exclusive lock; NOWAIT waits as a plain lock does) and scalar subqueries that are not correlated; UPDATE and DELETE
 //! (ORDER BY, LIMIT); BEGIN, COMMIT, ROLLBACK, autocommit; SET and SHOW as clients need
 //! them; prepared statements. TiDB's `set config` / `show config` and `SHOW TABLE t
 //! REGIONS`; AliSQL's inventory hints and `SELECT ... FROM UPDATE`. What is not supported
-//! (joins, correlated subqueries, window functions, WITH ROLLUP, NOWAIT and SKIP LOCKED,
+//! (joins, correlated subqueries, window functions, WITH ROLLUP, SKIP LOCKED,
 //! ALTER TABLE, ...) is error 1235 naming it.
 //!
 //! # Transactions and errors

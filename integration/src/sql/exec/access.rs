@@ -10,7 +10,7 @@ use surge_txn::Transaction;
 use super::rows::{decode, handle_of_index_entry, handle_of_row_key, read_row, read_rows_locked};
 use crate::sql::catalog::TableDef;
 use crate::sql::codec::{encode_datum, index_prefix, row_key, row_prefix};
-use crate::sql::expr::{Env, compare, eval};
+use crate::sql::expr::{Env, compare, eval, exact_integer};
 use crate::sql::output::SqlError;
 use crate::sql::txn_error::from_txn;
 use crate::sql::types::{SqlType, to_double, to_integer};
@@ -174,12 +174,14 @@ fn conditions(table: &TableDef, selection: &Expr, env: &Env<'_>) -> Vec<Cond> {
 /// Doubles hold every integer below this exactly (2^53).
 const EXACT_DOUBLE_INTS: f64 = 9_007_199_254_740_992.0;
 
-/// Whether an integer column compares with `v` exactly: a double or a string is compared
-/// as a double, and past 2^53 several integers are equal to the same double.
+/// Whether an integer column compares with `v` in the key order of integers: a double or a
+/// string that is exactly an integer compares as that integer ([`exact_integer`]); any
+/// other is compared as a double, and past 2^53 several integers are equal to the same
+/// double.
 fn compares_exactly_with_ints(v: &Value) -> bool {
     match v {
         Value::Double(_) | Value::Bytes(_) => {
-            to_double(v).is_some_and(|f| f.abs() < EXACT_DOUBLE_INTS)
+            exact_integer(v).is_some() || to_double(v).is_some_and(|f| f.abs() < EXACT_DOUBLE_INTS)
         }
         _ => true,
     }

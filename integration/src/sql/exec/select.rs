@@ -245,11 +245,13 @@ fn refuse_clauses(q: &Query) -> Result<(), SqlError> {
         Some("FORMAT")
     } else if !q.pipe_operators.is_empty() {
         Some("pipe operators")
-    } else if let Some(nonblock) = q.locks.iter().find_map(|l| l.nonblock.as_ref()) {
-        Some(match nonblock {
-            NonBlock::Nowait => "NOWAIT",
-            NonBlock::SkipLocked => "SKIP LOCKED",
-        })
+    } else if q
+        .locks
+        .iter()
+        .any(|l| matches!(l.nonblock, Some(NonBlock::SkipLocked)))
+    {
+        // Skipping locked rows changes which rows come back; waiting for them would not.
+        Some("SKIP LOCKED")
     } else {
         None
     };
@@ -416,7 +418,9 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
     let (limit, offset) = limit_of(s, q)?;
     // FOR SHARE (and LOCK IN SHARE MODE) take FOR UPDATE's exclusive lock: stricter than a
     // shared lock (two sharers wait for each other), never looser, so no write slips in
-    // under either. NOWAIT and SKIP LOCKED were refused above.
+    // under either. SKIP LOCKED was refused above; NOWAIT waits as a plain lock does (up to
+    // `innodb_lock_wait_timeout`, then 1205): later than MySQL's error 3572, never a
+    // different answer, and frameworks that send it (Django's `nowait=True`) keep working.
     let for_update = !q.locks.is_empty();
     let distinct = matches!(select.distinct, Some(Distinct::Distinct));
     if matches!(select.distinct, Some(Distinct::On(_))) {

@@ -82,6 +82,24 @@ fn from_update_at(sql: &str) -> Option<usize> {
     })
 }
 
+/// Whether the statement's last four tokens (comments, spaces and a final `;` aside) are
+/// `LOCK IN SHARE MODE`: not in a comment (`... -- lock in share mode`) or a string.
+fn ends_with_lock_in_share_mode_tokens(sql: &str) -> bool {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
+        return false;
+    };
+    let mut words = tokens
+        .iter()
+        .rev()
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+        .take(4);
+    ["mode", "share", "in", "lock"].iter().all(|want| {
+        matches!(words.next(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(want))
+    })
+}
+
 /// Where a trailing `LOCK IN SHARE MODE` (any case and spacing, a `;` after it) starts.
 fn lock_in_share_mode_at(sql: &str) -> Option<usize> {
     let mut end = sql.trim_end().trim_end_matches(';').len();
@@ -96,7 +114,8 @@ fn lock_in_share_mode_at(sql: &str) -> Option<usize> {
         }
         end = start;
     }
-    Some(end)
+    // The text matched (cheap, and false for nearly every statement); the tokens decide.
+    ends_with_lock_in_share_mode_tokens(sql).then_some(end)
 }
 
 /// `sql` with a trailing `LOCK IN SHARE MODE` spelled `FOR SHARE` (which the parser takes),
@@ -389,6 +408,11 @@ mod tests {
             ("select 'lock in share mode'", "none"),
             ("select 1 block in share mode", "none"),
             ("select 'é' lock in share mode", "share mode at 12"),
+            // In a comment: not a lock clause, whatever the text ends with.
+            ("select * from t -- lock in share mode", "none"),
+            ("select * from t # lock in share mode", "none"),
+            ("select * from t /* lock in share mode */", "none"),
+            ("select * from t where c = 'x lock in share mode'", "none"),
             ("SET autocommit=1", "none"),
             ("showconfig", "none"),
             ("", "none"),

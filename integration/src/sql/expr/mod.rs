@@ -7,4 +7,4 @@ mod ops;
 
 pub(crate) use agg::{Accumulator, collect_aggregates};
 pub(crate) use eval::{Env, SessionView, check_columns, eval, literal, truthy, window_functions};
-pub(crate) use ops::{compare, like};
+pub(crate) use ops::{compare, exact_integer, like};

@@ -15,6 +15,34 @@ fn is_number(v: &Value) -> bool {
     )
 }
 
+/// `v` as the integer it is exactly, if it is one within BIGINT's signed and unsigned
+/// range: an integer, a double with no fraction, or a string of an optional sign and
+/// digits (spaces around it allowed). `None` for anything else (`'1e3'`, `'2.0'` and
+/// fractions compare as doubles, as before).
+pub(crate) fn exact_integer(v: &Value) -> Option<i128> {
+    let n = match v {
+        Value::Int(i) => i128::from(*i),
+        Value::UInt(u) => i128::from(*u),
+        Value::Double(f) if f.fract() == 0.0 && f.abs() < 2e19 => {
+            #[allow(clippy::cast_possible_truncation)] // integral and below 2^65 in size
+            let n = *f as i128;
+            n
+        }
+        Value::Bytes(b) => {
+            let t = std::str::from_utf8(b).ok()?.trim();
+            let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+            if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            t.parse::<i128>().ok()?
+        }
+        _ => return None,
+    };
+    (i128::from(i64::MIN)..=i128::from(u64::MAX))
+        .contains(&n)
+        .then_some(n)
+}
+
 /// Orders two non-NULL values as MySQL compares them (`None` when either is NULL or they
 /// do not compare). Strings compare bytewise (a binary collation).
 pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
@@ -25,6 +53,20 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Value::Bytes(x), Value::Bytes(y)) => Some(x.cmp(y)),
         (Value::Int(_) | Value::UInt(_), Value::Int(_) | Value::UInt(_)) => {
             Some(to_integer(a)?.cmp(&to_integer(b)?))
+        }
+        // An integer against a double or string that is exactly an integer compares as
+        // integers: MySQL converts such a constant to the integer column's type
+        // (`convert_const_to_int`), and past 2^53 a double comparison would make
+        // neighbouring integers equal (and disagree with the key order of an index).
+        (Value::Int(_) | Value::UInt(_), Value::Double(_) | Value::Bytes(_))
+            if exact_integer(b).is_some() =>
+        {
+            Some(to_integer(a)?.cmp(&exact_integer(b)?))
+        }
+        (Value::Double(_) | Value::Bytes(_), Value::Int(_) | Value::UInt(_))
+            if exact_integer(a).is_some() =>
+        {
+            Some(exact_integer(a)?.cmp(&to_integer(b)?))
         }
         (Value::Date { .. } | Value::DateTime { .. }, _)
         | (_, Value::Date { .. } | Value::DateTime { .. }) => {
