@@ -628,8 +628,18 @@ mod tests {
             k_range(Some((Value::Int(2), false)), Some((Value::Int(4), true)))
         );
         assert_eq!(plan_of("id = 2.5"), Access::Handles(Vec::new()));
-        // Past 2^53 several integers equal one double: no key stands for it.
-        assert_eq!(plan_of("id = 9007199254740996e0"), Access::Full);
-        assert_eq!(plan_of("k >= 9007199254740996e0"), Access::Full);
+        // A double or string that is exactly an integer compares as that integer, also
+        // past 2^53: its key stands for it.
+        assert_eq!(
+            plan_of("id = 9007199254740996e0"),
+            Access::Handles(vec![9_007_199_254_740_996])
+        );
+        assert_eq!(
+            plan_of("id = '9007199254740997'"),
+            Access::Handles(vec![9_007_199_254_740_997])
+        );
+        // One that is not compares as a double, where several integers equal it: no key.
+        assert_eq!(plan_of("id = '9007199254740996.5'"), Access::Full);
+        assert_eq!(plan_of("id >= '9007199254740996.5'"), Access::Full);
     }
 }
