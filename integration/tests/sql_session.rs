@@ -8,6 +8,18 @@ mod sql_support;
 use sql_support::{Db, ok};
 use surgedb::sql::SqlSession;
 
+/// Asserts another session's update of row `id` of `d.t` waits out a 1 s lock wait timeout.
+fn assert_row_locked(db: &Db, id: i64) {
+    let mut b = db.session();
+    ok(&mut b, "use d; set innodb_lock_wait_timeout = 1; begin");
+    let e = b
+        .query(&format!("update t set v = v + 1 where id = {id}"))
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.code, 1205, "row {id}: {e:?}");
+}
+
 /// A pool hands a connection on after a reset: a `SET tidb_txn_mode` of the last user must
 /// not leave the next one's DML without row locks.
 #[test]
@@ -24,14 +36,7 @@ fn a_reset_session_runs_in_the_global_mode_again() {
     ok(&mut a, "use d; begin; update t set v = 1 where id = 1");
     // Pessimistic (the global default): `a`'s update holds the row's lock, so `b`'s waits
     // out its lock wait timeout. Optimistic, it would have taken no lock.
-    let mut b = db.session();
-    ok(&mut b, "use d; set innodb_lock_wait_timeout = 1; begin");
-    let e = b
-        .query("update t set v = 2 where id = 1")
-        .pop()
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(e.code, 1205, "{e:?}");
+    assert_row_locked(&db, 1);
     ok(&mut a, "commit");
 }
 
@@ -90,13 +95,6 @@ fn a_prepared_lock_in_share_mode_takes_parameters() {
         o => panic!("{o:?}"),
     }
     // The row is locked until the transaction ends.
-    let mut b = db.session();
-    ok(&mut b, "use d; set innodb_lock_wait_timeout = 1; begin");
-    let e = b
-        .query("update t set v = 21 where id = 2")
-        .pop()
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(e.code, 1205, "{e:?}");
+    assert_row_locked(&db, 2);
     ok(&mut s, "commit");
 }
