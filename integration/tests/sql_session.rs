@@ -2,6 +2,7 @@
 //! (`SqlSession::reset`) puts the transaction mode back to the global one, a statement with
 //! more placeholders than the protocol can count is refused with 1390, and the number of
 //! statements a session holds prepared is bounded (1461).
+#![allow(clippy::unwrap_used)] // a failed step is a failed test
 
 mod sql_support;
 
