@@ -99,3 +99,39 @@ fn a_prepared_lock_in_share_mode_takes_parameters() {
     assert_row_locked(&db, 2);
     ok(&mut s, "commit");
 }
+
+/// A number bound to a `?` in ORDER BY or GROUP BY, or a scalar subquery there, is a
+/// constant, as in MySQL: not a select-list position (`ORDER BY 1`, typed, still is).
+#[test]
+fn a_bound_or_computed_number_in_order_or_group_by_is_a_constant() {
+    use surgedb::sql::{Output, Value};
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database d; use d; create table t (id int primary key, k int); \
+         insert into t values (1, 10), (2, 20), (3, 20)",
+    );
+    let count_rows = |o: Output| match o {
+        Output::Rows { rows, .. } => rows.len(),
+        o => panic!("{o:?}"),
+    };
+    let group = s.prepare("select count(*) from t group by ?").unwrap();
+    // Bound to 1 (a position if it were typed): one group of every row.
+    let out = s.execute(group.id, &[Value::Int(1)]).unwrap();
+    assert_eq!(count_rows(out), 1);
+    let order = s.prepare("select id from t order by ?").unwrap();
+    // Bound to 0 (1054 if it were a position): every row, in no particular order.
+    let out = s.execute(order.id, &[Value::Int(0)]).unwrap();
+    assert_eq!(count_rows(out), 3);
+    assert_eq!(
+        count_rows(ok(&mut s, "select id from t order by (select 0)")),
+        3
+    );
+    assert_eq!(
+        count_rows(ok(&mut s, "select count(*) from t group by (select 1)")),
+        1
+    );
+    // Typed, a number is a position.
+    assert_eq!(count_rows(ok(&mut s, "select k from t group by 1")), 2);
+}

@@ -309,6 +309,39 @@ fn refuse_select_clauses(select: &Select) -> Result<(), SqlError> {
     }
 }
 
+/// Wraps every ORDER BY and GROUP BY item of `stmt` that is a `?` placeholder or a scalar
+/// subquery in parentheses, so that the number bound or inlined into it later stays a
+/// constant (as in MySQL) instead of reading as a select-list position ([`position`] takes
+/// only a bare number). `(5)` evaluates as `5` everywhere else.
+pub(crate) fn keep_constants_out_of_positions(stmt: &mut sqlparser::ast::Statement) {
+    struct Wrap;
+    fn wrap(e: &mut Expr) {
+        let constant = matches!(e, Expr::Subquery(_))
+            || matches!(e, Expr::Value(v) if matches!(v.value, Lit::Placeholder(_)));
+        if constant {
+            let inner = std::mem::replace(e, Expr::Value(Lit::Null.into()));
+            *e = Expr::Nested(Box::new(inner));
+        }
+    }
+    impl sqlparser::ast::VisitorMut for Wrap {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> std::ops::ControlFlow<()> {
+            if let Some(o) = &mut q.order_by
+                && let sqlparser::ast::OrderByKind::Expressions(list) = &mut o.kind
+            {
+                list.iter_mut().for_each(|item| wrap(&mut item.expr));
+            }
+            if let SetExpr::Select(sel) = q.body.as_mut()
+                && let GroupByExpr::Expressions(list, _) = &mut sel.group_by
+            {
+                list.iter_mut().for_each(wrap);
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = sqlparser::ast::VisitMut::visit(stmt, &mut Wrap);
+}
+
 /// The select-list position (from 1) an ORDER BY or GROUP BY number names; `None` for any
 /// other expression (a decimal number is a constant).
 fn position(e: &Expr) -> Option<usize> {

@@ -594,7 +594,9 @@ impl Session {
     /// transaction that changes the catalog).
     pub(crate) fn run(&mut self, stmt: &Statement) -> Result<Output, SqlError> {
         if subquery::has_scalar_subquery(stmt) {
-            let inlined = subquery::inline_scalar_subqueries(self, stmt)?;
+            let mut stmt = stmt.clone();
+            select::keep_constants_out_of_positions(&mut stmt);
+            let inlined = subquery::inline_scalar_subqueries(self, &stmt)?;
             return self.run_inner(&inlined);
         }
         self.run_inner(stmt)
@@ -986,6 +988,7 @@ impl SqlSession for Session {
             (None, 0)
         } else {
             let mut stmt = parse_one(&text)?;
+            select::keep_constants_out_of_positions(&mut stmt);
             let mut n = Numberer(0);
             if stmt.visit(&mut n).is_break() {
                 return Err(SqlError::new(
