@@ -557,3 +557,35 @@ fn hot_row_update_is_exact_or_not_taken() {
         ["2|9", "3|9"]
     );
 }
+
+/// A string against a number reads as its numeric prefix, as MySQL converts it ('abc' is 0,
+/// '12abc' is 12), in comparisons and in arithmetic; it used to be NULL in a comparison
+/// (so `code <> 0` dropped 'abc', which MySQL also drops, but kept nothing for '12abc' =
+/// 12) and 0 in arithmetic whatever its prefix.
+#[test]
+fn strings_against_numbers_read_as_their_numeric_prefix() {
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database n; use n; create table t (id int primary key, code varchar(10)); \
+         insert into t values (1, 'abc'), (2, '12abc'), (3, ' 5'), (4, '1e1x'), (5, '-.5')",
+    );
+    assert_eq!(
+        lines(
+            &mut s,
+            "select 'abc' = 0, '12abc' = 12, '12abc' + 1, ' 5x' > 4, '1e3x' = 1000, '.' = 0"
+        ),
+        ["1|1|13|1|1|1"]
+    );
+    assert_eq!(
+        lines(&mut s, "select id from t where code = 0 order by id"),
+        ["1"]
+    );
+    assert_eq!(
+        lines(&mut s, "select id from t where code > 4 order by id"),
+        ["2", "3", "4"]
+    );
+    assert_eq!(lines(&mut s, "select id from t where code < 0"), ["5"]);
+    assert_eq!(lines(&mut s, "select code + 0 from t where id = 4"), ["10"]);
+}

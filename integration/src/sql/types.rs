@@ -290,6 +290,41 @@ pub(crate) fn to_double(v: &Value) -> Option<f64> {
     }
 }
 
+/// A string as MySQL reads it where a number is needed in a comparison or in arithmetic:
+/// its longest prefix that is a number (spaces before it allowed), 0 when there is none
+/// (`'12abc'` is 12, `'abc'` 0, `'1e3x'` 1000). MySQL warns (1292) where this truncates;
+/// no warning is kept here. Storing into a numeric column does not use this: STRICT mode
+/// refuses such a string there.
+pub(crate) fn string_as_double(b: &[u8]) -> f64 {
+    let s = b.trim_ascii_start();
+    let digits = |from: usize| s[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut end = usize::from(matches!(s.first(), Some(b'+' | b'-')));
+    let int = digits(end);
+    end += int;
+    let mut frac = 0;
+    if s.get(end) == Some(&b'.') {
+        frac = digits(end + 1);
+        if int + frac > 0 {
+            end += 1 + frac;
+        }
+    }
+    if int + frac == 0 {
+        return 0.0;
+    }
+    if matches!(s.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(s.get(end + 1), Some(b'+' | b'-')));
+        let exp = digits(end + 1 + sign);
+        if exp > 0 {
+            end += 1 + sign + exp;
+        }
+    }
+    // The prefix is ASCII digits, sign, dot and exponent: valid UTF-8 and a valid float.
+    std::str::from_utf8(&s[..end])
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// A value's bytes as a string column stores them.
 pub(crate) fn to_bytes(v: &Value) -> Vec<u8> {
     match v {
@@ -394,6 +429,30 @@ fn parse_datetime(s: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_read_as_their_numeric_prefix() {
+        let cases: [(&str, f64); 14] = [
+            ("12abc", 12.0),
+            ("abc", 0.0),
+            ("", 0.0),
+            ("  -3.5e2x", -350.0),
+            ("1e", 1.0),
+            ("1e+", 1.0),
+            ("2E-1", 0.2),
+            (".5", 0.5),
+            ("5.", 5.0),
+            (".", 0.0),
+            ("-", 0.0),
+            ("+7", 7.0),
+            ("1.2.3", 1.2),
+            ("\u{e9}1", 0.0),
+        ];
+        for (text, want) in cases {
+            assert_eq!(string_as_double(text.as_bytes()), want, "{text:?}");
+        }
+        assert_eq!(string_as_double(&[0xff, b'1']), 0.0, "not UTF-8");
+    }
 
     #[test]
     fn ints_are_range_checked() {

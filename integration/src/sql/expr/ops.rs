@@ -5,7 +5,9 @@ use std::cmp::Ordering;
 use sqlparser::ast::BinaryOperator;
 
 use crate::sql::output::SqlError;
-use crate::sql::types::{rescale, to_datetime, to_decimal, to_double, to_integer};
+use crate::sql::types::{
+    rescale, string_as_double, to_datetime, to_decimal, to_double, to_integer,
+};
 use crate::sql::value::{Decimal, Value};
 
 fn is_number(v: &Value) -> bool {
@@ -90,7 +92,12 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
             || !is_number(a)
             || !is_number(b) =>
         {
-            to_double(a)?.partial_cmp(&to_double(b)?)
+            // A string against a number reads as its numeric prefix, as in MySQL.
+            let num = |v: &Value| match v {
+                Value::Bytes(b) => Some(string_as_double(b)),
+                other => to_double(other),
+            };
+            num(a)?.partial_cmp(&num(b)?)
         }
         _ => {
             let (x, y) = (to_decimal(a)?, to_decimal(b)?);
@@ -120,9 +127,8 @@ pub(crate) fn arith(op: &BinaryOperator, a: &Value, b: &Value) -> Result<Value, 
     let sym = op.to_string();
     // Strings in arithmetic are numbers (doubles), as MySQL converts them.
     let num = |v: &Value| match v {
-        Value::Bytes(_) | Value::Date { .. } | Value::DateTime { .. } => {
-            Value::Double(to_double(v).unwrap_or(0.0))
-        }
+        Value::Bytes(b) => Value::Double(string_as_double(b)),
+        Value::Date { .. } | Value::DateTime { .. } => Value::Double(to_double(v).unwrap_or(0.0)),
         other => other.clone(),
     };
     let (a, b) = (num(a), num(b));
