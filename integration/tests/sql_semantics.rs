@@ -589,3 +589,34 @@ fn strings_against_numbers_read_as_their_numeric_prefix() {
     assert_eq!(lines(&mut s, "select id from t where code < 0"), ["5"]);
     assert_eq!(lines(&mut s, "select code + 0 from t where id = 4"), ["10"]);
 }
+
+/// The table option `AUTO_INCREMENT = n` sets the first id (it was ignored: ids started at
+/// 1); an explicit id above it still moves it on; a value that is not a count is refused.
+#[test]
+fn the_auto_increment_table_option_sets_the_first_id() {
+    let db = Db::start();
+    let mut s = db.session();
+    ok(
+        &mut s,
+        "create database a; use a; \
+         create table t (id int primary key auto_increment, v int) engine=innodb auto_increment=1000; \
+         create table u (id int primary key auto_increment, v int) AUTO_INCREMENT 0",
+    );
+    ok(&mut s, "insert into t (v) values (1), (2)");
+    ok(&mut s, "insert into u (v) values (1)");
+    assert_eq!(
+        lines(&mut s, "select id from t order by id"),
+        ["1000", "1001"]
+    );
+    assert_eq!(lines(&mut s, "select id from u"), ["1"]);
+    ok(&mut s, "insert into t values (5000, 3)");
+    ok(&mut s, "insert into t (v) values (4)");
+    assert_eq!(lines(&mut s, "select max(id) from t"), ["5001"]);
+    unsupported(
+        &err(
+            &mut s,
+            "create table w (id int primary key) auto_increment = 'x'",
+        ),
+        "AUTO_INCREMENT",
+    );
+}

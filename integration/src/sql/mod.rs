@@ -18,7 +18,7 @@
 //! # Statements
 //!
 //! CREATE/DROP DATABASE, USE, CREATE TABLE (PRIMARY KEY, UNIQUE, KEY, AUTO_INCREMENT,
-//! DEFAULT, NOT NULL; table options ignored), CREATE INDEX (backfilled), DROP TABLE,
+//! DEFAULT, NOT NULL; of the table options only AUTO_INCREMENT = n acts), CREATE INDEX (backfilled), DROP TABLE,
 //! TRUNCATE, SHOW CREATE TABLE; INSERT (multi-row, DEFAULT, IGNORE, ON DUPLICATE KEY
 //! UPDATE with the `AS new` row alias, ... SELECT), REPLACE; SELECT on one table (point get,
 //! key or index range, or scan; aggregates, GROUP BY with positions, HAVING, DISTINCT,

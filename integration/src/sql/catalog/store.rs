@@ -146,6 +146,16 @@ impl CatalogTxn {
             .map_err(|e| from_txn(&e))
     }
 
+    /// Sets table `table`'s auto-increment counter: the next id it hands out is `next`.
+    ///
+    /// # Errors
+    /// A write failure.
+    pub(crate) fn put_autoinc(&mut self, table: i64, next: i64) -> Result<(), SqlError> {
+        self.txn
+            .put(&autoinc_key(table), next.to_string().as_bytes())
+            .map_err(|e| from_txn(&e))
+    }
+
     /// Deletes `table`'s definition and auto-increment counter.
     ///
     /// # Errors

@@ -3,8 +3,8 @@
 //! schema version, so DDL statements are serialized across the cluster.
 
 use sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, DataType, ExactNumberInfo, Expr, IndexColumn,
-    ObjectName, TableConstraint,
+    ColumnOption, CreateIndex, CreateTable, CreateTableOptions, DataType, ExactNumberInfo, Expr,
+    IndexColumn, ObjectName, SqlOption, TableConstraint,
 };
 use surge_txn::{TxnClient, TxnMode};
 
@@ -444,10 +444,44 @@ pub(crate) fn create_table(
             format!("Table '{name}' already exists"),
         ));
     }
+    let first_id = auto_increment_option(ct)?;
     table.id = c.next_table_id()?;
     c.put_table(&table)?;
+    if let Some(n) = first_id.filter(|n| *n > 1) {
+        c.put_autoinc(table.id, n)?;
+    }
     c.commit()?;
     Ok(0)
+}
+
+/// The table option `AUTO_INCREMENT [=] n` of `ct`: the first id the table hands out (0 and
+/// 1 both mean 1, as in MySQL). Other table options (ENGINE, CHARSET, ...) change nothing
+/// here and are ignored.
+///
+/// # Errors
+/// 1235 for a value that is not a non-negative integer.
+fn auto_increment_option(ct: &CreateTable) -> Result<Option<i64>, SqlError> {
+    let options = match &ct.table_options {
+        CreateTableOptions::Plain(o)
+        | CreateTableOptions::With(o)
+        | CreateTableOptions::Options(o) => o.as_slice(),
+        _ => &[],
+    };
+    for o in options {
+        if let SqlOption::KeyValue { key, value } = o
+            && key.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")
+        {
+            let n = match value {
+                Expr::Value(v) => literal(&v.value).ok(),
+                _ => None,
+            };
+            return match n.as_ref().and_then(crate::sql::types::to_integer) {
+                Some(n) if n >= 0 => Ok(Some(i64::try_from(n).unwrap_or(i64::MAX))),
+                _ => Err(SqlError::unsupported(format!("AUTO_INCREMENT = {value}"))),
+            };
+        }
+    }
+    Ok(None)
 }
 
 fn lookup(c: &mut CatalogTxn, db: &str, name: &str) -> Result<TableDef, SqlError> {
