@@ -290,13 +290,40 @@ pub(crate) fn to_double(v: &Value) -> Option<f64> {
     }
 }
 
+/// `b` without the spaces MySQL skips around a number in a string: space, tab, newline,
+/// vertical tab, form feed and carriage return (ASCII only, as every number parser here).
+pub(crate) fn trim_number_spaces(b: &[u8]) -> &[u8] {
+    let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r');
+    let start = b.iter().position(|c| !space(c)).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !space(c)).map_or(start, |i| i + 1);
+    &b[start..end.max(start)]
+}
+
+/// Whether string `b` is a clean, finite number: one that every reading of it here agrees
+/// on (the strict parse of [`to_double`], which stores, and [`string_as_double`], which
+/// compares). Only such a string may narrow an index or key range: for any other
+/// (`'12abc'`, `'nan'`, `'\u{a0}5'`) the key order and the comparison could disagree.
+pub(crate) fn is_clean_number(b: &[u8]) -> bool {
+    let Ok(t) = std::str::from_utf8(trim_number_spaces(b)) else {
+        return false;
+    };
+    let Ok(f) = t.parse::<f64>() else {
+        return false;
+    };
+    f.is_finite()
+        && t.bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && string_as_double(b) == f
+        && to_double(&Value::Bytes(b.to_vec())) == Some(f)
+}
+
 /// A string as MySQL reads it where a number is needed in a comparison or in arithmetic:
 /// its longest prefix that is a number (spaces before it allowed), 0 when there is none
 /// (`'12abc'` is 12, `'abc'` 0, `'1e3x'` 1000). MySQL warns (1292) where this truncates;
 /// no warning is kept here. Storing into a numeric column does not use this: STRICT mode
 /// refuses such a string there.
 pub(crate) fn string_as_double(b: &[u8]) -> f64 {
-    let s = b.trim_ascii_start();
+    let s = trim_number_spaces(b);
     let digits = |from: usize| s[from..].iter().take_while(|c| c.is_ascii_digit()).count();
     let mut end = usize::from(matches!(s.first(), Some(b'+' | b'-')));
     let int = digits(end);

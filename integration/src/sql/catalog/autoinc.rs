@@ -65,7 +65,15 @@ impl IdAllocator {
                 return Ok(range.next - 1);
             }
         }
-        let (start, end) = self.advance(table, |cur| cur.max(1) + BATCH)?;
+        let (start, end) = self.advance(table, |cur| cur.max(1).saturating_add(BATCH))?;
+        if start >= end {
+            // The counter is at i64::MAX: no id is left (MySQL's 1467).
+            return Err(SqlError::new(
+                1467,
+                "HY000",
+                "Failed to read auto-increment value from storage engine",
+            ));
+        }
         let mut r = self.ranges.lock();
         let range = r.entry(table).or_default();
         *range = Range {
@@ -87,12 +95,12 @@ impl IdAllocator {
             if value < range.seen {
                 // The store's counter is past it; only the local batch may need to skip it.
                 if value >= range.next && value < range.end {
-                    range.next = value + 1;
+                    range.next = value.saturating_add(1);
                 }
                 return Ok(());
             }
         }
-        let (_, new) = self.advance(table, |cur| cur.max(value + 1))?;
+        let (_, new) = self.advance(table, |cur| cur.max(value.saturating_add(1)))?;
         let mut r = self.ranges.lock();
         let range = r.entry(table).or_default();
         range.seen = range.seen.max(new);

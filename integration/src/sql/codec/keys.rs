@@ -20,6 +20,15 @@ pub(crate) fn row_prefix(table_id: i64) -> Vec<u8> {
     k
 }
 
+/// The first key after every row key of the table (`t{table id}_s`): a handle's first
+/// byte may be 0xFF (handles from 0x7F00_0000_0000_0000 up), so `_r` followed by 0xFF is
+/// not past them all.
+pub(crate) fn row_prefix_end(table_id: i64) -> Vec<u8> {
+    let mut k = table_prefix(table_id);
+    k.extend_from_slice(b"_s");
+    k
+}
+
 /// The row key of `handle` (19 bytes).
 pub fn row_key(table_id: i64, handle: i64) -> Vec<u8> {
     let mut k = row_prefix(table_id);

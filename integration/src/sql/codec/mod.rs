@@ -7,5 +7,5 @@ mod row;
 
 pub use datum::{decode_datums, encode_datum, encode_int};
 pub use keys::{index_key, row_key};
-pub(crate) use keys::{index_prefix, row_prefix, table_prefix};
+pub(crate) use keys::{index_prefix, row_prefix, row_prefix_end, table_prefix};
 pub use row::{RowError, RowShape, decode_row, encode_row};

@@ -9,11 +9,11 @@ use surge_txn::Transaction;
 
 use super::rows::{decode, handle_of_index_entry, handle_of_row_key, read_row, read_rows_locked};
 use crate::sql::catalog::TableDef;
-use crate::sql::codec::{encode_datum, index_prefix, row_key, row_prefix};
+use crate::sql::codec::{encode_datum, index_prefix, row_key, row_prefix, row_prefix_end};
 use crate::sql::expr::{Env, compare, eval, exact_integer};
 use crate::sql::output::SqlError;
 use crate::sql::txn_error::from_txn;
-use crate::sql::types::{SqlType, to_double, to_integer};
+use crate::sql::types::{SqlType, is_clean_number, to_double, to_integer};
 use crate::sql::value::Value;
 
 /// Rows per scan request.
@@ -180,6 +180,7 @@ const EXACT_DOUBLE_INTS: f64 = 9_007_199_254_740_992.0;
 /// double.
 fn compares_exactly_with_ints(v: &Value) -> bool {
     match v {
+        Value::Bytes(b) if !is_clean_number(b) => false,
         Value::Double(_) | Value::Bytes(_) => {
             exact_integer(v).is_some() || to_double(v).is_some_and(|f| f.abs() < EXACT_DOUBLE_INTS)
         }
@@ -192,7 +193,19 @@ pub(crate) fn exact_int(v: &Value) -> Option<i64> {
     if !compares_exactly_with_ints(v) {
         return None;
     }
-    let n = i64::try_from(to_integer(v)?).ok()?;
+    // `to_integer` reads no exponent ('1e3'); the comparison decides either way.
+    let n = match to_integer(v) {
+        Some(n) => i64::try_from(n).ok()?,
+        None => {
+            let f = to_double(v)?;
+            if f.fract() != 0.0 || f.abs() >= EXACT_DOUBLE_INTS {
+                return None;
+            }
+            #[allow(clippy::cast_possible_truncation)] // integral and below 2^53
+            let n = f as i64;
+            n
+        }
+    };
     (compare(v, &Value::Int(n)) == Some(Ordering::Equal)).then_some(n)
 }
 
@@ -204,10 +217,11 @@ fn key_of(ty: SqlType, v: &Value) -> Option<(Value, bool)> {
     let comparable = match ty {
         SqlType::Int { .. } => compares_exactly_with_ints(v),
         SqlType::Decimal { .. } => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_)),
-        SqlType::Float | SqlType::Double => matches!(
-            v,
-            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) | Value::Bytes(_)
-        ),
+        SqlType::Float | SqlType::Double => match v {
+            Value::Bytes(b) => is_clean_number(b),
+            Value::Double(f) => f.is_finite(),
+            other => matches!(other, Value::Int(_) | Value::UInt(_) | Value::Decimal(_)),
+        },
         SqlType::Date | SqlType::DateTime | SqlType::Timestamp => {
             matches!(
                 v,
@@ -380,11 +394,11 @@ pub(crate) fn for_each_row(
                     let end = match hi {
                         Some((n, true)) => after(row_key(table.id, *n)),
                         Some((n, false)) => row_key(table.id, *n),
-                        None => after(prefix.clone()),
+                        None => row_prefix_end(table.id),
                     };
                     (from, end)
                 }
-                _ => (prefix.clone(), after(prefix.clone())),
+                _ => (prefix.clone(), row_prefix_end(table.id)),
             };
             if collect_first {
                 let mut handles = Vec::new();

@@ -10,7 +10,7 @@ use surge_txn::{TxnClient, TxnMode};
 
 use super::rows::{index_entry, insert_index_entries};
 use crate::sql::catalog::{CatalogTxn, ColumnDef, IndexDef, TableDef};
-use crate::sql::codec::{decode_row, row_prefix, table_prefix};
+use crate::sql::codec::{decode_row, row_prefix, row_prefix_end, table_prefix};
 use crate::sql::expr::literal;
 use crate::sql::output::SqlError;
 use crate::sql::txn_error::from_txn;
@@ -548,8 +548,7 @@ pub(crate) fn create_index(
 
 fn backfill(client: &TxnClient, table: &TableDef, index: &IndexDef) -> Result<(), SqlError> {
     let start = row_prefix(table.id);
-    let mut end = start.clone();
-    end.push(0xFF);
+    let end = row_prefix_end(table.id);
     let mut from = start;
     loop {
         let mut txn = client

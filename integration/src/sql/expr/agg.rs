@@ -8,7 +8,7 @@ use sqlparser::ast::{DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, Fun
 use super::eval::{Env, eval};
 use super::ops::{arith, compare};
 use crate::sql::output::SqlError;
-use crate::sql::types::{rescale, to_decimal, to_double};
+use crate::sql::types::{rescale, string_as_double, to_decimal};
 use crate::sql::value::{Decimal, Value};
 
 /// An aggregate function.
@@ -91,7 +91,8 @@ impl Accumulator {
                 // SUM of integers is DECIMAL (as MySQL), of doubles DOUBLE.
                 let v = match v {
                     Value::Double(_) => v,
-                    Value::Bytes(_) => Value::Double(to_double(&v).unwrap_or(0.0)),
+                    // As MySQL: its numeric prefix ('12abc' adds 12).
+                    Value::Bytes(b) => Value::Double(string_as_double(&b)),
                     other => Value::Decimal(to_decimal(&other).unwrap_or(Decimal {
                         digits: 0,
                         scale: 0,

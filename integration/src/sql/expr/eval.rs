@@ -11,7 +11,7 @@ use sqlparser::ast::{
 use super::ops::{arith, compare, like};
 use crate::sql::catalog::TableDef;
 use crate::sql::output::SqlError;
-use crate::sql::types::{parse_decimal, to_bytes, to_double};
+use crate::sql::types::{parse_decimal, string_as_double, to_bytes};
 use crate::sql::value::Value;
 
 /// What an expression may ask of its session.
@@ -199,7 +199,8 @@ pub(crate) fn truthy(v: &Value) -> Option<bool> {
         Value::UInt(u) => Some(*u != 0),
         Value::Decimal(d) => Some(d.digits != 0),
         Value::Double(f) => Some(*f != 0.0),
-        Value::Bytes(_) => Some(to_double(v).unwrap_or(0.0) != 0.0),
+        // As MySQL: its numeric prefix ('12abc' is true, 'abc' false).
+        Value::Bytes(b) => Some(string_as_double(b) != 0.0),
         Value::Date { .. } | Value::DateTime { .. } => Some(true),
     }
 }

@@ -6,7 +6,7 @@ use sqlparser::ast::BinaryOperator;
 
 use crate::sql::output::SqlError;
 use crate::sql::types::{
-    rescale, string_as_double, to_datetime, to_decimal, to_double, to_integer,
+    rescale, string_as_double, to_datetime, to_decimal, to_double, to_integer, trim_number_spaces,
 };
 use crate::sql::value::{Decimal, Value};
 
@@ -31,7 +31,7 @@ pub(crate) fn exact_integer(v: &Value) -> Option<i128> {
             n
         }
         Value::Bytes(b) => {
-            let t = std::str::from_utf8(b).ok()?.trim();
+            let t = std::str::from_utf8(trim_number_spaces(b)).ok()?;
             let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
             if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
                 return None;
