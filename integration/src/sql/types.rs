@@ -310,11 +310,12 @@ pub(crate) fn is_clean_number(b: &[u8]) -> bool {
     let Ok(f) = t.parse::<f64>() else {
         return false;
     };
+    // Past the character check the text is one float literal with ASCII spaces around it:
+    // `to_double` (whose Unicode trim takes those spaces too) reads the same `f`.
     f.is_finite()
         && t.bytes()
             .all(|c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'))
         && string_as_double(b) == f
-        && to_double(&Value::Bytes(b.to_vec())) == Some(f)
 }
 
 /// A string as MySQL reads it where a number is needed in a comparison or in arithmetic:

@@ -7,7 +7,7 @@
 //! - `SELECT cols FROM UPDATE ...` (PolarDB-X's returning form for hot-row updates);
 //! - `SELECT ... LOCK IN SHARE MODE` (MySQL's older spelling of `FOR SHARE`).
 
-use sqlparser::ast::{LockClause, LockType, SetExpr, Statement};
+use sqlparser::ast::{SetExpr, Statement};
 use surge_txn::LockMode;
 
 use super::hints::Hints;
@@ -124,7 +124,13 @@ pub(crate) fn lock_in_share_mode_as_for_share(sql: &str) -> Option<String> {
     if !starts_with_ci(sql.trim_start(), "select") || from_update_at(sql).is_some() {
         return None;
     }
-    lock_in_share_mode_at(sql).map(|at| format!("{} FOR SHARE", sql[..at].trim_end()))
+    lock_in_share_mode_at(sql).map(|at| for_share(sql, at))
+}
+
+/// `sql` with its `LOCK IN SHARE MODE` (from `at`) spelled `FOR SHARE`: one spelling for the
+/// text and the prepared paths.
+fn for_share(sql: &str, at: usize) -> String {
+    format!("{} FOR SHARE", sql[..at].trim_end())
 }
 
 /// Whether `sql` is one of the forms above.
@@ -332,15 +338,10 @@ fn select_from_update(s: &mut Session, sql: &str, at: usize) -> Result<Output, S
 }
 
 fn select_lock_in_share_mode(s: &mut Session, sql: &str, at: usize) -> Result<Output, SqlError> {
-    let Statement::Query(mut q) = parse_one(&sql[..at])? else {
+    let stmt @ Statement::Query(_) = parse_one(&for_share(sql, at))? else {
         return Err(SqlError::parse("LOCK IN SHARE MODE needs a SELECT"));
     };
-    q.locks.push(LockClause {
-        lock_type: LockType::Share,
-        of: None,
-        nonblock: None,
-    });
-    s.run(&Statement::Query(q))
+    s.run(&stmt)
 }
 
 /// Runs `sql` if it is one of the forms above.
