@@ -683,10 +683,15 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=20))]
         rounds: u64,
         /// An argument for every node of every cluster (repeat for several), after the
-        /// run's own: `--node-arg=--stream-round-ms=200`. (`--no-stream` here would leave the
+        /// run's own: `--node-arg=--stream-round-ms=50`. (`--no-stream` here would leave the
         /// reader and replica runs nothing to read.)
         #[arg(long = "node-arg", value_name = "ARG", allow_hyphen_values = true)]
         node_args: Vec<String>,
+        /// Hand every region's leadership to this node after the prepare (sysbench talks
+        /// to node 1, so the default keeps its requests local); 0 leaves the leaders where
+        /// the bootstrap put them (node 1 or 2, at random).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=3))]
+        leaders_on: u64,
         /// Print one JSON document instead of the table.
         #[arg(long)]
         json: bool,
@@ -1212,6 +1217,7 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             table_size,
             rounds,
             node_args,
+            leaders_on,
             json,
         } => {
             use surgedb::bench::replica::ReplicaBenchOptions;
@@ -1231,6 +1237,7 @@ fn bench(command: BenchCommand, out: &mut impl Write) -> Result<(), String> {
             opts.table_size = table_size;
             opts.rounds = usize::try_from(rounds).unwrap_or(1);
             opts.node_args = node_args;
+            opts.leaders_on = (leaders_on > 0).then_some(leaders_on);
             cli::bench_replica(&opts, json, out)
         }
     }

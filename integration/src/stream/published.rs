@@ -13,7 +13,7 @@ use super::error::StreamError;
 use crate::mysql::{FilePin, PurgeTarget, ReplicationError};
 
 /// How long `PURGE BINARY LOGS` waits for the stream's writer to carry it out (the writer
-/// looks between two rounds, every 50 ms, unless a round is slow).
+/// looks between two rounds, every `--stream-round-ms` (200 ms), unless a round is slow).
 const PURGE_WAIT: Duration = Duration::from_secs(10);
 
 /// A purge asked for by a connection (with an id of its own), and where its answer goes.

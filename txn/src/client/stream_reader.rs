@@ -93,8 +93,9 @@ const SETTLE_CHECK_AFTER_MS: u64 = 1000;
 const IN_FLIGHT_WAITS: u32 = 2000;
 
 /// One watermark call in this many scans the record locks of the whole lane rather than
-/// down to the previous lower bound (module docs): at the stream follower's 50 ms, every few seconds.
-const FULL_LOCK_SCAN_EVERY: u64 = 64;
+/// down to the previous lower bound (module docs): with `surgedb`'s follower rounds every
+/// 200 ms, every 3.2 s.
+const FULL_LOCK_SCAN_EVERY: u64 = 16;
 
 /// Puts per `ScanWrites` answer.
 const SCAN_WRITES_LIMIT: usize = 1024;

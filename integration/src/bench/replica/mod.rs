@@ -1,9 +1,10 @@
 //! `surgedb bench replica`: what the replica stream costs and how far a MariaDB replica
 //! lags, under sysbench `oltp_write_only` (issue 21's figures).
 //!
-//! Five runs of the same load, each on node 1's MySQL port of a fresh 3-node cluster (a
-//! cluster's first seconds: with the stream, its records make a region split sooner as it
-//! ages, see "Longer runs" in the README):
+//! Five runs of the same load, each on node 1's MySQL port of a fresh 3-node cluster whose
+//! leaders were all handed to node 1 after the prepare (`leaders_on`; a cluster's first
+//! seconds: with the stream, its records make a region split sooner as it ages, see
+//! "Longer runs" in the README):
 //! 1. **no stream**: nodes started with `--no-stream` (no stream records, no follower): the
 //!    cluster as it was before the replica stream;
 //! 2. **records only**: `--no-stream-follower` (records written, no node following them):
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::Latency;
-use super::sysbench::{Endpoint, SysbenchError};
+use super::sysbench::{Endpoint, SysbenchError, move_leaders};
 use crate::bench::Progress;
 use crate::local::{ClusterManifest, StartOptions};
 
@@ -60,8 +61,14 @@ pub struct ReplicaBenchOptions {
     /// How many times the five runs are repeated (medians reported; at least 1).
     pub rounds: usize,
     /// Arguments given to every node of every cluster, after the variant's own (e.g.
-    /// `--stream-round-ms=200`).
+    /// `--stream-round-ms=50`).
     pub node_args: Vec<String>,
+    /// Hand every region's leadership to this node after the prepare (default node 1, the
+    /// one sysbench talks to; `None` leaves them where the bootstrap put them). A fresh
+    /// cluster's leaders all sit on node 1 or node 2 depending on which won the first
+    /// election, and with node 2 leading every statement of node 1's sessions crosses
+    /// TCP: runs compared that way measured the leader's place as much as the stream.
+    pub leaders_on: Option<u64>,
 }
 
 impl ReplicaBenchOptions {
@@ -77,6 +84,7 @@ impl ReplicaBenchOptions {
             probe_every: Duration::from_millis(100),
             rounds: 1,
             node_args: Vec::new(),
+            leaders_on: Some(1),
         }
     }
 }
@@ -86,6 +94,9 @@ impl ReplicaBenchOptions {
 pub struct ReplicaBenchReport {
     /// sysbench threads.
     pub threads: usize,
+    /// The node every region's leadership was handed to before each run (`None`: left
+    /// where the bootstrap put them).
+    pub leaders_on: Option<u64>,
     /// TPS without the stream (`--no-stream`).
     pub tps_no_stream: f64,
     /// TPS with the stream records written but no node following them
@@ -140,10 +151,14 @@ impl ReplicaBenchReport {
             self.tps_replica,
         ];
         let mut out = format!(
-            "oltp_write_only, {} threads, node 1's MySQL port, {} round(s), medians:\n\
+            "oltp_write_only, {} threads, node 1's MySQL port, {}, {} round(s), medians:\n\
              | run | TPS | vs no stream | each round | nodes' CPU per txn (µs) | vs no stream | each round |\n\
              |---|---:|---:|---|---:|---:|---|\n",
             self.threads,
+            match self.leaders_on {
+                Some(n) => format!("leaders on node {n}"),
+                None => "leaders where the bootstrap put them".to_string(),
+            },
             self.rounds.len()
         );
         let cpu = |v: usize| median_of(self.rounds_cpu_us.iter().map(|row| row[v]).collect());
@@ -276,11 +291,16 @@ fn start_cluster(
     Ok((guard, manifest))
 }
 
-fn prepare(opts: &ReplicaBenchOptions, ep: &Endpoint) -> Result<(), SysbenchError> {
+/// sysbench's prepare on cluster `name`, then its leaders moved (`opts.leaders_on`).
+fn prepare(opts: &ReplicaBenchOptions, name: &str, ep: &Endpoint) -> Result<(), SysbenchError> {
     ep.sql("DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest")?;
     let mut args = sysbench_args(opts, "prepare");
     args.retain(|a| !a.starts_with("--time"));
-    ep.sysbench_quiet("sbtest", &args)
+    ep.sysbench_quiet("sbtest", &args)?;
+    match opts.leaders_on {
+        Some(to) => move_leaders(&opts.dir.join(name), to),
+        None => Ok(()),
+    }
 }
 
 /// The five variants, in the order of the table.
@@ -408,6 +428,7 @@ pub fn run_replica_bench(
     };
     Ok(ReplicaBenchReport {
         threads: opts.threads,
+        leaders_on: opts.leaders_on,
         tps_no_stream: median(0),
         tps_records_only: median(1),
         tps_stream: median(2),
@@ -450,7 +471,7 @@ const VARIANT_NAMES: [&str; VARIANTS] = [
 fn alone(opts: &ReplicaBenchOptions, name: &str, args: &[&str]) -> Result<Load, SysbenchError> {
     let (_g, manifest) = start_cluster(opts, name, args)?;
     let ep = endpoint(&manifest, 1)?;
-    prepare(opts, &ep)?;
+    prepare(opts, name, &ep)?;
     measured_run(opts, &manifest, &ep)
 }
 
@@ -458,7 +479,7 @@ fn alone(opts: &ReplicaBenchOptions, name: &str, args: &[&str]) -> Result<Load, 
 fn reader_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReaderRun, SysbenchError> {
     let (_g, manifest) = start_cluster(opts, name, &[])?;
     let ep = endpoint(&manifest, 1)?;
-    prepare(opts, &ep)?;
+    prepare(opts, name, &ep)?;
     let dir = opts.dir.join(name);
     let mut reader = reader::BinlogReader::start(
         &ep,
@@ -489,7 +510,7 @@ fn reader_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReaderRun, Sysbe
 fn replica_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReplicaRun, SysbenchError> {
     let (_g, manifest) = start_cluster(opts, name, &[])?;
     let ep = endpoint(&manifest, 1)?;
-    prepare(opts, &ep)?;
+    prepare(opts, name, &ep)?;
     let dir = opts.dir.join(name);
     let replica =
         crate::local::start_replica(&dir, &manifest).map_err(|e| setup("the replica", e))?;
@@ -552,6 +573,7 @@ mod tests {
     fn the_table_shows_medians_ratios_and_every_round() {
         let report = ReplicaBenchReport {
             threads: 32,
+            leaders_on: Some(1),
             tps_no_stream: 800.0,
             tps_records_only: 760.0,
             tps_stream: 720.0,
@@ -576,7 +598,7 @@ mod tests {
             replica_cores: Some(0.15),
         };
         let text = report.text();
-        assert!(text.contains("2 round(s)"), "{text}");
+        assert!(text.contains("leaders on node 1, 2 round(s)"), "{text}");
         assert!(
             text.contains(
                 "| stream + MariaDB replica | 640.0 | 0.80x (+20.0% cost) | 640, 600 | 1250 | 1.25x | 1200, 1300 |"

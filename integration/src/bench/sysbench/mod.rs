@@ -39,6 +39,7 @@ pub use error::SysbenchError;
 pub use hot_row::{HOTSPOT_OFF, HOTSPOT_ON};
 pub use machine::Machine;
 pub use mariadb::PrivateMariadb;
+pub(crate) use oltp::move_leaders;
 pub use oltp::{LeaderShare, OltpReport, POINT_SELECT, WRITE_ONLY};
 pub use output::{Interval, SysbenchResult, parse_sysbench};
 pub use report::{

@@ -128,7 +128,7 @@ pub(crate) fn run_oltp(
 /// Hands every region's leadership to node `to` of the cluster in `dir` (the call waits
 /// until `to` leads each), then a second more, so that the meta group's view, which the
 /// slice's `SHOW TABLE ... REGIONS` reports, has caught up.
-fn move_leaders(dir: &Path, to: u64) -> Result<(), SysbenchError> {
+pub(crate) fn move_leaders(dir: &Path, to: u64) -> Result<(), SysbenchError> {
     let setup = |detail: String| SysbenchError::Setup {
         what: format!("the SurgeDB cluster's leaders on node {to}"),
         detail,
