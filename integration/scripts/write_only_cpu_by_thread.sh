@@ -3,8 +3,9 @@
 # 3-node cluster whose leaders are all on node 1 (the node sysbench talks to), then the
 # three node processes' CPU time per committed transaction: in all (the processes' own
 # counters, which keep the time of threads that ended, such as SQL sessions) and by thread
-# name (threads alive at the end of the run; digits and separators at the end of a name are
-# dropped, so `stream-follower` is every node's follower). On a CPU-bound machine this says
+# name, summed over the three nodes (threads alive at both ends of the run; digits and
+# separators at the end of a name are dropped, so `stream-follower` is every node's
+# follower, and `kv-conn` every node's server threads). On a CPU-bound machine this says
 # which part of the nodes a variant makes cheaper or dearer, with far less noise than the TPS.
 # Arguments after the cluster directory go to every node (--node-arg), e.g. --no-stream or
 # --stream-round-ms=50. CLUSTER_DIR must not hold a cluster yet. Needs a release build
@@ -15,28 +16,23 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${SURGEDB:-$ROOT/target/release/surgedb}
 D=${1:?usage: $0 CLUSTER_DIR [NODE_ARG...]}
 shift
-if [ -e "$D/cluster.json" ]; then
-  echo "$D already holds a cluster: give a new directory" >&2
-  exit 2
-fi
-trap '"$B" cluster stop --data "$D" >/dev/null 2>&1 || true' EXIT
-ARGS=()
-for a in "$@"; do ARGS+=("--node-arg=$a"); done
-"$B" cluster start --nodes 3 --data "$D" ${ARGS[@]+"${ARGS[@]}"} >/dev/null
-P=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['nodes'][0]['mysql_addr'].split(':')[1])" "$D/cluster.json")
-mariadb -h127.0.0.1 -P"$P" -uroot -e "create database if not exists sbtest"
-SB=(sysbench oltp_write_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P"
-  --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000)
-"${SB[@]}" prepare >/dev/null
+# shellcheck source=write_only_cluster.sh
+. "$(dirname "$0")/write_only_cluster.sh"
 "$B" cluster move-leaders --data "$D" --to 1 >/dev/null
 PIDS=$(python3 -c "import json,sys;print(' '.join(str(n['pid']) for n in json.load(open(sys.argv[1]))['nodes']))" "$D/cluster.json")
-# One line per process ("PROCESS") and per live thread: name, then utime + stime in ticks.
+# One line per process (PROCESS pid ticks) and per live thread (THREAD pid tid name ticks),
+# ticks being utime + stime. A thread that ends while it is read is left out.
 snap() {
   for p in $PIDS; do
-    echo "PROCESS $(awk '{print $14 + $15}' "/proc/$p/stat")"
+    stat=$(cat "/proc/$p/stat")
+    echo "PROCESS $p $(awk '{print $12 + $13}' <<<"${stat##*) }")"
     for t in /proc/"$p"/task/*; do
-      echo "$(sed 's/[-:]*[0-9]*$//' "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
-    done 2>/dev/null
+      name=$(cat "$t/comm" 2>/dev/null) || continue
+      stat=$(cat "$t/stat" 2>/dev/null) || continue
+      # Fields after the name, which ends with ") ": the state is field 3, so utime and
+      # stime (14 and 15) are the 12th and 13th here.
+      echo "THREAD $p ${t##*/} $(sed 's/[-:]*[0-9]*$//; s/ /_/g' <<<"$name") $(awk '{print $12 + $13}' <<<"${stat##*) }")"
+    done
   done
 }
 snap >"$D/cpu-before"
@@ -48,18 +44,25 @@ echo "${tps:-?} tps, ${txns:-?} transactions"
 python3 - "$D/cpu-before" "$D/cpu-after" "${txns:-0}" "$(getconf CLK_TCK)" <<'PY'
 import collections, sys
 def read(path):
-    d = collections.Counter()
+    procs, threads = {}, {}
     for line in open(path):
-        name, ticks = line.rsplit(" ", 1)
-        d[name] += int(ticks)
-    return d
-before, after = read(sys.argv[1]), read(sys.argv[2])
+        f = line.split()
+        if f[0] == "PROCESS" and len(f) == 3:
+            procs[f[1]] = int(f[2])
+        elif f[0] == "THREAD" and len(f) == 5:
+            threads[(f[1], f[2])] = (f[3], int(f[4]))
+    return procs, threads
+(p0, t0), (p1, t1) = read(sys.argv[1]), read(sys.argv[2])
 txns, hz = int(sys.argv[3]), int(sys.argv[4])
 if txns == 0:
     sys.exit("no transactions: nothing to divide by")
-us = lambda k: (after[k] - before.get(k, 0)) * 1e6 / hz / txns
-print(f"  {'all (processes)':24s} {us('PROCESS'):7.0f} us/txn")
-rows = sorted(((us(k), k) for k in after if k != "PROCESS"), reverse=True)
-for v, k in rows[:8]:
-    print(f"  {k:24s} {v:7.0f} us/txn")
+us = lambda ticks: ticks * 1e6 / hz / txns
+print(f"  {'all (processes)':24s} {us(sum(p1[p] - p0.get(p, 0) for p in p1)):7.0f} us/txn")
+# Threads alive at both snapshots, by name over the three nodes.
+names = collections.Counter()
+for key, (name, ticks) in t1.items():
+    if key in t0:
+        names[name] += ticks - t0[key][1]
+for name, ticks in names.most_common(8):
+    print(f"  {name:24s} {us(ticks):7.0f} us/txn")
 PY

@@ -12,20 +12,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${SURGEDB:-$ROOT/target/release/surgedb}
 D=${1:-$(mktemp -d)/wo-cluster}
 shift || true
-if [ -e "$D/cluster.json" ]; then
-  echo "$D already holds a cluster: give a new directory" >&2
-  exit 2
-fi
 echo "cluster in $D"
-trap '"$B" cluster stop --data "$D" >/dev/null 2>&1 || true' EXIT
-ARGS=()
-for a in "$@"; do ARGS+=("--node-arg=$a"); done
-"$B" cluster start --nodes 3 --data "$D" ${ARGS[@]+"${ARGS[@]}"} >/dev/null
-P=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['nodes'][0]['mysql_addr'].split(':')[1])" "$D/cluster.json")
-mariadb -h127.0.0.1 -P"$P" -uroot -e "create database if not exists sbtest"
-SB=(sysbench oltp_write_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$P"
-  --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000)
-"${SB[@]}" prepare >/dev/null
+# shellcheck source=write_only_cluster.sh
+. "$(dirname "$0")/write_only_cluster.sh"
 # LEADERS_ON=N hands every data region's leadership to node N first (sysbench talks to
 # node 1: LEADERS_ON=1 keeps every request local), so runs compare like with like.
 if [ -n "${LEADERS_ON:-}" ]; then

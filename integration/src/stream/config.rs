@@ -52,8 +52,8 @@ pub struct StreamConfig {
     /// Each round reads the last `max_record_skew` (5 s) of every lane's records again,
     /// so what rounds cost grows with the commit rate and shrinks with this interval,
     /// while a replica's lag grows with it: at 32 sysbench `oltp_write_only` threads the
-    /// three nodes' readers took about 220 us of CPU per committed transaction with
-    /// 50 ms rounds and about 90 us with 200 ms (the default).
+    /// three nodes' readers took 201-323 us of CPU per committed transaction with 50 ms
+    /// rounds and 82-92 us with 200 ms (the default).
     pub round_every: std::time::Duration,
 }
 

@@ -50,8 +50,9 @@ pub(crate) struct ClientCore {
     /// The largest `lower_record_ts` this client's watermarks returned: where the next
     /// watermark's lock scan may start (`stream_reader.rs`).
     pub(crate) stream_lock_floor: std::sync::atomic::AtomicU64,
-    /// Watermark calls so far (every few, one scans the locks from the prefix).
-    pub(crate) stream_calls: std::sync::atomic::AtomicU64,
+    /// Physical milliseconds of the `T0` of the last watermark call that scanned every
+    /// lane's locks from the lane's start (`stream_reader.rs`, `FULL_LOCK_SCAN_EVERY_MS`).
+    pub(crate) stream_full_scan_ms: std::sync::atomic::AtomicU64,
     /// Stream lanes known to be in the lane registry, each with a timestamp at or above its
     /// registration's commit_ts (`stream_commit.rs`): a record of the lane may take a
     /// `record_ts` at or above it without a fresh one.

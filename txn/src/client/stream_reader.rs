@@ -65,9 +65,9 @@
 //! engine last flushed (on an idle 3-node cluster after a minute of `oltp_write_only`, a
 //! node spent about a quarter of a core on it). A one-phase record commits within
 //! `ONE_PC_MAX_DRIFT_MS` of its record_ts, well inside the skew, so skipping the regions
-//! past the bound never skips one in flight. Every [`FULL_LOCK_SCAN_EVERY`]-th call scans
-//! the whole lane all the same, to settle (roll back) locks left below the bound by
-//! coordinators that died.
+//! past the bound never skips one in flight. A call at least [`FULL_LOCK_SCAN_EVERY_MS`]
+//! after the last such one (by `T0`) scans the whole lane all the same, to settle (roll
+//! back) locks left below the bound by coordinators that died.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -92,10 +92,11 @@ const SETTLE_CHECK_AFTER_MS: u64 = 1000;
 /// How many times one lock scan waits (1 ms each) for one-phase commits in flight.
 const IN_FLIGHT_WAITS: u32 = 2000;
 
-/// One watermark call in this many scans the record locks of the whole lane rather than
-/// down to the previous lower bound (module docs): with `surgedb`'s follower rounds every
-/// 200 ms, every 3.2 s.
-const FULL_LOCK_SCAN_EVERY: u64 = 16;
+/// A watermark call this long (milliseconds, by `T0`) after the last one that did scans the
+/// record locks of the whole lane rather than down to the previous lower bound (module
+/// docs). By time, not by a count of calls, so it does not depend on how often the caller
+/// asks (`surgedb`'s follower every 200 ms by default).
+const FULL_LOCK_SCAN_EVERY_MS: u64 = 3000;
 
 /// Puts per `ScanWrites` answer.
 const SCAN_WRITES_LIMIT: usize = 1024;
@@ -114,7 +115,7 @@ impl TxnClient {
     ///
     /// Takes `T0` from the oracle, then lists the record locks of every lane registered at
     /// `T0` (under [`crate::STREAM_PREFIX`], after the lane; leaders only, in-memory and replicated locks; those
-    /// taken at or after the previous call's `lower_record_ts`, and the whole lane every few calls). A lock whose
+    /// taken at or after the previous call's `lower_record_ts`, and the whole lane every few seconds). A lock whose
     /// TTL ran out by `T0`, or whose record was taken more than a second before `T0`, is
     /// settled from its primary's status, as any reader does (the primary committed: the
     /// record is committed; the primary's TTL ran out: rolled back), so a dead coordinator
@@ -138,15 +139,18 @@ impl TxnClient {
     pub fn stream_resolved_ts(&self) -> Result<StreamWatermark, TxnError> {
         let core = self.core();
         let t0 = core.get_ts()?;
-        let calls = core.stream_calls.fetch_add(1, Ordering::AcqRel);
+        let now_ms = physical_ms(t0);
+        let last_full = core.stream_full_scan_ms.load(Ordering::Acquire);
+        // The first call (0) and one every few seconds; concurrent callers claim it once.
+        let full = now_ms >= last_full.saturating_add(FULL_LOCK_SCAN_EVERY_MS)
+            && core
+                .stream_full_scan_ms
+                .compare_exchange(last_full, now_ms, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
         let floor = core.stream_lock_floor.load(Ordering::Acquire);
         let mut locks = Vec::new();
         for lane in self.stream_lanes_at(t0)? {
-            let from = if calls.is_multiple_of(FULL_LOCK_SCAN_EVERY) {
-                0
-            } else {
-                floor
-            };
+            let from = if full { 0 } else { floor };
             let (start, end) = record_ts_range(&lane, from, u64::MAX);
             locks.extend(self.stream_locks(t0, start, end)?);
         }

@@ -55,7 +55,7 @@ impl TxnClient {
             open_txns: Mutex::new(std::collections::BTreeMap::new()),
             stream_resolved: std::sync::atomic::AtomicU64::new(0),
             stream_lock_floor: std::sync::atomic::AtomicU64::new(0),
-            stream_calls: std::sync::atomic::AtomicU64::new(0),
+            stream_full_scan_ms: std::sync::atomic::AtomicU64::new(0),
             stream_lanes: parking_lot::Mutex::new(std::collections::HashMap::new()),
             stream_lanes_read: parking_lot::Mutex::new((0, Vec::new())),
         });
