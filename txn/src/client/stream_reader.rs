@@ -70,7 +70,7 @@
 //! back) locks left below the bound by coordinators that died.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backoff::Backoff;
 use super::error::TxnError;
@@ -139,14 +139,7 @@ impl TxnClient {
     pub fn stream_resolved_ts(&self) -> Result<StreamWatermark, TxnError> {
         let core = self.core();
         let t0 = core.get_ts()?;
-        let now_ms = physical_ms(t0);
-        let last_full = core.stream_full_scan_ms.load(Ordering::Acquire);
-        // The first call (0) and one every few seconds; concurrent callers claim it once.
-        let full = now_ms >= last_full.saturating_add(FULL_LOCK_SCAN_EVERY_MS)
-            && core
-                .stream_full_scan_ms
-                .compare_exchange(last_full, now_ms, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
+        let full = claim_full_scan(&core.stream_full_scan_ms, physical_ms(t0));
         let floor = core.stream_lock_floor.load(Ordering::Acquire);
         let mut locks = Vec::new();
         for lane in self.stream_lanes_at(t0)? {
@@ -550,5 +543,43 @@ impl TxnClient {
                 false
             }
         }
+    }
+}
+
+/// Whether a watermark call whose `T0` is at `now_ms` (physical) scans every lane's locks
+/// from the start: the first call (`last_full_ms` starts at 0) and then one at least
+/// [`FULL_LOCK_SCAN_EVERY_MS`] after the last that did. Of concurrent callers in one such
+/// window only one claims it (the others scan from the floor as usual).
+fn claim_full_scan(last_full_ms: &AtomicU64, now_ms: u64) -> bool {
+    let last = last_full_ms.load(Ordering::Acquire);
+    now_ms >= last.saturating_add(FULL_LOCK_SCAN_EVERY_MS)
+        && last_full_ms
+            .compare_exchange(last, now_ms, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_lock_scan_comes_first_then_once_per_interval() {
+        let last = AtomicU64::new(0);
+        let t = 1_700_000_000_000u64;
+        assert!(claim_full_scan(&last, t), "the first call scans in full");
+        assert!(
+            !claim_full_scan(&last, t),
+            "the same window is claimed once"
+        );
+        assert!(!claim_full_scan(&last, t + FULL_LOCK_SCAN_EVERY_MS - 1));
+        assert!(claim_full_scan(&last, t + FULL_LOCK_SCAN_EVERY_MS));
+        // However often the calls come (every 1 ms or every 200 ms), one per interval.
+        let mut full = 0;
+        for ms in (1..=30_000).map(|i| t + FULL_LOCK_SCAN_EVERY_MS + i) {
+            full += usize::from(claim_full_scan(&last, ms));
+        }
+        assert_eq!(full, 10);
+        // A clock that steps back never claims before the interval has passed again.
+        assert!(!claim_full_scan(&last, t));
     }
 }
