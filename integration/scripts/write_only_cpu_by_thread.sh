@@ -6,7 +6,8 @@
 # name, summed over the three nodes (threads alive at both ends of the run; digits and
 # separators at the end of a name are dropped, so `stream-follower` is every node's
 # follower, and `kv-conn` every node's server threads). On a CPU-bound machine this says
-# which part of the nodes a variant makes cheaper or dearer, with far less noise than the TPS.
+# which part of the nodes a variant makes cheaper or dearer; the per-thread parts are
+# steadier than the TPS (the totals still move with the machine).
 # Arguments after the cluster directory go to every node (--node-arg), e.g. --no-stream or
 # --stream-round-ms=50. CLUSTER_DIR must not hold a cluster yet. Needs a release build
 # (cargo build --release -p surgedb), the mariadb client, sysbench, python3 and /proc.

@@ -488,6 +488,14 @@ fn for_share_and_nowait_lock_and_skip_locked_is_refused() {
         let e = err(&mut b, "update t set v = 1 where id = 1");
         assert_eq!(e.code, 1205, "{nowait}: {}", e.message);
         ok(&mut a, "commit");
+        // And NOWAIT meeting a held lock waits, then times out with 1205 (MySQL: 3572).
+        ok(&mut a, "begin");
+        ok(&mut a, "select v from t where id = 1 for update");
+        ok(&mut b, "begin");
+        let e = err(&mut b, &format!("select v from t where id = 1 {nowait}"));
+        assert_eq!(e.code, 1205, "{nowait} on a held lock: {}", e.message);
+        ok(&mut b, "rollback");
+        ok(&mut a, "commit");
     }
     assert_eq!(lines(&mut a, "select v from t order by id"), ["0", "0"]);
 }
@@ -651,8 +659,9 @@ fn string_constants_read_alike_by_the_key_path_and_the_filter() {
     );
 }
 
-/// An AUTO_INCREMENT counter at the top of BIGINT ends with MySQL's 1467, not a wrapped
-/// or repeated id.
+/// An AUTO_INCREMENT counter at the top of BIGINT ends with MySQL's error 1467, not a
+/// wrapped or repeated id. It ends one id before MySQL would: the allocator never hands
+/// out i64::MAX itself (MySQL gives max - 1, then max, and fails on the next).
 #[test]
 fn an_auto_increment_counter_at_its_end_is_an_error() {
     let db = Db::start();

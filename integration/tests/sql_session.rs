@@ -71,6 +71,7 @@ fn a_session_holds_at_most_16382_prepared_statements() {
     s.close_statement(first);
     let id = s.prepare("select 1").unwrap().id;
     assert!(!ids.contains(&id), "id {id} given again");
+    assert!(id > *ids.iter().max().unwrap(), "id {id} went back");
 }
 
 /// `LOCK IN SHARE MODE` (run as text by a form of its own, since the parser lacks it) keeps

@@ -5,7 +5,8 @@
 //! a restart of the whole cluster to every region having a leader. Beside the TPS, the
 //! process's CPU time per committed transaction during the write phase (all three nodes and
 //! the clients): on two cores the nodes are CPU-bound, so this is the engines' cost per
-//! transaction with far less run-to-run noise than the TPS, which moves with the machine.
+//! transaction, usually with less run-to-run noise than the TPS (not always: both move
+//! with the machine).
 //!
 //! `cargo run --release -p surge-txn --example engine_bench -- [--rows N] [--seconds N]
 //! [--rounds N] [--only disk|memory] [--memtable-mib N]`; the engines alternate in each round, so outside

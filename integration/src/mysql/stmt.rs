@@ -126,6 +126,10 @@ impl<S: Read + Write> Connection<S> {
         let Some(stmt) = self.stmts.get_mut(&id) else {
             return Ok(());
         };
+        // Past the limit the next execution fails whatever comes: keep nothing more.
+        if stmt.long_data_too_long {
+            return Ok(());
+        }
         if let Some(slot) = stmt.long_data.get_mut(param) {
             let data = slot.get_or_insert_with(Vec::new);
             if data.len().saturating_add(body.len() - 6) > max {

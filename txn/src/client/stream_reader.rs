@@ -581,5 +581,34 @@ mod tests {
         assert_eq!(full, 10);
         // A clock that steps back never claims before the interval has passed again.
         assert!(!claim_full_scan(&last, t));
+        // At the follower's 200 ms rounds: one call in fifteen.
+        let last = AtomicU64::new(0);
+        let full = (0..150)
+            .filter(|i| claim_full_scan(&last, t + i * 200))
+            .count();
+        assert_eq!(full, 10);
+    }
+
+    #[test]
+    fn concurrent_callers_claim_one_window_once() {
+        let last = AtomicU64::new(0);
+        let barrier = std::sync::Barrier::new(8);
+        let t = 1_700_000_000_000u64;
+        let claims = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        claim_full_scan(&last, t)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .filter(|claimed| *claimed)
+                .count()
+        });
+        assert_eq!(claims, 1);
     }
 }

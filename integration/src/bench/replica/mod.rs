@@ -20,8 +20,9 @@
 //!    to the new value being visible on the replica.
 //!
 //! Reported: the five TPS and their ratios, the three nodes' CPU time per committed
-//! transaction in each run (on a CPU-bound machine the stream's cost per transaction, and
-//! far steadier from run to run than the TPS), the lag's p50/p99, the cluster's commit rate
+//! transaction in each run (on a CPU-bound machine the stream's cost per transaction;
+//! often steadier from run to run than the TPS, not always: both move with the machine),
+//! the lag's p50/p99, the cluster's commit rate
 //! against the rate the replica applied GTIDs during run 5, and how long the replica took
 //! to reach the stream's end once the load stopped.
 
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::Latency;
-use super::sysbench::{Endpoint, SysbenchError, move_leaders};
+use super::sysbench::{Endpoint, SysbenchError, SysbenchResult, move_leaders};
 use crate::bench::Progress;
 use crate::local::{ClusterManifest, StartOptions};
 
@@ -120,7 +121,8 @@ pub struct ReplicaBenchReport {
     /// Every round's five CPU costs: the three node processes' CPU time during the run
     /// (user and system, from `/proc`) per transaction sysbench committed, in microseconds
     /// (0 without `/proc`). On a CPU-bound machine this is what the stream costs the
-    /// cluster per transaction, and it moves far less from run to run than the TPS.
+    /// cluster per transaction; it is often steadier from run to run than the TPS, though
+    /// not always (a slower run also spends more per transaction).
     pub rounds_cpu_us: Vec<[f64; 5]>,
     /// Lag from a commit's acknowledgement to its row on the replica (every round's
     /// replica run).
@@ -298,17 +300,9 @@ fn prepare(opts: &ReplicaBenchOptions, name: &str, ep: &Endpoint) -> Result<(), 
     let mut args = sysbench_args(opts, "prepare");
     args.retain(|a| !a.starts_with("--time"));
     ep.sysbench_quiet("sbtest", &args)?;
-    let Some(to) = opts.leaders_on else {
-        return Ok(());
-    };
-    // A region that splits or holds an election just then fails its move: try again.
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match move_leaders(&opts.dir.join(name), to) {
-            Err(_) if tries < 3 => std::thread::sleep(Duration::from_secs(1)),
-            done => return done,
-        }
+    match opts.leaders_on {
+        Some(to) => move_leaders(&opts.dir.join(name), to),
+        None => Ok(()),
     }
 }
 
@@ -340,14 +334,15 @@ fn measured_run(
 ) -> Result<Load, SysbenchError> {
     let before = nodes_cpu(manifest);
     let run = ep.sysbench("sbtest", &sysbench_args(opts, "run"))?;
-    Ok(load_of(run.tps, opts, before, nodes_cpu(manifest)))
+    Ok(load_of(&run, before, nodes_cpu(manifest)))
 }
 
-/// `tps` over the run's seconds, with the nodes' CPU seconds before and after.
-fn load_of(tps: f64, opts: &ReplicaBenchOptions, before: Option<f64>, after: Option<f64>) -> Load {
-    let txns = tps * opts.seconds as f64;
+/// A sysbench run's TPS, and the nodes' CPU seconds before and after it over the
+/// transactions it committed.
+fn load_of(run: &SysbenchResult, before: Option<f64>, after: Option<f64>) -> Load {
+    let txns = run.transactions as f64;
     Load {
-        tps,
+        tps: run.tps,
         cpu_us_per_txn: before
             .zip(after)
             .filter(|_| txns > 0.0)
@@ -555,7 +550,7 @@ fn replica_run(opts: &ReplicaBenchOptions, name: &str) -> Result<ReplicaRun, Sys
     probe.wait_replica_at(&probe_ep, Duration::from_secs(600))?;
     let catch_up_ms = stopped.elapsed().as_millis() as u64;
     Ok(ReplicaRun {
-        load: load_of(run.tps, opts, nodes_before, nodes_after),
+        load: load_of(&run, nodes_before, nodes_after),
         lost: samples.iter().filter(|s| s.is_none()).count(),
         lags: samples.iter().flatten().copied().collect(),
         commits_per_s: run.tps + samples.len() as f64 / elapsed.max(f64::MIN_POSITIVE),

@@ -127,8 +127,20 @@ pub(crate) fn run_oltp(
 
 /// Hands every region's leadership to node `to` of the cluster in `dir` (the call waits
 /// until `to` leads each), then a second more, so that the meta group's view, which the
-/// slice's `SHOW TABLE ... REGIONS` reports, has caught up.
+/// slice's `SHOW TABLE ... REGIONS` reports, has caught up. A region that splits or holds
+/// an election just then fails its move: the whole move is tried up to three times.
 pub(crate) fn move_leaders(dir: &Path, to: u64) -> Result<(), SysbenchError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match move_leaders_once(dir, to) {
+            Err(_) if tries < 3 => std::thread::sleep(std::time::Duration::from_secs(1)),
+            done => return done,
+        }
+    }
+}
+
+fn move_leaders_once(dir: &Path, to: u64) -> Result<(), SysbenchError> {
     let setup = |detail: String| SysbenchError::Setup {
         what: format!("the SurgeDB cluster's leaders on node {to}"),
         detail,

@@ -19,6 +19,7 @@ use surge_txn::{BinlogRow, BinlogTable, HotHints, HotReject, RowUpdate, SqlRowCh
 use super::access::exact_int;
 use super::binlog::binlog_value;
 use super::hints::Hints;
+use super::modify::limit_of;
 use super::rows::decode;
 use super::session::Session;
 use super::vars::is_on;
@@ -205,16 +206,10 @@ pub(crate) fn try_hot_update(
     {
         return Ok(None);
     }
-    // The group update changes its one row: a LIMIT is that only when it is at least 1.
-    if let Some(limit) = &u.limit {
-        let at_least_one = match eval(limit, &s.env()) {
-            Ok(Value::Int(n)) => n >= 1,
-            Ok(Value::UInt(n)) => n >= 1,
-            _ => false,
-        };
-        if !at_least_one {
-            return Ok(None);
-        }
+    // The group update changes its one row: a LIMIT is that only when it is at least 1
+    // (a bad one goes the ordinary way, which reports it).
+    if !matches!(limit_of(s, u.limit.as_ref()), Ok(None | Some(1..))) {
+        return Ok(None);
     }
     if !u.table.joins.is_empty() {
         return Ok(None);

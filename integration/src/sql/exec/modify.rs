@@ -48,7 +48,7 @@ fn single_table_in(
     }
 }
 
-fn limit_of(s: &Session, limit: Option<&Expr>) -> Result<Option<u64>, SqlError> {
+pub(super) fn limit_of(s: &Session, limit: Option<&Expr>) -> Result<Option<u64>, SqlError> {
     limit
         .map(|e| match eval(e, &s.env())? {
             Value::Int(i) if i >= 0 => Ok(i.unsigned_abs()),

@@ -463,7 +463,8 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
     // Sort keys: an ORDER BY position or alias names an output column.
     let key_source = |e: &Expr| -> Option<usize> {
         match e {
-            Expr::Value(_) => position(e).map(|n| n.wrapping_sub(1)),
+            // Checked below to be within 1..=items.len() before any row is projected.
+            Expr::Value(_) => position(e).map(|n| n - 1),
             Expr::Identifier(id) => items
                 .iter()
                 .position(|it| it.name.eq_ignore_ascii_case(&id.value) && it.column.is_none()),
@@ -485,10 +486,7 @@ pub(crate) fn query(s: &mut Session, q: &Query) -> Result<Output, SqlError> {
         let keys = order
             .iter()
             .map(|(e, _)| match key_source(e) {
-                Some(i) => vals
-                    .get(i)
-                    .cloned()
-                    .ok_or_else(|| unknown_position(i.wrapping_add(1), "order clause")),
+                Some(i) => Ok(vals[i].clone()),
                 None => eval(e, env),
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -121,10 +121,10 @@ fn lock_in_share_mode_at(sql: &str) -> Option<usize> {
 /// `sql` with a trailing `LOCK IN SHARE MODE` spelled `FOR SHARE` (which the parser takes),
 /// for a statement prepared with `?` placeholders: the text forms above run unprepared.
 pub(crate) fn lock_in_share_mode_as_for_share(sql: &str) -> Option<String> {
-    if !starts_with_ci(sql.trim_start(), "select") || from_update_at(sql).is_some() {
-        return None;
+    match form(sql) {
+        Some(Form::LockInShareMode(at)) => Some(for_share(sql, at)),
+        _ => None,
     }
-    lock_in_share_mode_at(sql).map(|at| for_share(sql, at))
 }
 
 /// `sql` with its `LOCK IN SHARE MODE` (from `at`) spelled `FOR SHARE`: one spelling for the

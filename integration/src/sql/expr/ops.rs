@@ -30,14 +30,11 @@ pub(crate) fn exact_integer(v: &Value) -> Option<i128> {
             let n = *f as i128;
             n
         }
-        Value::Bytes(b) => {
-            let t = std::str::from_utf8(trim_number_spaces(b)).ok()?;
-            let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
-            if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            t.parse::<i128>().ok()?
-        }
+        // i128's parser takes exactly an optional sign and digits.
+        Value::Bytes(b) => std::str::from_utf8(trim_number_spaces(b))
+            .ok()?
+            .parse::<i128>()
+            .ok()?,
         _ => return None,
     };
     (i128::from(i64::MIN)..=i128::from(u64::MAX))
@@ -61,14 +58,11 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         // (`convert_const_to_int`), and past 2^53 a double comparison would make
         // neighbouring integers equal (and disagree with the key order of an index).
         (Value::Int(_) | Value::UInt(_), Value::Double(_) | Value::Bytes(_))
-            if exact_integer(b).is_some() =>
-        {
-            Some(to_integer(a)?.cmp(&exact_integer(b)?))
-        }
-        (Value::Double(_) | Value::Bytes(_), Value::Int(_) | Value::UInt(_))
-            if exact_integer(a).is_some() =>
-        {
-            Some(exact_integer(a)?.cmp(&to_integer(b)?))
+        | (Value::Double(_) | Value::Bytes(_), Value::Int(_) | Value::UInt(_)) => {
+            match (exact_integer(a), exact_integer(b)) {
+                (Some(x), Some(y)) => Some(x.cmp(&y)),
+                _ => compare_as_doubles(a, b),
+            }
         }
         (Value::Date { .. } | Value::DateTime { .. }, _)
         | (_, Value::Date { .. } | Value::DateTime { .. }) => {
@@ -92,12 +86,7 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
             || !is_number(a)
             || !is_number(b) =>
         {
-            // A string against a number reads as its numeric prefix, as in MySQL.
-            let num = |v: &Value| match v {
-                Value::Bytes(b) => Some(string_as_double(b)),
-                other => to_double(other),
-            };
-            num(a)?.partial_cmp(&num(b)?)
+            compare_as_doubles(a, b)
         }
         _ => {
             let (x, y) = (to_decimal(a)?, to_decimal(b)?);
@@ -105,6 +94,15 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Option<Ordering> {
             Some(rescale(x, s)?.digits.cmp(&rescale(y, s)?.digits))
         }
     }
+}
+
+/// `a` against `b` as doubles; a string reads as its numeric prefix, as in MySQL.
+fn compare_as_doubles(a: &Value, b: &Value) -> Option<Ordering> {
+    let num = |v: &Value| match v {
+        Value::Bytes(b) => Some(string_as_double(b)),
+        other => to_double(other),
+    };
+    num(a)?.partial_cmp(&num(b)?)
 }
 
 fn overflow(op: &str, a: &Value, b: &Value) -> SqlError {
